@@ -1,0 +1,72 @@
+// Memory-mapped reader of pcap (micro- and nanosecond, either byte order) and pcapng
+// captures with Ethernet link type. Hand-written rather than libpcap because the replay
+// target (>= 50x tshark) needs frames handed out as spans into the mapping, with no copy
+// and no per-packet call into a library; libpcap's pcap_next_ex measured 4.7 Mpps here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace insert::capture {
+
+struct Frame {
+    uint64_t index = 0;  // 1-based position in the file
+    uint64_t ts_ns = 0;  // capture timestamp, ns since the epoch
+    uint32_t orig_len = 0;
+    std::span<const uint8_t> data;  // captured bytes (may be shorter than orig_len)
+};
+
+enum class Format : uint8_t { pcap, pcapng };
+
+class CaptureFile {
+public:
+    CaptureFile() = default;
+    ~CaptureFile();
+    CaptureFile(const CaptureFile&) = delete;
+    CaptureFile& operator=(const CaptureFile&) = delete;
+    CaptureFile(CaptureFile&& other) noexcept;
+    CaptureFile& operator=(CaptureFile&& other) noexcept;
+
+    // Maps the file and checks its header. On failure returns false and sets error() to
+    // one line naming the file and the problem (missing, not a capture, link type...).
+    bool open(const std::string& path);
+    const std::string& error() const { return error_; }
+
+    // Next frame in file order; false at the end. A record cut short by the end of the
+    // file or a non-Ethernet interface in a pcapng stops the walk and sets error()
+    // (check it after the loop: the frames before it are valid).
+    bool next(Frame& frame);
+    void rewind();
+
+    Format format() const { return format_; }
+    std::size_t size_bytes() const { return size_; }
+    std::size_t position() const { return pos_; }  // bytes consumed, for progress lines
+
+private:
+    bool next_pcap(Frame& frame);
+    bool next_pcapng(Frame& frame);
+    bool fail(const std::string& what);
+    uint16_t rd16(const uint8_t* p) const;
+    uint32_t rd32(const uint8_t* p) const;
+
+    std::string path_;
+    std::string error_;
+    const uint8_t* base_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t pos_ = 0;
+    std::size_t first_record_ = 0;
+    Format format_ = Format::pcap;
+    bool swapped_ = false;
+    uint64_t ns_per_tick_ = 1000;  // pcap: 1000 (us) or 1 (ns)
+    uint64_t index_ = 0;
+    // pcapng interfaces: per interface id, ticks per second and link type.
+    static constexpr std::size_t kMaxInterfaces = 64;
+    uint64_t if_ticks_per_sec_[kMaxInterfaces] = {};
+    uint16_t if_link_type_[kMaxInterfaces] = {};
+    std::size_t if_count_ = 0;
+};
+
+constexpr uint16_t kLinkTypeEthernet = 1;
+
+}  // namespace insert::capture

@@ -1,0 +1,22 @@
+// RoCEv2 Invariant CRC (IBTA annex A17.3.3): CRC-32 (the Ethernet polynomial) over
+// 8 bytes of 0xFF standing in for the LRH, then the IP header, UDP header and BTH with
+// their variant fields masked to all ones, then the rest of the packet up to the ICRC.
+// Masked: IPv4 TOS, TTL, header checksum; IPv6 traffic class, flow label, hop limit;
+// UDP checksum; BTH byte 4 (FECN, BECN, reserved). Carried little-endian on the wire.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "dataplane/proto/parser.hpp"
+
+namespace insert::proto {
+
+// `p` must be the parse of `frame` with verdict `roce`.
+uint32_t compute_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept;
+uint32_t wire_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept;
+inline bool verify_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept {
+    return compute_icrc(frame, p) == wire_icrc(frame, p);
+}
+
+}  // namespace insert::proto

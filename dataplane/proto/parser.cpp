@@ -1,0 +1,216 @@
+#include "dataplane/proto/parser.hpp"
+
+#include "dataplane/proto/byte_order.hpp"
+#include "dataplane/proto/ethernet.hpp"
+
+namespace insert::proto {
+
+std::string_view malformed_name(Malformed m) {
+    switch (m) {
+        case Malformed::none: return "none";
+        case Malformed::length_mismatch: return "length_mismatch";
+        case Malformed::truncated: return "truncated";
+        case Malformed::reserved_opcode: return "reserved_opcode";
+    }
+    return "unknown";
+}
+
+namespace {
+
+struct L3Result {
+    bool udp = false;            // an unfragmented IP datagram carrying UDP
+    std::size_t l4_offset = 0;   // UDP header
+    int64_t ip_payload_len = 0;  // bytes from the UDP header to the end of the datagram
+    std::size_t datagram_end = 0;
+    bool beyond_frame = false;   // IP length says more than the frame holds
+};
+
+L3Result parse_ipv4(const uint8_t* p, std::size_t len, std::size_t off, ParsedPacket& out) {
+    L3Result r;
+    if (len - off < kIpv4MinHeaderLen) return r;
+    const uint8_t* ip = p + off;
+    if ((ip[0] >> 4) != 4) return r;
+    const std::size_t ihl = std::size_t{ip[0] & 0x0Fu} * 4;
+    if (ihl < kIpv4MinHeaderLen || len - off < ihl) return r;
+    if (ip[9] != kIpProtoUdp) return r;
+    const uint16_t frag = load_be16(ip + 6);
+    if ((frag & 0x2000) || (frag & 0x1FFF)) return r;  // MF or a non-zero offset
+    out.ipv6 = false;
+    out.dscp = ip[1] >> 2;
+    out.ecn = ip[1] & 0x3;
+    out.src_ip = IpAddress::v4_bytes(ip + 12);
+    out.dst_ip = IpAddress::v4_bytes(ip + 16);
+    const std::size_t total = load_be16(ip + 2);
+    r.udp = true;
+    r.l4_offset = off + ihl;
+    r.ip_payload_len = static_cast<int64_t>(total) - static_cast<int64_t>(ihl);
+    r.beyond_frame = total > len - off;
+    r.datagram_end = off + total;
+    return r;
+}
+
+L3Result parse_ipv6(const uint8_t* p, std::size_t len, std::size_t off, ParsedPacket& out) {
+    L3Result r;
+    if (len - off < kIpv6HeaderLen) return r;
+    const uint8_t* ip = p + off;
+    if ((ip[0] >> 4) != 6) return r;
+    const uint8_t tclass = static_cast<uint8_t>(((ip[0] & 0x0F) << 4) | (ip[1] >> 4));
+    const std::size_t payload = load_be16(ip + 4);
+    uint8_t next = ip[6];
+    std::size_t hdr = off + kIpv6HeaderLen;
+    // Skip extension headers; each is bounds-checked against the frame.
+    for (int guard = 0; guard < 8 && next != kIpProtoUdp; ++guard) {
+        if (len - hdr < 8) return r;
+        const uint8_t* ext = p + hdr;
+        std::size_t ext_len;
+        switch (next) {
+            case kIpv6HopByHop:
+            case kIpv6Routing:
+            case kIpv6DestOptions: ext_len = (std::size_t{ext[1]} + 1) * 8; break;
+            case kIpv6Auth: ext_len = (std::size_t{ext[1]} + 2) * 4; break;
+            case kIpv6Fragment:
+                if (load_be16(ext + 2) != 0) return r;  // offset or M: a real fragment
+                ext_len = 8;
+                break;
+            default: return r;
+        }
+        if (len - hdr < ext_len) return r;
+        next = ext[0];
+        hdr += ext_len;
+    }
+    if (next != kIpProtoUdp) return r;
+    out.ipv6 = true;
+    out.dscp = tclass >> 2;
+    out.ecn = tclass & 0x3;
+    out.src_ip = IpAddress::v6_bytes(ip + 8);
+    out.dst_ip = IpAddress::v6_bytes(ip + 24);
+    r.udp = true;
+    r.l4_offset = hdr;
+    r.ip_payload_len = static_cast<int64_t>(payload) -
+                       static_cast<int64_t>(hdr - off - kIpv6HeaderLen);
+    r.beyond_frame = kIpv6HeaderLen + payload > len - off;
+    r.datagram_end = off + kIpv6HeaderLen + payload;
+    return r;
+}
+
+// Decodes the extension headers in wire order; the caller has checked they fit.
+void parse_extensions(const uint8_t* h, uint16_t ext, TransportHeaders& t) {
+    t.ext = ext;
+    if (ext & kXrcEth) {
+        t.xrc_srqn = load_be24(h + 1);
+        h += 4;
+    }
+    if (ext & kDeth) {
+        t.deth.qkey = load_be32(h);
+        t.deth.src_qp = load_be24(h + 5);
+        h += 8;
+    }
+    if (ext & kReth) {
+        t.reth.va = load_be64(h);
+        t.reth.rkey = load_be32(h + 8);
+        t.reth.dma_len = load_be32(h + 12);
+        h += 16;
+    }
+    if (ext & kAtomicEth) {
+        t.atomic.va = load_be64(h);
+        t.atomic.rkey = load_be32(h + 8);
+        t.atomic.swap_add = load_be64(h + 12);
+        t.atomic.compare = load_be64(h + 20);
+        h += 28;
+    }
+    if (ext & kAeth) {
+        t.aeth.syndrome = h[0];
+        t.aeth.msn = load_be24(h + 1);
+        h += 4;
+    }
+    if (ext & kAtomicAckEth) {
+        t.atomic_ack = load_be64(h);
+        h += 8;
+    }
+    if (ext & kImmDt) {
+        t.imm = load_be32(h);
+        h += 4;
+    }
+    if (ext & kIeth) t.ieth_rkey = load_be32(h);
+}
+
+Verdict set_malformed(ParsedPacket& out, Malformed why) {
+    out.malformed = why;
+    out.verdict = Verdict::malformed;
+    return out.verdict;
+}
+
+}  // namespace
+
+Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept {
+    out.verdict = Verdict::non_roce;
+    out.malformed = Malformed::none;
+    out.vlan_count = 0;
+    const uint8_t* p = frame.data();
+    const std::size_t len = frame.size();
+    if (len < kEthHeaderLen) return out.verdict;
+
+    std::size_t off = 12;
+    uint16_t ether_type = load_be16(p + off);
+    while (ether_type == kEtherTypeVlan || ether_type == kEtherTypeQinQ) {
+        if (out.vlan_count == kMaxVlanTags || len - off < 2 + kVlanTagLen) return out.verdict;
+        out.vlan_tci[out.vlan_count++] = load_be16(p + off + 2);
+        off += kVlanTagLen;
+        ether_type = load_be16(p + off);
+    }
+    off += 2;
+    out.l3_offset = static_cast<uint16_t>(off);
+
+    L3Result l3;
+    if (ether_type == kEtherTypeIpv4)
+        l3 = parse_ipv4(p, len, off, out);
+    else if (ether_type == kEtherTypeIpv6)
+        l3 = parse_ipv6(p, len, off, out);
+    if (!l3.udp || len - l3.l4_offset < kUdpHeaderLen) return out.verdict;
+
+    const uint8_t* udp = p + l3.l4_offset;
+    out.l4_offset = static_cast<uint16_t>(l3.l4_offset);
+    out.src_port = load_be16(udp);
+    out.dst_port = load_be16(udp + 2);
+    if (out.dst_port != kRoceV2Port) return out.verdict;
+
+    // From here on the packet is RoCE by the destination-port rule; it is either
+    // well-formed or malformed with the first reason that applies (SPEC.md order).
+    out.udp_len = load_be16(udp + 4);
+    if (l3.beyond_frame || static_cast<int64_t>(out.udp_len) != l3.ip_payload_len)
+        return set_malformed(out, Malformed::length_mismatch);
+    if (out.udp_len < kUdpHeaderLen + kBthLen) return set_malformed(out, Malformed::truncated);
+
+    const std::size_t bth_off = l3.l4_offset + kUdpHeaderLen;
+    const uint8_t* bth = p + bth_off;
+    out.bth_offset = static_cast<uint16_t>(bth_off);
+    Bth& b = out.t.bth;
+    b.opcode = bth[0];
+    b.se = (bth[1] & 0x80) != 0;
+    b.migreq = (bth[1] & 0x40) != 0;
+    b.pad = (bth[1] >> 4) & 0x3;
+    b.tver = bth[1] & 0x0F;
+    b.pkey = load_be16(bth + 2);
+    b.fecn = (bth[4] & 0x80) != 0;
+    b.becn = (bth[4] & 0x40) != 0;
+    b.dest_qp = load_be24(bth + 5);
+    b.ack_req = (bth[8] & 0x80) != 0;
+    b.psn = load_be24(bth + 9);
+
+    const OpcodeInfo& info = opcode_info(b.opcode);
+    if (!info.valid) return set_malformed(out, Malformed::reserved_opcode);
+
+    const int64_t payload = static_cast<int64_t>(out.udp_len) -
+                            static_cast<int64_t>(kUdpHeaderLen + kBthLen + info.ext_len +
+                                                 b.pad + kIcrcLen);
+    if (payload < 0) return set_malformed(out, Malformed::truncated);
+
+    parse_extensions(bth + kBthLen, info.ext, out.t);
+    out.payload_offset = static_cast<uint32_t>(bth_off + kBthLen + info.ext_len);
+    out.payload_len = static_cast<int32_t>(payload);
+    out.icrc_offset = static_cast<uint32_t>(l3.l4_offset + out.udp_len - kIcrcLen);
+    out.verdict = Verdict::roce;
+    return out.verdict;
+}
+
+}  // namespace insert::proto

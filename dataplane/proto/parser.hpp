@@ -1,0 +1,53 @@
+// Bounds-checked, zero-copy, allocation-free RoCEv2 parser (SPEC.md section 1).
+// Never reads outside the given span, whatever the bytes say.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "dataplane/proto/headers.hpp"
+#include "dataplane/proto/ip_address.hpp"
+
+namespace insert::proto {
+
+enum class Verdict : uint8_t { non_roce, roce, malformed };
+
+enum class Malformed : uint8_t {
+    none,
+    length_mismatch,  // IP total length beyond the frame, or UDP length != IP payload length
+    truncated,        // UDP payload < 12 B, or headers+pad+ICRC longer than the UDP payload
+    reserved_opcode,  // BTH opcode not defined for RoCEv2
+};
+constexpr std::size_t kMalformedReasons = 4;  // including `none`
+std::string_view malformed_name(Malformed m);
+
+struct ParsedPacket {
+    Verdict verdict = Verdict::non_roce;
+    Malformed malformed = Malformed::none;
+    bool ipv6 = false;
+    uint8_t vlan_count = 0;
+    uint8_t ecn = 0;  // IP ECN bits: 3 = CE
+    uint8_t dscp = 0;
+    uint16_t vlan_tci[2] = {0, 0};
+    IpAddress src_ip;
+    IpAddress dst_ip;
+    uint16_t src_port = 0;
+    uint16_t dst_port = 0;
+    uint16_t l3_offset = 0;    // IP header
+    uint16_t l4_offset = 0;    // UDP header
+    uint16_t bth_offset = 0;   // BTH
+    uint32_t udp_len = 0;      // UDP length field
+    uint32_t payload_offset = 0;
+    int32_t payload_len = 0;   // SPEC: UDP len - 8 - 12 - ext - PadCnt - 4
+    uint32_t icrc_offset = 0;  // position of the 4-byte ICRC in the frame
+    TransportHeaders t;
+
+    const OpcodeInfo& info() const { return opcode_info(t.bth.opcode); }
+};
+
+// Parses one Ethernet frame. On `roce` every field is valid; on `malformed` the reason is
+// set and the fields decoded so far are valid (IPs, ports); on `non_roce` nothing is.
+Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept;
+
+}  // namespace insert::proto
