@@ -1,0 +1,59 @@
+// The per-worker telemetry engine: SPEC.md sections 3-6 over a stream of parsed RoCEv2
+// packets. One instance per worker lcore, single writer, all memory preallocated at
+// creation; process() never allocates, locks, throws or logs. Counters are atomics that
+// a stats reader on another thread may load at any time (relaxed).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dataplane/proto/parser.hpp"
+#include "dataplane/state/records.hpp"
+
+namespace insert::state {
+
+struct EngineConfig {
+    uint32_t max_endpoints = 1u << 20;   // table capacity; beyond it packets are counted, not tracked
+    uint64_t idle_timeout_ns = 0;        // 0: never evict (offline replay keeps everything)
+};
+
+// Monotonic counters of one engine, readable from other threads.
+struct EngineCounters {
+    std::atomic<uint64_t> packets{0};          // well-formed RoCE packets processed
+    std::atomic<uint64_t> endpoints{0};        // endpoints created (distinct)
+    std::atomic<uint64_t> endpoints_live{0};   // endpoints in the table now
+    std::atomic<uint64_t> connections{0};      // pairs formed
+    std::atomic<uint64_t> msgs{0};             // msg records emitted
+    std::atomic<uint64_t> evicted{0};          // endpoints evicted idle (with a final qp record)
+    std::atomic<uint64_t> table_full{0};       // packets of endpoints that found no room
+    std::atomic<uint64_t> msgs_overflow{0};    // messages frozen early: too many outstanding
+    std::atomic<uint64_t> records_dropped{0};  // records the sink refused
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+class Engine {
+public:
+    // Allocates every table; nullptr and `error` set if memory cannot be had.
+    static std::unique_ptr<Engine> create(const EngineConfig& config, RecordSink& sink,
+                                          std::string& error);
+    virtual ~Engine() = default;
+
+    // Hints the endpoint slot of a packet into cache; call a few packets ahead of process().
+    virtual void prefetch(const proto::ParsedPacket& pkt) noexcept = 0;
+    // One well-formed RoCE packet (verdict roce), in capture order for its connection.
+    virtual void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept = 0;
+    // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout (bounded work).
+    virtual void tick(uint64_t now_ns) noexcept = 0;
+    // A `qp` record for every live endpoint (the periodic --interval report).
+    virtual void report(uint64_t now_ns) = 0;
+    // End of input: freezes every open message, emits final `qp` records.
+    virtual void finish(uint64_t end_ns) = 0;
+
+    virtual const EngineCounters& counters() const = 0;
+    // Bytes of state per endpoint slot (for the memory report).
+    virtual std::size_t bytes_per_endpoint() const = 0;
+};
+
+}  // namespace insert::state
