@@ -1,0 +1,11 @@
+// Being written in this session; replaced by the real command.
+#include <cstdio>
+
+#include "dataplane/tools/commands.hpp"
+
+namespace insert::tools {
+int run_replay(int, char**) {
+    std::fprintf(stderr, "insert-dp replay: not built yet\n");
+    return 1;
+}
+}  // namespace insert::tools
