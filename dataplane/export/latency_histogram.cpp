@@ -1,0 +1,70 @@
+#include "dataplane/export/latency_histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace insert::exporter {
+
+uint32_t LatencyHistogram::bucket_of(uint64_t ns) {
+    // Values below 2^kSubBucketBits get a bucket each; above, an octave of 128 buckets.
+    if (ns < (1u << kSubBucketBits)) return static_cast<uint32_t>(ns);
+    const unsigned msb = 63u - static_cast<unsigned>(std::countl_zero(ns));
+    const unsigned shift = msb - kSubBucketBits;
+    const uint64_t sub = (ns >> shift) & ((1u << kSubBucketBits) - 1);
+    return static_cast<uint32_t>(((shift + 1) << kSubBucketBits) + sub);
+}
+
+uint64_t LatencyHistogram::bucket_low(uint32_t b) {
+    if (b < (1u << kSubBucketBits)) return b;
+    const unsigned shift = (b >> kSubBucketBits) - 1;
+    const uint64_t sub = b & ((1u << kSubBucketBits) - 1);
+    return ((uint64_t{1} << kSubBucketBits) | sub) << shift;
+}
+
+uint64_t LatencyHistogram::bucket_high(uint32_t b) {
+    if (b < (1u << kSubBucketBits)) return b;
+    const unsigned shift = (b >> kSubBucketBits) - 1;
+    return bucket_low(b) + (uint64_t{1} << shift) - 1;
+}
+
+void LatencyHistogram::spill() {
+    for (uint64_t v : exact_) ++buckets_[bucket_of(v)];
+    exact_.clear();
+    exact_.shrink_to_fit();
+}
+
+void LatencyHistogram::add(uint64_t ns) {
+    ++count_;
+    max_ = std::max(max_, ns);
+    min_ = std::min(min_, ns);
+    if (count_ <= kExactLimit) {
+        exact_.push_back(ns);
+        return;
+    }
+    if (!exact_.empty()) spill();
+    ++buckets_[bucket_of(ns)];
+}
+
+uint64_t LatencyHistogram::percentile(double p) const {
+    if (count_ == 0) return 0;
+    // Nearest rank: the smallest value whose rank r satisfies r >= p% of n.
+    uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+    rank = std::clamp<uint64_t>(rank, 1, count_);
+    if (buckets_.empty()) {
+        std::vector<uint64_t> sorted = exact_;
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(rank - 1), sorted.end());
+        return sorted[rank - 1];
+    }
+    uint64_t seen = 0;
+    for (const auto& [bucket, n] : buckets_) {
+        seen += n;
+        if (seen >= rank) {
+            const uint64_t mid = bucket_low(bucket) + (bucket_high(bucket) - bucket_low(bucket)) / 2;
+            return std::clamp(mid, min_, max_);
+        }
+    }
+    return max_;
+}
+
+}  // namespace insert::exporter

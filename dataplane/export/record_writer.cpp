@@ -1,0 +1,245 @@
+#include "dataplane/export/record_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <iterator>
+
+#include "dataplane/export/record_names.hpp"
+
+namespace insert::exporter {
+
+using namespace insert::state;
+
+namespace {
+
+constexpr std::size_t kFlushBytes = 1 << 16;
+
+class JsonObject {
+public:
+    explicit JsonObject(std::string& out) : out_(out) { out_.push_back('{'); }
+    ~JsonObject() { out_.push_back('}'); }
+
+    void key(std::string_view k) {
+        if (!first_) out_.push_back(',');
+        first_ = false;
+        out_.push_back('"');
+        out_.append(k);
+        out_.append("\":");
+    }
+    void num(std::string_view k, uint64_t v) {
+        key(k);
+        fmt::format_to(std::back_inserter(out_), "{}", v);
+    }
+    void real(std::string_view k, double v) {
+        key(k);
+        fmt::format_to(std::back_inserter(out_), "{:.6f}", v);
+    }
+    void opt_num(std::string_view k, bool valid, uint64_t v) {
+        if (valid)
+            num(k, v);
+        else
+            null(k);
+    }
+    void null(std::string_view k) {
+        key(k);
+        out_.append("null");
+    }
+    void boolean(std::string_view k, bool v) {
+        key(k);
+        out_.append(v ? "true" : "false");
+    }
+    // Enum names and IP addresses need no escaping.
+    void str(std::string_view k, std::string_view v) {
+        key(k);
+        out_.push_back('"');
+        out_.append(v);
+        out_.push_back('"');
+    }
+    void opt_str(std::string_view k, std::string_view v) {
+        if (v.empty())
+            null(k);
+        else
+            str(k, v);
+    }
+    void ip(std::string_view k, const proto::IpAddress& a) {
+        char buf[64];
+        str(k, std::string_view(buf, a.format(buf)));
+    }
+    std::string& raw() { return out_; }
+
+private:
+    std::string& out_;
+    bool first_ = true;
+};
+
+void append_msg(std::string& out, const MsgRecord& m) {
+    JsonObject o(out);
+    o.str("type", "msg");
+    o.ip("src_ip", m.src_ip);
+    o.ip("dst_ip", m.dst_ip);
+    o.num("dst_qpn", m.dst_qpn);
+    o.opt_num("src_qpn", m.has_src_qpn, m.src_qpn);
+    o.str("op", msg_op_name(m.op));
+    o.opt_num("imm", m.has_imm, m.imm);
+    o.opt_num("inv", m.has_inv, m.inv);
+    o.num("psn_first", m.psn_first);
+    o.num("psn_last", m.psn_last);
+    o.num("pkts", m.pkts);
+    o.num("bytes", m.bytes);
+    o.opt_num("va", m.has_va, m.va);
+    o.opt_num("rkey", m.has_va, m.rkey);
+    o.opt_num("dma_len", m.has_dma_len, m.dma_len);
+    o.num("t_first_ns", m.t_first_ns);
+    o.num("t_last_ns", m.t_last_ns);
+    o.opt_num("t_ack_ns", m.has_ack, m.t_ack_ns);
+    o.opt_num("latency_ns", m.has_ack, m.t_ack_ns - m.t_first_ns);
+    o.num("retx_pkts", m.retx_pkts);
+    o.num("naks", m.naks);
+    o.num("rnr_naks", m.rnr_naks);
+    o.str("status", msg_status_name(m.status));
+}
+
+void append_qp(std::string& out, const QpRecord& q) {
+    JsonObject o(out);
+    o.str("type", "qp");
+    o.ip("ip", q.ip);
+    o.num("qpn", q.qpn);
+    const bool paired = q.pair_by != PairBy::none;
+    if (paired)
+        o.ip("peer_ip", q.peer_ip);
+    else
+        o.null("peer_ip");
+    o.opt_num("peer_qpn", paired, q.peer_qpn);
+    o.opt_str("pair_by", pair_by_name(q.pair_by));
+    o.opt_str("transport", transport_name(q.transport));
+    o.num("pkts", q.pkts);
+    o.num("bytes", q.bytes);
+    o.key("msgs");
+    {
+        JsonObject m(o.raw());
+        for (int i = 0; i < 5; ++i) m.num(msg_op_name(static_cast<MsgOp>(i)), q.msgs[i]);
+    }
+    o.num("dup_pkts", q.dup_pkts);
+    o.num("ooo_pkts", q.ooo_pkts);
+    o.num("gaps", q.gaps);
+    o.num("missing", q.missing);
+    o.key("naks");
+    {
+        JsonObject n(o.raw());
+        n.num("seq", q.naks.seq);
+        n.num("rnr", q.naks.rnr);
+        n.num("inv", q.naks.inv);
+        n.num("access", q.naks.access);
+        n.num("op", q.naks.op);
+    }
+    o.num("cnps", q.cnps);
+    o.num("ecn_ce", q.ecn_ce);
+    o.num("t_first_ns", q.t_first_ns);
+    o.num("t_last_ns", q.t_last_ns);
+    const bool lat = q.lat_count > 0;
+    o.opt_num("lat_p50_ns", lat, q.lat_p50_ns);
+    o.opt_num("lat_p99_ns", lat, q.lat_p99_ns);
+    o.opt_num("lat_max_ns", lat, q.lat_max_ns);
+    o.boolean("final", q.final);
+}
+
+void append_event(std::string& out, const EventRecord& e) {
+    JsonObject o(out);
+    o.str("type", "event");
+    o.str("kind", event_kind_name(e.kind));
+    o.ip("ip", e.ip);
+    o.num("qpn", e.qpn);
+    o.num("t_ns", e.t_ns);
+    o.num("psn", e.psn);
+    switch (e.kind) {
+        case EventKind::gap: o.num("missing", e.missing); break;
+        case EventKind::nak:
+        case EventKind::rnr_nak:
+        case EventKind::fatal_nak: o.num("syndrome", e.syndrome); break;
+        case EventKind::pair:
+            o.ip("peer_ip", e.peer_ip);
+            o.num("peer_qpn", e.peer_qpn);
+            o.str("pair_by", pair_by_name(e.pair_by));
+            break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+void append_json(std::string& out, const Record& r) {
+    switch (r.type) {
+        case RecordType::msg: append_msg(out, r.msg); break;
+        case RecordType::qp: append_qp(out, r.qp); break;
+        case RecordType::event: append_event(out, r.event); break;
+    }
+}
+
+void append_summary_json(std::string& out, const SummaryCounts& s) {
+    JsonObject o(out);
+    o.str("type", "summary");
+    o.num("pkts", s.pkts);
+    o.num("roce_pkts", s.roce_pkts);
+    o.num("non_roce_pkts", s.non_roce_pkts);
+    o.key("malformed");
+    {
+        JsonObject m(o.raw());
+        for (std::size_t i = 1; i < proto::kMalformedReasons; ++i)
+            m.num(proto::malformed_name(static_cast<proto::Malformed>(i)), s.malformed[i]);
+    }
+    o.num("endpoints", s.endpoints);
+    o.num("connections", s.connections);
+    o.num("msgs", s.msgs);
+    o.real("wall_s", s.wall_s);
+    o.real("mpps", s.mpps);
+}
+
+std::size_t EndpointKeyHash::operator()(const EndpointKey& k) const noexcept {
+    uint64_t a, b;
+    std::memcpy(&a, k.ip.bytes.data(), 8);
+    std::memcpy(&b, k.ip.bytes.data() + 8, 8);
+    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull) ^ k.qpn;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+void RecordWriter::write(Record& r) {
+    if (r.type == RecordType::msg && r.msg.has_ack)
+        book_.add({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.t_ack_ns - r.msg.t_first_ns);
+    if (r.type == RecordType::qp) {
+        QpRecord& q = r.qp;
+        const LatencyHistogram* h = book_.find({q.ip, q.qpn});
+        q.lat_count = h ? h->count() : 0;
+        if (h) {
+            q.lat_p50_ns = h->percentile(50);
+            q.lat_p99_ns = h->percentile(99);
+            q.lat_max_ns = h->max();
+        }
+    }
+    ++records_;
+    if (!out_) return;
+    append_json(buffer_, r);
+    buffer_.push_back('\n');
+    if (buffer_.size() >= kFlushBytes) flush();
+}
+
+void RecordWriter::write_summary(const SummaryCounts& s) {
+    ++records_;
+    if (!out_) return;
+    append_summary_json(buffer_, s);
+    buffer_.push_back('\n');
+    flush();
+}
+
+bool RecordWriter::flush() {
+    if (out_ && !buffer_.empty()) {
+        if (std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size()) failed_ = true;
+        buffer_.clear();
+    }
+    if (out_ && std::fflush(out_) != 0) failed_ = true;
+    return !failed_;
+}
+
+}  // namespace insert::exporter
