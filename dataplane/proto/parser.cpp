@@ -146,6 +146,8 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     out.verdict = Verdict::non_roce;
     out.malformed = Malformed::none;
     out.vlan_count = 0;
+    out.frame = frame.data();
+    out.frame_len = static_cast<uint32_t>(frame.size());
     const uint8_t* p = frame.data();
     const std::size_t len = frame.size();
     if (len < kEthHeaderLen) return out.verdict;

@@ -42,6 +42,8 @@ struct ParsedPacket {
     int32_t payload_len = 0;   // SPEC: UDP len - 8 - 12 - ext - PadCnt - 4
     uint32_t icrc_offset = 0;  // position of the 4-byte ICRC in the frame
     TransportHeaders t;
+    const uint8_t* frame = nullptr;  // the parsed bytes (valid while the caller keeps them)
+    uint32_t frame_len = 0;
 
     const OpcodeInfo& info() const { return opcode_info(t.bth.opcode); }
 };
