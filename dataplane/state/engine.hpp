@@ -30,6 +30,7 @@ struct EngineCounters {
     std::atomic<uint64_t> table_full{0};       // packets of endpoints that found no room
     std::atomic<uint64_t> msgs_overflow{0};    // messages frozen early: too many outstanding
     std::atomic<uint64_t> records_dropped{0};  // records the sink refused
+    std::atomic<uint64_t> orphans_dropped{0};  // Middle/Last packets whose First never came in time
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 

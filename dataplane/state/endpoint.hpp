@@ -1,0 +1,71 @@
+// Per-endpoint state (SPEC.md sections 3-6): counters, request PSN window, pairing and the
+// head of its open-message list.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/state/endpoint_key.hpp"
+#include "dataplane/state/message.hpp"
+#include "dataplane/state/psn_window.hpp"
+#include "dataplane/state/records.hpp"
+
+namespace insert::state {
+
+// A NAK seen for an endpoint's messages before the message it hits was observed.
+struct PendingNak {
+    uint32_t psn = 0;
+    uint8_t syndrome = 0;
+    bool used = false;
+};
+
+// A Middle/Last packet observed before the First of its message.
+struct OrphanPacket {
+    uint64_t ts_ns = 0;
+    uint32_t psn = 0;
+    uint32_t payload_len = 0;
+    uint32_t imm_or_inv = 0;
+    MsgOp op = MsgOp::send;
+    bool used = false;
+    bool last = false;
+    bool has_imm = false;
+    bool has_inv = false;
+};
+
+struct Endpoint {
+    static constexpr int kPendingNaks = 4;
+    static constexpr int kOrphans = 8;
+    static constexpr uint32_t kMaxOpenMessages = 16;
+
+    EndpointKey key;
+    // Pairing: the first source (IP, UDP port) of RC/UC/XRC packets, and the peer.
+    proto::IpAddress src_ip;
+    proto::IpAddress peer_ip;
+    uint32_t peer_qpn = 0;
+    uint32_t peer_index = kNoIndex;
+    uint16_t src_port = 0;
+    PairBy pair_by = PairBy::none;
+    TransportFamily transport = TransportFamily::unknown;
+    bool has_source = false;
+    bool multi_source_ip = false;   // received from a second IP: no longer a sport/ip candidate
+    bool multi_source_port = false;  // received from a second port: no longer a sport candidate
+    bool reported_unknown = false;   // unknown_qp event already emitted
+    bool last_request_read = false;  // the request at max_psn was a READ
+
+    // Open messages to this endpoint, oldest first.
+    uint32_t msg_head = kNoIndex;
+    uint32_t msg_tail = kNoIndex;
+    uint32_t msg_count = 0;
+    uint32_t read_last_psn = 0;      // Last/Only response PSN of the READ at max_psn
+    bool read_last_known = false;
+
+    QpRecord counters;  // ip/qpn/peer/transport are filled when a record is made
+    PendingNak pending[kPendingNaks];
+    uint8_t pending_next = 0;
+    uint8_t orphan_next = 0;
+    bool live = false;
+    uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
+    OrphanPacket orphans[kOrphans];
+    PsnWindow window;
+};
+
+}  // namespace insert::state

@@ -1,0 +1,43 @@
+// Keys of the state tables: an endpoint (IP, QPN) and the host pairs used for pairing.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "dataplane/proto/ip_address.hpp"
+#include "dataplane/state/fixed_hash_map.hpp"
+
+namespace insert::state {
+
+inline uint64_t hash_ip(const proto::IpAddress& ip, uint64_t seed) {
+    uint64_t a, b;
+    std::memcpy(&a, ip.bytes.data(), 8);
+    std::memcpy(&b, ip.bytes.data() + 8, 8);
+    return mix64(a ^ mix64(b ^ seed));
+}
+
+struct EndpointKey {
+    proto::IpAddress ip;
+    uint32_t qpn = 0;
+    friend bool operator==(const EndpointKey&, const EndpointKey&) = default;
+};
+
+struct EndpointKeyHash {
+    std::size_t operator()(const EndpointKey& k) const noexcept { return hash_ip(k.ip, k.qpn); }
+};
+
+// Endpoints at `at` receiving from `from` (optionally from one UDP source port).
+struct HostPairKey {
+    proto::IpAddress at;
+    proto::IpAddress from;
+    uint32_t sport = 0;  // 0x10000 + port for the per-port table, 0 for the per-IP one
+    friend bool operator==(const HostPairKey&, const HostPairKey&) = default;
+};
+
+struct HostPairKeyHash {
+    std::size_t operator()(const HostPairKey& k) const noexcept {
+        return hash_ip(k.at, hash_ip(k.from, k.sport));
+    }
+};
+
+}  // namespace insert::state

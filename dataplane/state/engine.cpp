@@ -1,0 +1,259 @@
+#include <algorithm>
+
+#include "dataplane/proto/aeth.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/state/cm_mad.hpp"
+#include "dataplane/state/engine_impl.hpp"
+
+namespace insert::state {
+
+using proto::OpKind;
+using proto::ParsedPacket;
+using proto::Position;
+using proto::Transport;
+
+namespace {
+
+// Tables other than the endpoints are sized from the endpoint capacity: one host-pair
+// entry per endpoint and source port at most, a few CM exchanges per endpoint, and open
+// messages for about one endpoint in two (responders) with room for pipelining.
+constexpr uint32_t kMessagesPerEndpoint = 2;
+constexpr uint32_t kCmPerEndpoint = 1;
+
+TransportFamily family_of(Transport t) {
+    switch (t) {
+        case Transport::rc: return TransportFamily::rc;
+        case Transport::uc: return TransportFamily::uc;
+        case Transport::ud: return TransportFamily::ud;
+        case Transport::xrc: return TransportFamily::xrc;
+        default: return TransportFamily::unknown;
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(const EngineConfig& config, RecordSink& sink,
+                                       std::string& error) {
+    if (config.max_endpoints == 0) {
+        error = "max_endpoints must be at least 1";
+        return nullptr;
+    }
+    auto engine = std::make_unique<EngineImpl>(config, sink);
+    if (!engine->valid()) {
+        error = "cannot allocate state tables for " + std::to_string(config.max_endpoints) +
+                " endpoints";
+        return nullptr;
+    }
+    return engine;
+}
+
+EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
+    : config_(config),
+      sink_(sink),
+      capacity_(config.max_endpoints),
+      endpoints_(new (std::nothrow) Endpoint[config.max_endpoints]),
+      free_endpoints_(new (std::nothrow) uint32_t[config.max_endpoints]),
+      index_(config.max_endpoints),
+      hosts_(std::size_t{config.max_endpoints} * 2),
+      cm_requests_(std::size_t{config.max_endpoints} * kCmPerEndpoint),
+      cm_pairs_(std::size_t{config.max_endpoints} * kCmPerEndpoint * 2),
+      messages_(config.max_endpoints * kMessagesPerEndpoint) {}
+
+bool EngineImpl::valid() const {
+    return endpoints_ && free_endpoints_ && index_.valid() && hosts_.valid() &&
+           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid();
+}
+
+std::size_t EngineImpl::bytes_per_endpoint() const {
+    const std::size_t total = sizeof(Endpoint) * capacity_ + sizeof(uint32_t) * capacity_ +
+                              index_.memory_bytes() + hosts_.memory_bytes() +
+                              cm_requests_.memory_bytes() + cm_pairs_.memory_bytes() +
+                              messages_.memory_bytes();
+    return total / capacity_;
+}
+
+void EngineImpl::prefetch(const ParsedPacket& pkt) noexcept {
+    index_.prefetch(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp});
+}
+
+uint32_t EngineImpl::find_or_create(const EndpointKey& key) noexcept {
+    if (const uint32_t* found = index_.find(key)) return *found;
+    uint32_t idx;
+    if (free_count_ > 0)
+        idx = free_endpoints_[--free_count_];
+    else if (high_water_ < capacity_)
+        idx = high_water_++;
+    else
+        return kNoIndex;
+    if (!index_.insert(key, idx)) {
+        free_endpoints_[free_count_++] = idx;
+        return kNoIndex;
+    }
+    Endpoint& ep = endpoints_[idx];
+    ep = Endpoint{};
+    ep.key = key;
+    ep.live = true;
+    counters_.endpoints.fetch_add(1, std::memory_order_relaxed);
+    counters_.endpoints_live.fetch_add(1, std::memory_order_relaxed);
+    return idx;
+}
+
+Endpoint* EngineImpl::peer_of(Endpoint& ep) noexcept {
+    if (ep.pair_by == PairBy::none) return nullptr;
+    const EndpointKey want{ep.peer_ip, ep.peer_qpn};
+    if (ep.peer_index != kNoIndex) {
+        Endpoint& p = endpoints_[ep.peer_index];
+        if (p.live && p.key == want) return &p;
+    }
+    // The peer was evicted (and maybe came back): look it up again.
+    const uint32_t* found = index_.find(want);
+    ep.peer_index = found ? *found : kNoIndex;
+    return found ? &endpoints_[*found] : nullptr;
+}
+
+void EngineImpl::process(const ParsedPacket& pkt, uint64_t ts) noexcept {
+    counters_.packets.fetch_add(1, std::memory_order_relaxed);
+    const proto::OpcodeInfo& info = pkt.info();
+    const uint32_t idx = find_or_create(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp});
+    if (idx == kNoIndex) {
+        counters_.table_full.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    Endpoint& ep = endpoints_[idx];
+    QpRecord& c = ep.counters;
+    if (c.pkts == 0) c.t_first_ns = ts;
+    ++c.pkts;
+    c.bytes += static_cast<uint64_t>(pkt.payload_len);
+    c.t_last_ns = ts;
+    if (pkt.ecn == proto::kEcnCe) ++c.ecn_ce;
+
+    if (info.transport == Transport::cnp) {
+        ++c.cnps;
+        emit_event(EventKind::cnp, ep, pkt.t.bth.psn, ts);
+        return;
+    }
+    if (ep.transport == TransportFamily::unknown) ep.transport = family_of(info.transport);
+    if (info.transport == Transport::ud) {
+        if (pkt.t.bth.dest_qp == 1) handle_cm(pkt);
+        return;
+    }
+
+    note_source(idx, pkt);
+    if (ep.pair_by == PairBy::none && ep.pair_generation != pair_generation_) try_pair(idx, ts);
+    if (info.request)
+        handle_request(idx, pkt, ts);
+    else
+        handle_response(idx, pkt, ts);
+}
+
+void EngineImpl::handle_request(uint32_t idx, const ParsedPacket& pkt, uint64_t ts) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    const uint32_t psn = pkt.t.bth.psn;
+    const bool had = !ep.window.empty();
+    const uint32_t prev_max = ep.window.max_psn();
+    switch (ep.window.observe(psn)) {
+        case PsnClass::fresh: {
+            if (had) {
+                // SPEC 4: a READ at max_psn occupies PSNs up to its last response PSN if a
+                // response showed it; otherwise the request after it opens no gap.
+                uint32_t expected = proto::psn_add(prev_max, 1);
+                bool check = true;
+                if (ep.last_request_read) {
+                    check = ep.read_last_known;
+                    expected = proto::psn_add(ep.read_last_psn, 1);
+                }
+                if (check && psn != expected && proto::psn_newer(psn, expected)) {
+                    const uint32_t missing = proto::psn_sub(psn, expected);
+                    ++ep.counters.gaps;
+                    ep.counters.missing += missing;
+                    emit_event(EventKind::gap, ep, psn, ts, missing);
+                }
+            }
+            note_next_request(ep, psn);
+            ep.last_request_read = pkt.info().kind == OpKind::read_request;
+            ep.read_last_known = false;
+            apply_request_data(ep, pkt, false, ts);
+            break;
+        }
+        case PsnClass::late:
+            ++ep.counters.ooo_pkts;
+            apply_request_data(ep, pkt, false, ts);
+            break;
+        case PsnClass::dup:
+            ++ep.counters.dup_pkts;
+            apply_request_data(ep, pkt, true, ts);
+            break;
+    }
+}
+
+void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t ts) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    const proto::OpcodeInfo& info = pkt.info();
+    const uint32_t psn = pkt.t.bth.psn;
+    bool nak = false;
+    uint8_t syndrome = 0;
+    if (pkt.t.has(proto::kAeth)) {
+        syndrome = pkt.t.aeth.syndrome;
+        switch (proto::aeth_class(syndrome)) {
+            case proto::AethClass::ack: break;
+            case proto::AethClass::rnr_nak:
+                nak = true;
+                ++ep.counters.naks.rnr;
+                emit_event(EventKind::rnr_nak, ep, psn, ts, 0, syndrome);
+                break;
+            case proto::AethClass::reserved:
+            case proto::AethClass::nak: {
+                nak = true;
+                const bool reserved = proto::aeth_class(syndrome) == proto::AethClass::reserved;
+                const proto::NakCode code =
+                    reserved ? proto::NakCode::invalid_request : proto::nak_code(syndrome);
+                switch (code) {
+                    case proto::NakCode::psn_seq_error: ++ep.counters.naks.seq; break;
+                    case proto::NakCode::invalid_request: ++ep.counters.naks.inv; break;
+                    case proto::NakCode::remote_access: ++ep.counters.naks.access; break;
+                    case proto::NakCode::remote_op: ++ep.counters.naks.op; break;
+                }
+                emit_event(proto::nak_is_fatal(code) ? EventKind::fatal_nak : EventKind::nak, ep,
+                           psn, ts, 0, syndrome);
+                break;
+            }
+        }
+    }
+    Endpoint* peer = peer_of(ep);
+    if (!peer) {
+        if (!ep.reported_unknown) {
+            ep.reported_unknown = true;
+            emit_event(EventKind::unknown_qp, ep, psn, ts);
+        }
+        return;
+    }
+    if (nak) {
+        complete_acked(*peer, psn, true, ts);
+        apply_nak(*peer, psn, syndrome, ts);
+        return;
+    }
+    if (info.kind == OpKind::read_response) apply_read_response(*peer, pkt, ts);
+    complete_acked(*peer, psn, false, ts);
+}
+
+void EngineImpl::handle_cm(const ParsedPacket& pkt) noexcept {
+    if (pkt.payload_len <= 0) return;
+    const auto mad = parse_cm_mad({pkt.frame + pkt.payload_offset,
+                                   static_cast<std::size_t>(pkt.payload_len)});
+    if (!mad) return;
+    if (mad->kind == CmKind::req) {
+        if (uint32_t* qpn = cm_requests_.insert({pkt.src_ip, mad->local_comm_id}, mad->local_qpn))
+            *qpn = mad->local_qpn;
+        return;
+    }
+    // A REP answers the REQ that its sender received, i.e. one sent by the REP's destination.
+    const uint32_t* req_qpn = cm_requests_.find({pkt.dst_ip, mad->remote_comm_id});
+    if (!req_qpn) return;
+    const EndpointKey requester{pkt.dst_ip, *req_qpn};
+    const EndpointKey responder{pkt.src_ip, mad->local_qpn};
+    if (EndpointKey* v = cm_pairs_.insert(requester, responder)) *v = responder;
+    if (EndpointKey* v = cm_pairs_.insert(responder, requester)) *v = requester;
+    ++pair_generation_;
+}
+
+}  // namespace insert::state

@@ -1,0 +1,101 @@
+// The Engine implementation: tables, pairing, classification and message assembly.
+// Split over engine.cpp (packet path), engine_messages.cpp (message assembly and
+// completion), engine_pairing.cpp (pairing rules) and engine_records.cpp (records,
+// reports, eviction, end of input).
+#pragma once
+
+#include <memory>
+
+#include "dataplane/proto/parser.hpp"
+#include "dataplane/state/endpoint.hpp"
+#include "dataplane/state/endpoint_key.hpp"
+#include "dataplane/state/engine.hpp"
+#include "dataplane/state/fixed_hash_map.hpp"
+#include "dataplane/state/message.hpp"
+
+namespace insert::state {
+
+struct PairCount {
+    uint32_t count = 0;
+    uint32_t rep = kNoIndex;  // the endpoint, when count == 1
+};
+
+struct CmRequestKey {
+    proto::IpAddress sender;
+    uint32_t comm_id = 0;
+    friend bool operator==(const CmRequestKey&, const CmRequestKey&) = default;
+};
+struct CmRequestKeyHash {
+    std::size_t operator()(const CmRequestKey& k) const noexcept { return hash_ip(k.sender, k.comm_id); }
+};
+
+class EngineImpl final : public Engine {
+public:
+    EngineImpl(const EngineConfig& config, RecordSink& sink);
+    bool valid() const;
+
+    void prefetch(const proto::ParsedPacket& pkt) noexcept override;
+    void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept override;
+    void tick(uint64_t now_ns) noexcept override;
+    void report(uint64_t now_ns) override;
+    void finish(uint64_t end_ns) override;
+    const EngineCounters& counters() const override { return counters_; }
+    std::size_t bytes_per_endpoint() const override;
+
+private:
+    // engine.cpp
+    uint32_t find_or_create(const EndpointKey& key) noexcept;
+    void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
+    void handle_response(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
+    void handle_cm(const proto::ParsedPacket& pkt) noexcept;
+    Endpoint* peer_of(Endpoint& ep) noexcept;
+
+    // engine_messages.cpp
+    uint32_t owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexcept;
+    uint32_t create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
+    void absorb_orphans(Endpoint& ep, uint32_t m) noexcept;
+    bool absorb_pending_naks(Endpoint& ep, uint32_t m) noexcept;  // true: frozen by a fatal NAK
+    void add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept;
+    void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
+    void note_next_request(Endpoint& ep, uint32_t psn) noexcept;
+    void apply_request_data(Endpoint& ep, const proto::ParsedPacket& pkt, bool dup, uint64_t ts) noexcept;
+    void apply_read_response(Endpoint& f, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
+    void complete_acked(Endpoint& f, uint32_t psn, bool nak, uint64_t ts) noexcept;
+    void apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t ts) noexcept;
+    void maybe_complete_unreliable(Endpoint& ep, uint32_t m) noexcept;
+    bool within(const OpenMessage& m, uint32_t psn) const noexcept;
+
+    // engine_pairing.cpp
+    void note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept;
+    void try_pair(uint32_t idx, uint64_t ts) noexcept;
+    bool eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept;
+    void make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept;
+    void forget_source(Endpoint& ep) noexcept;
+
+    // engine_records.cpp
+    void freeze(Endpoint& ep, uint32_t m, MsgStatus status, bool acked, uint64_t t_ack) noexcept;
+    void freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept;
+    void emit_qp(const Endpoint& ep, bool final) noexcept;
+    void emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
+                    uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
+    void push(const Record& r) noexcept;
+    void evict(uint32_t idx) noexcept;
+
+    EngineConfig config_;
+    RecordSink& sink_;
+    EngineCounters counters_;
+    uint32_t capacity_;
+    std::unique_ptr<Endpoint[]> endpoints_;
+    std::unique_ptr<uint32_t[]> free_endpoints_;
+    uint32_t free_count_ = 0;
+    uint32_t high_water_ = 0;  // endpoints_[0, high_water_) have been used
+    uint32_t evict_hand_ = 0;
+    uint64_t pair_generation_ = 0;  // bumped whenever a pairing rule's inputs change
+    FixedHashMap<EndpointKey, uint32_t, EndpointKeyHash> index_;
+    FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;
+    FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash> cm_requests_;
+    FixedHashMap<EndpointKey, EndpointKey, EndpointKeyHash> cm_pairs_;
+    MessagePool messages_;
+};
+
+}  // namespace insert::state

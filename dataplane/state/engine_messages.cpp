@@ -1,0 +1,362 @@
+// Message assembly and completion (SPEC.md section 5; docs/semantics.md "Messages").
+#include "dataplane/proto/aeth.hpp"
+#include "dataplane/state/engine_impl.hpp"
+
+namespace insert::state {
+
+using proto::OpKind;
+using proto::ParsedPacket;
+using proto::Position;
+using proto::psn_newer;
+using proto::psn_sub;
+
+bool EngineImpl::within(const OpenMessage& m, uint32_t psn) const noexcept {
+    if (m.last_known) return !psn_newer(psn, m.psn_last);
+    if (m.op == MsgOp::read) return !m.has_next_request || psn_newer(m.next_request_psn, psn);
+    if (m.length_hint) return psn_sub(psn, m.psn_first) < m.length_hint;
+    return true;
+}
+
+uint32_t EngineImpl::owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexcept {
+    // The open message with the newest psn_first not newer than `psn` owns it, if its
+    // range reaches that far (the list is in PSN order, so the last match wins).
+    uint32_t owner = kNoIndex;
+    for (uint32_t i = ep.msg_head; i != kNoIndex; i = messages_[i].next) {
+        const OpenMessage& m = messages_[i];
+        if (psn_newer(m.psn_first, psn)) break;
+        owner = i;
+    }
+    if (owner == kNoIndex) return owner;
+    const OpenMessage& m = messages_[owner];
+    if (reads_only && m.op != MsgOp::read) return kNoIndex;
+    return within(m, psn) ? owner : kNoIndex;
+}
+
+uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
+    if (ep.msg_count >= Endpoint::kMaxOpenMessages) {
+        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        const OpenMessage& oldest = messages_[ep.msg_head];
+        freeze(ep, ep.msg_head, oldest.nak_status, false, 0);
+    }
+    uint32_t m = messages_.acquire();
+    if (m == kNoIndex && ep.msg_head != kNoIndex) {
+        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        freeze(ep, ep.msg_head, messages_[ep.msg_head].nak_status, false, 0);
+        m = messages_.acquire();
+    }
+    if (m == kNoIndex) {
+        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        return m;
+    }
+    OpenMessage& msg = messages_[m];
+    msg.psn_first = psn;
+    msg.psn_newest = psn;
+    msg.t_first_ns = ts;
+    msg.t_last_ns = ts;
+    // Insert in PSN order: at the tail unless a late First arrives after newer messages.
+    uint32_t prev = kNoIndex;
+    uint32_t cur = ep.msg_head;
+    while (cur != kNoIndex && psn_newer(psn, messages_[cur].psn_first)) {
+        prev = cur;
+        cur = messages_[cur].next;
+    }
+    msg.next = cur;
+    if (prev == kNoIndex)
+        ep.msg_head = m;
+    else
+        messages_[prev].next = m;
+    if (cur == kNoIndex) ep.msg_tail = m;
+    ++ep.msg_count;
+    return m;
+}
+
+void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint64_t ts) noexcept {
+    const proto::OpcodeInfo& info = pkt.info();
+    ++m.pkts;
+    m.bytes += static_cast<uint64_t>(pkt.payload_len);
+    m.t_first_ns = std::min(m.t_first_ns, ts);
+    m.t_last_ns = std::max(m.t_last_ns, ts);
+    if (psn_newer(pkt.t.bth.psn, m.psn_newest)) m.psn_newest = pkt.t.bth.psn;
+    if (info.position == Position::last || info.position == Position::only) {
+        m.last_known = true;
+        m.psn_last = pkt.t.bth.psn;
+        m.has_imm = info.has_imm;
+        m.imm = pkt.t.imm;
+        m.has_inv = info.has_inv;
+        m.inv = pkt.t.ieth_rkey;
+    }
+}
+
+void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept {
+    int slot = -1;
+    for (int i = 0; i < Endpoint::kOrphans; ++i)
+        if (!ep.orphans[i].used) {
+            slot = i;
+            break;
+        }
+    if (slot < 0) {
+        slot = ep.orphan_next;
+        ep.orphan_next = static_cast<uint8_t>((ep.orphan_next + 1) % Endpoint::kOrphans);
+        counters_.orphans_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+    const proto::OpcodeInfo& info = pkt.info();
+    OrphanPacket& o = ep.orphans[slot];
+    o.used = true;
+    o.ts_ns = ts;
+    o.psn = pkt.t.bth.psn;
+    o.payload_len = static_cast<uint32_t>(pkt.payload_len);
+    o.op = op;
+    o.last = info.position == Position::last;
+    o.has_imm = info.has_imm;
+    o.has_inv = info.has_inv;
+    o.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
+}
+
+void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
+    OpenMessage& m = messages_[mi];
+    const bool bounded_by_next = m.next != kNoIndex;
+    const uint32_t next_first = bounded_by_next ? messages_[m.next].psn_first : 0;
+    // Take matching orphans in PSN order; a Last among them ends the message.
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < Endpoint::kOrphans; ++i) {
+            const OrphanPacket& o = ep.orphans[i];
+            if (!o.used || o.op != m.op || !psn_newer(o.psn, m.psn_first)) continue;
+            if (bounded_by_next && !psn_newer(next_first, o.psn)) continue;
+            if (!within(m, o.psn)) continue;
+            if (best < 0 || psn_newer(ep.orphans[best].psn, o.psn)) best = i;
+        }
+        if (best < 0) return;
+        OrphanPacket& o = ep.orphans[best];
+        o.used = false;
+        ++m.pkts;
+        m.bytes += o.payload_len;
+        m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
+        m.t_last_ns = std::max(m.t_last_ns, o.ts_ns);
+        if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
+        if (o.last) {
+            m.last_known = true;
+            m.psn_last = o.psn;
+            m.has_imm = o.has_imm;
+            m.has_inv = o.has_inv;
+            m.imm = o.has_imm ? o.imm_or_inv : 0;
+            m.inv = o.has_inv ? o.imm_or_inv : 0;
+        }
+    }
+}
+
+namespace {
+// What a NAK does to a message it hits: counts, and the status it leaves.
+// Returns true for a fatal NAK (the message freezes).
+bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
+    switch (proto::aeth_class(syndrome)) {
+        case proto::AethClass::ack: return false;
+        case proto::AethClass::rnr_nak:
+            ++m.rnr_naks;
+            m.nak_status = MsgStatus::nak_rnr;
+            return false;
+        case proto::AethClass::reserved:
+            ++m.naks;
+            fatal_status = MsgStatus::nak_inv;
+            return true;
+        case proto::AethClass::nak: break;
+    }
+    ++m.naks;
+    switch (proto::nak_code(syndrome)) {
+        case proto::NakCode::psn_seq_error: m.nak_status = MsgStatus::nak_seq; return false;
+        case proto::NakCode::invalid_request: fatal_status = MsgStatus::nak_inv; return true;
+        case proto::NakCode::remote_access: fatal_status = MsgStatus::nak_access; return true;
+        case proto::NakCode::remote_op: fatal_status = MsgStatus::nak_op; return true;
+    }
+    return false;
+}
+}  // namespace
+
+bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
+    for (PendingNak& p : ep.pending) {
+        if (!p.used) continue;
+        OpenMessage& m = messages_[mi];
+        const bool bounded = m.last_known || m.length_hint != 0;
+        if (p.psn != m.psn_first && !(bounded && psn_newer(p.psn, m.psn_first) && within(m, p.psn)))
+            continue;
+        p.used = false;
+        MsgStatus fatal = MsgStatus::incomplete;
+        if (hit_by_nak(m, p.syndrome, fatal)) {
+            freeze(ep, mi, fatal, false, 0);
+            return true;
+        }
+    }
+    return false;
+}
+
+void EngineImpl::note_next_request(Endpoint& ep, uint32_t psn) noexcept {
+    if (ep.msg_tail == kNoIndex) return;
+    OpenMessage& tail = messages_[ep.msg_tail];
+    if (tail.op == MsgOp::read && !tail.last_known && !tail.has_next_request &&
+        psn_newer(psn, tail.psn_first)) {
+        tail.has_next_request = true;
+        tail.next_request_psn = psn;
+    }
+}
+
+void EngineImpl::maybe_complete_unreliable(Endpoint& ep, uint32_t mi) noexcept {
+    const OpenMessage& m = messages_[mi];
+    if (m.unreliable && m.last_known && m.pkts == psn_sub(m.psn_last, m.psn_first) + 1)
+        freeze(ep, mi, MsgStatus::ok, false, 0);
+}
+
+void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool dup,
+                                    uint64_t ts) noexcept {
+    const proto::OpcodeInfo& info = pkt.info();
+    const uint32_t psn = pkt.t.bth.psn;
+    if (dup) {
+        // A retransmission: it counts in the message only while the message is open.
+        const uint32_t m = owner_of(ep, psn, false);
+        if (m != kNoIndex) {
+            ++messages_[m].retx_pkts;
+            messages_[m].t_last_ns = std::max(messages_[m].t_last_ns, ts);
+        }
+        return;
+    }
+    switch (info.kind) {
+        case OpKind::send:
+        case OpKind::write: {
+            const MsgOp op = info.kind == OpKind::send ? MsgOp::send : MsgOp::write;
+            if (info.position == Position::middle || info.position == Position::last) {
+                const uint32_t m = owner_of(ep, psn, false);
+                if (m == kNoIndex || messages_[m].op != op) {
+                    add_orphan(ep, pkt, op, ts);
+                    return;
+                }
+                attribute_packet(messages_[m], pkt, ts);
+                maybe_complete_unreliable(ep, m);
+                return;
+            }
+            const uint32_t m = create_message(ep, psn, ts);
+            if (m == kNoIndex) return;
+            OpenMessage& msg = messages_[m];
+            msg.op = op;
+            msg.unreliable = info.transport == proto::Transport::uc;
+            if (pkt.t.has(proto::kReth)) {
+                msg.has_va = msg.has_dma_len = true;
+                msg.va = pkt.t.reth.va;
+                msg.rkey = pkt.t.reth.rkey;
+                msg.dma_len = pkt.t.reth.dma_len;
+                // First packets are full path-MTU packets, so RETH length / first payload
+                // gives the message's packet count: it bounds which later packets join it.
+                if (info.position == Position::first && pkt.payload_len > 0)
+                    msg.length_hint = (msg.dma_len + static_cast<uint32_t>(pkt.payload_len) - 1) /
+                                      static_cast<uint32_t>(pkt.payload_len);
+            }
+            attribute_packet(msg, pkt, ts);
+            absorb_orphans(ep, m);
+            if (!absorb_pending_naks(ep, m)) maybe_complete_unreliable(ep, m);
+            return;
+        }
+        case OpKind::read_request: {
+            const uint32_t owner = owner_of(ep, psn, true);
+            if (owner != kNoIndex && psn != messages_[owner].psn_first) {
+                const OpenMessage& r = messages_[owner];
+                // A READ re-issued for the rest of an earlier READ whose responses were lost:
+                // it belongs to that READ (its PSN lies inside responses already shown).
+                if (r.last_known || psn_sub(psn, r.psn_first) < r.read_top) {
+                    messages_[owner].t_last_ns = std::max(r.t_last_ns, ts);
+                    return;
+                }
+            }
+            const uint32_t m = create_message(ep, psn, ts);
+            if (m == kNoIndex) return;
+            OpenMessage& msg = messages_[m];
+            msg.op = MsgOp::read;
+            msg.has_va = msg.has_dma_len = true;
+            msg.va = pkt.t.reth.va;
+            msg.rkey = pkt.t.reth.rkey;
+            msg.dma_len = pkt.t.reth.dma_len;
+            absorb_pending_naks(ep, m);
+            return;
+        }
+        case OpKind::cmp_swap:
+        case OpKind::fetch_add: {
+            const uint32_t m = create_message(ep, psn, ts);
+            if (m == kNoIndex) return;
+            OpenMessage& msg = messages_[m];
+            msg.op = info.kind == OpKind::cmp_swap ? MsgOp::cmp_swap : MsgOp::fetch_add;
+            msg.has_va = true;
+            msg.va = pkt.t.atomic.va;
+            msg.rkey = pkt.t.atomic.rkey;
+            msg.pkts = 1;
+            msg.bytes = static_cast<uint64_t>(pkt.payload_len);
+            msg.last_known = true;
+            msg.psn_last = psn;
+            absorb_pending_naks(ep, m);
+            return;
+        }
+        default: return;
+    }
+}
+
+void EngineImpl::apply_read_response(Endpoint& f, const ParsedPacket& pkt, uint64_t ts) noexcept {
+    const uint32_t psn = pkt.t.bth.psn;
+    const uint32_t mi = owner_of(f, psn, true);
+    if (mi == kNoIndex) return;
+    OpenMessage& m = messages_[mi];
+    // Distinct response PSNs: bit i of read_seen stands for offset read_top - 1 - i.
+    const uint32_t off = psn_sub(psn, m.psn_first);
+    bool first_time = false;
+    if (off >= m.read_top) {
+        const uint32_t shift = off + 1 - m.read_top;
+        m.read_seen = (shift >= 64 ? 0 : (m.read_seen << shift)) | 1u;
+        m.read_top = off + 1;
+        first_time = true;
+    } else {
+        const uint32_t bit = m.read_top - 1 - off;
+        if (bit < 64 && !((m.read_seen >> bit) & 1)) {
+            m.read_seen |= uint64_t{1} << bit;
+            first_time = true;
+        }
+    }
+    if (first_time) {
+        ++m.pkts;
+        m.bytes += static_cast<uint64_t>(pkt.payload_len);
+    }
+    m.t_last_ns = std::max(m.t_last_ns, ts);
+    const Position pos = pkt.info().position;
+    if (pos == Position::last || pos == Position::only) {
+        m.last_known = true;
+        m.psn_last = psn;
+        if (f.last_request_read && f.window.max_psn() == m.psn_first) {
+            f.read_last_known = true;
+            f.read_last_psn = psn;
+        }
+        freeze(f, mi, MsgStatus::ok, true, ts);
+    }
+}
+
+void EngineImpl::complete_acked(Endpoint& f, uint32_t psn, bool nak, uint64_t ts) noexcept {
+    for (uint32_t i = f.msg_head; i != kNoIndex;) {
+        const OpenMessage& m = messages_[i];
+        const uint32_t next = m.next;
+        if (m.op != MsgOp::read && !m.unreliable && m.last_known) {
+            // ACK-class: PSN not older than psn_last; NAK: PSN newer than psn_last.
+            const bool covered = nak ? psn_newer(psn, m.psn_last) : !psn_newer(m.psn_last, psn);
+            if (covered) freeze(f, i, MsgStatus::ok, true, ts);
+        }
+        i = next;
+    }
+}
+
+void EngineImpl::apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t ts) noexcept {
+    (void)ts;
+    const uint32_t mi = owner_of(f, psn, false);
+    if (mi == kNoIndex) {
+        // Not observed yet (a lost First/Only is NAKed before it is seen): keep it.
+        PendingNak& p = f.pending[f.pending_next];
+        f.pending_next = static_cast<uint8_t>((f.pending_next + 1) % Endpoint::kPendingNaks);
+        p = PendingNak{psn, syndrome, true};
+        return;
+    }
+    MsgStatus fatal = MsgStatus::incomplete;
+    if (hit_by_nak(messages_[mi], syndrome, fatal)) freeze(f, mi, fatal, false, 0);
+}
+
+}  // namespace insert::state

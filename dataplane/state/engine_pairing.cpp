@@ -1,0 +1,118 @@
+// Pairing rules (SPEC.md section 3; docs/semantics.md "Pairing").
+#include "dataplane/state/engine_impl.hpp"
+
+namespace insert::state {
+
+namespace {
+constexpr uint32_t kPortKeyFlag = 0x10000;  // HostPairKey.sport for the per-port table
+}
+
+void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    if (ep.has_source) {
+        if (!ep.multi_source_ip && ep.src_ip != pkt.src_ip) {
+            ep.multi_source_ip = true;
+            ++pair_generation_;
+        }
+        if (!ep.multi_source_port && ep.src_port != pkt.src_port) {
+            ep.multi_source_port = true;
+            ++pair_generation_;
+        }
+        return;
+    }
+    ep.has_source = true;
+    ep.src_ip = pkt.src_ip;
+    ep.src_port = pkt.src_port;
+    ++pair_generation_;
+    for (const uint32_t sport : {0u, kPortKeyFlag | pkt.src_port}) {
+        PairCount* pc = hosts_.insert({ep.key.ip, pkt.src_ip, sport}, PairCount{});
+        if (!pc) {
+            // No room to count it: keep the endpoint out of the rules rather than risk
+            // a wrong "only one" answer for it or its neighbours.
+            ep.multi_source_ip = true;
+            continue;
+        }
+        ++pc->count;
+        pc->rep = pc->count == 1 ? idx : kNoIndex;
+    }
+}
+
+void EngineImpl::forget_source(Endpoint& ep) noexcept {
+    if (!ep.has_source) return;
+    for (const uint32_t sport : {0u, kPortKeyFlag | ep.src_port}) {
+        const HostPairKey key{ep.key.ip, ep.src_ip, sport};
+        PairCount* pc = hosts_.find(key);
+        if (!pc) continue;
+        if (--pc->count == 0)
+            hosts_.erase(key);
+        else
+            pc->rep = kNoIndex;  // the survivor is unknown here; it stays unpaired by these rules
+    }
+    ++pair_generation_;
+}
+
+bool EngineImpl::eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept {
+    return f.live && f.pair_by == PairBy::none && f.has_source && !f.multi_source_ip &&
+           f.src_ip == from && cm_pairs_.find(f.key) == nullptr;
+}
+
+void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    ep.pair_generation = pair_generation_;
+    // host: needs QP attributes from the host tracer (not wired into the dataplane yet).
+    // cm: a REQ/REP exchange named both endpoints; no other rule may override it.
+    if (const EndpointKey* partner = cm_pairs_.find(ep.key)) {
+        const uint32_t* f = index_.find(*partner);
+        if (f && *f != idx && endpoints_[*f].live && endpoints_[*f].pair_by == PairBy::none)
+            make_pair(idx, *f, PairBy::cm, ts);
+        return;
+    }
+    if (!ep.has_source || ep.multi_source_ip) return;
+    const proto::IpAddress& x = ep.key.ip;
+    const proto::IpAddress& y = ep.src_ip;
+    if (!ep.multi_source_port) {
+        const uint32_t s = kPortKeyFlag | ep.src_port;
+        const PairCount* mine = hosts_.find({x, y, s});
+        const PairCount* theirs = hosts_.find({y, x, s});
+        if (mine && mine->count == 1 && theirs && theirs->count == 1 && theirs->rep != kNoIndex) {
+            const Endpoint& f = endpoints_[theirs->rep];
+            if (theirs->rep != idx && eligible(f, x) && !f.multi_source_port) {
+                make_pair(idx, theirs->rep, PairBy::sport, ts);
+                return;
+            }
+        }
+    }
+    const PairCount* mine = hosts_.find({x, y, 0});
+    const PairCount* theirs = hosts_.find({y, x, 0});
+    if (mine && mine->count == 1 && theirs && theirs->count == 1 && theirs->rep != kNoIndex &&
+        theirs->rep != idx && eligible(endpoints_[theirs->rep], x))
+        make_pair(idx, theirs->rep, PairBy::ip, ts);
+}
+
+void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept {
+    Endpoint& a = endpoints_[e];
+    Endpoint& b = endpoints_[f];
+    a.peer_ip = b.key.ip;
+    a.peer_qpn = b.key.qpn;
+    a.peer_index = f;
+    a.pair_by = by;
+    b.peer_ip = a.key.ip;
+    b.peer_qpn = a.key.qpn;
+    b.peer_index = e;
+    b.pair_by = by;
+    ++pair_generation_;
+    counters_.connections.fetch_add(1, std::memory_order_relaxed);
+    Record r;
+    r.type = RecordType::event;
+    r.event = EventRecord{};
+    r.event.kind = EventKind::pair;
+    r.event.ip = a.key.ip;
+    r.event.qpn = a.key.qpn;
+    r.event.peer_ip = b.key.ip;
+    r.event.peer_qpn = b.key.qpn;
+    r.event.pair_by = by;
+    r.event.t_ns = ts;
+    push(r);
+}
+
+}  // namespace insert::state

@@ -1,0 +1,79 @@
+// One open RDMA message (SPEC.md section 5) while it is being assembled, and the
+// per-worker pool they live in. Open messages of an endpoint form a list in PSN order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "dataplane/state/records.hpp"
+
+namespace insert::state {
+
+constexpr uint32_t kNoIndex = UINT32_MAX;
+
+struct OpenMessage {
+    uint32_t next = kNoIndex;  // next open message of the endpoint (newer psn_first)
+    uint32_t psn_first = 0;
+    uint32_t psn_last = 0;      // valid iff last_known
+    uint32_t psn_newest = 0;    // newest PSN observed (requests; READ: responses)
+    uint32_t length_hint = 0;   // WRITE: packets implied by RETH length / first payload; 0 unknown
+    uint32_t next_request_psn = 0;  // READ: PSN of the following request, iff has_next_request
+    uint32_t pkts = 0;
+    uint32_t retx_pkts = 0;
+    uint32_t naks = 0;
+    uint32_t rnr_naks = 0;
+    uint32_t rkey = 0;
+    uint32_t dma_len = 0;
+    uint32_t imm = 0;
+    uint32_t inv = 0;
+    uint64_t bytes = 0;
+    uint64_t va = 0;
+    uint64_t t_first_ns = 0;
+    uint64_t t_last_ns = 0;
+    uint64_t read_seen = 0;     // READ: bitmap of response PSNs below read_top
+    uint32_t read_top = 0;      // READ: newest response PSN + 1 (relative to psn_first)
+    MsgOp op = MsgOp::send;
+    MsgStatus nak_status = MsgStatus::incomplete;  // latest seq/RNR NAK that hit it
+    bool last_known = false;
+    bool has_next_request = false;
+    bool has_imm = false;
+    bool has_inv = false;
+    bool has_va = false;
+    bool has_dma_len = false;
+    bool unreliable = false;    // UC: complete once all PSNs were observed
+};
+
+// Free-list pool of open messages, allocated once per worker.
+class MessagePool {
+public:
+    explicit MessagePool(uint32_t capacity)
+        : capacity_(capacity), slots_(new (std::nothrow) OpenMessage[capacity]) {
+        if (!slots_) return;
+        for (uint32_t i = 0; i < capacity; ++i) slots_[i].next = i + 1 < capacity ? i + 1 : kNoIndex;
+        free_ = capacity ? 0 : kNoIndex;
+    }
+    bool valid() const { return slots_ != nullptr; }
+    std::size_t memory_bytes() const { return std::size_t{capacity_} * sizeof(OpenMessage); }
+
+    // kNoIndex when exhausted.
+    uint32_t acquire() {
+        const uint32_t i = free_;
+        if (i == kNoIndex) return i;
+        free_ = slots_[i].next;
+        slots_[i] = OpenMessage{};
+        return i;
+    }
+    void release(uint32_t i) {
+        slots_[i].next = free_;
+        free_ = i;
+    }
+    OpenMessage& operator[](uint32_t i) { return slots_[i]; }
+
+private:
+    uint32_t capacity_;
+    std::unique_ptr<OpenMessage[]> slots_;
+    uint32_t free_ = kNoIndex;
+};
+
+}  // namespace insert::state
