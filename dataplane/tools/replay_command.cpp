@@ -1,11 +1,233 @@
-// Being written in this session; replaced by the real command.
-#include <cstdio>
+// insert-dp replay: offline telemetry over a pcap/pcapng file on N worker lcores, through
+// the same workers, engine and exporter as the live modes (dataplane/pipeline).
+#include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dataplane/capture/capture_file.hpp"
+#include "dataplane/pipeline/eal_session.hpp"
+#include "dataplane/pipeline/file_source.hpp"
+#include "dataplane/pipeline/pipeline.hpp"
+#include "dataplane/state/engine.hpp"
 #include "dataplane/tools/commands.hpp"
 
 namespace insert::tools {
-int run_replay(int, char**) {
-    std::fprintf(stderr, "insert-dp replay: not built yet\n");
-    return 1;
+
+namespace {
+
+constexpr const char* kName = "insert-dp replay";
+constexpr unsigned kMaxWorkers = 64;
+
+struct ReplayOptions {
+    std::string file;
+    unsigned workers = 1;
+    std::string records;  // "" none, "-" stdout
+    double interval_s = 0;
+    std::string shard = "ip-pair";
+    uint32_t max_endpoints = 1u << 20;
+    double idle_timeout_s = 0;
+    bool progress = false;
+    bool quiet = false;
+    std::vector<std::string> eal_args;
+};
+
+constexpr const char* kExamples = R"(
+Examples:
+  insert-dp replay pcaps/rc_mixed.pcap
+      analyse on one worker; terminal summary on stdout
+  insert-dp replay trace.pcapng --workers 4 --records out.jsonl
+      four worker lcores (more lcores than cores is fine), JSON Lines to out.jsonl
+  insert-dp replay trace.pcap --records - --interval 1 | jq 'select(.type=="msg")'
+      records on stdout with periodic qp records every second of capture time;
+      the summary goes to stderr
+  insert-dp replay big.pcap --workers 2 -- --lcores 0@0,1@1,2@1 --no-huge -m 512
+      EAL options after `--` replace the defaults picked for you
+
+EAL defaults: hugepages when enough are free (else --no-huge), --in-memory, --no-pci,
+a unique --file-prefix, and one lcore for the reader plus one per worker.
+Exit status: 0 done, 2 bad options or unreadable input, 1 runtime failure.
+)";
+
+std::atomic<pipeline::PacketSource*> g_source{nullptr};
+
+void on_signal(int) {
+    // Lock-free atomics only: stop reading, and the normal drain flushes everything.
+    if (pipeline::PacketSource* s = g_source.load()) s->stop();
 }
+
+// 0 parsed, 1 --help printed, 2 error printed.
+int parse(int argc, char** argv, ReplayOptions& opt) {
+    std::vector<std::string> args;
+    int i = 1;
+    for (; i < argc; ++i) {
+        if (std::string(argv[i]) == "--") {
+            ++i;
+            break;
+        }
+        args.emplace_back(argv[i]);
+    }
+    for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
+
+    CLI::App app("Offline RoCEv2 telemetry over a capture file", kName);
+    app.footer(kExamples);
+    app.add_option("FILE", opt.file, "pcap or pcapng capture (Ethernet link type)")->required();
+    app.add_option("--workers", opt.workers, "worker lcores (default 1)")
+        ->check(CLI::Range(1u, kMaxWorkers));
+    app.add_option("--records", opt.records, "write JSON Lines records to OUT, or - for stdout");
+    app.add_option("--interval", opt.interval_s,
+                   "periodic qp records every S seconds of capture time")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--shard", opt.shard,
+                   "shard key: ip-pair (default) or ip-pair-sport (needs symmetric source "
+                   "ports)")
+        ->check(CLI::IsMember({"ip-pair", "ip-pair-sport"}));
+    app.add_option("--max-endpoints", opt.max_endpoints,
+                   "endpoint table capacity per worker (default 1048576)")
+        ->check(CLI::Range(1u, 1u << 28));
+    app.add_option("--idle-timeout", opt.idle_timeout_s,
+                   "evict endpoints idle for S seconds of capture time (default: never)")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--progress", opt.progress, "progress line on stderr even when not a terminal");
+    app.add_flag("--quiet", opt.quiet, "no terminal summary");
+    try {
+        std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return 1;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "%s: %s (try --help)\n", kName, e.what());
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int run_replay(int argc, char** argv) {
+    ReplayOptions opt;
+    if (const int rc = parse(argc, argv, opt); rc != 0) return rc == 1 ? 0 : 2;
+
+    // Everything that can be refused is checked before EAL starts or stdout is touched.
+    capture::CaptureFile capture;
+    if (!capture.open(opt.file)) {
+        std::fprintf(stderr, "%s: %s\n", kName, capture.error().c_str());
+        return 2;
+    }
+    const bool records_to_stdout = opt.records == "-";
+    std::FILE* records = nullptr;
+    if (records_to_stdout) {
+        records = stdout;
+    } else if (!opt.records.empty()) {
+        records = std::fopen(opt.records.c_str(), "w");
+        if (records == nullptr) {
+            std::fprintf(stderr, "%s: cannot write --records %s: %s\n", kName, opt.records.c_str(),
+                         std::strerror(errno));
+            return 2;
+        }
+    }
+    std::FILE* summary_out = records_to_stdout ? stderr : stdout;
+    auto close_records = [&] {
+        if (records && records != stdout) std::fclose(records);
+    };
+
+    pipeline::EalRequest eal_request;
+    eal_request.lcores = opt.workers + 1;
+    eal_request.memory_bytes = (64u << 20) + uint64_t{opt.workers} * (8u << 20);
+    eal_request.tool = "insert-dp-replay";
+    eal_request.user_args = opt.eal_args;
+    const std::vector<unsigned> cpus = pipeline::allowed_cpus();  // before EAL pins us
+    pipeline::EalSession eal;
+    std::string error;
+    if (!eal.start(eal_request, error)) {
+        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+        close_records();
+        return 1;
+    }
+    pipeline::MbufTimestamp timestamp;
+    if (!timestamp.register_field(error)) {
+        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+        close_records();
+        return 1;
+    }
+
+    int status = 0;
+    {
+        pipeline::FileSourceConfig source_config;
+        source_config.workers = opt.workers;
+        source_config.policy = *pipeline::parse_shard_policy(opt.shard);
+        auto source = pipeline::FileSource::create(std::move(capture), source_config, timestamp,
+                                                   error);
+        pipeline::PipelineConfig config;
+        config.make_engine = &state::Engine::create;
+        config.engine.max_endpoints = opt.max_endpoints;
+        config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
+        config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
+        // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.
+        config.worker.tick_ns = config.engine.idle_timeout_ns / 8;
+        if (config.engine.idle_timeout_ns && config.worker.tick_ns == 0) config.worker.tick_ns = 1;
+        config.full_policy = pipeline::FullPolicy::wait;
+        config.exporter.records = records;
+        config.exporter.progress = opt.progress || ::isatty(STDERR_FILENO);
+        config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
+        config.exporter.cpus = cpus;
+        std::unique_ptr<pipeline::Pipeline> pipe;
+        if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
+        if (!source || !pipe) {
+            std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+            close_records();
+            return 1;
+        }
+
+        const auto start = std::chrono::steady_clock::now();
+        g_source.store(source.get());
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        if (!pipe->launch(error)) {
+            std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+            status = 1;
+        }
+        std::string walk_error;
+        const bool complete = source->run(walk_error);
+        pipe->wait();
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
+        g_source.store(nullptr);
+        const double wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+        if (!complete)
+            std::fprintf(stderr, "%s: warning: %s; the %llu frames before it were analysed\n",
+                         kName, walk_error.c_str(),
+                         static_cast<unsigned long long>(source->progress().frames));
+        const exporter::SummaryCounts totals = pipe->totals(wall_s);
+        exporter::RecordWriter& writer = pipe->exporter().writer();
+        writer.write_summary(totals);
+        if (!writer.flush()) {
+            std::fprintf(stderr, "%s: writing records to %s failed\n", kName,
+                         records_to_stdout ? "stdout" : opt.records.c_str());
+            status = 1;
+        }
+        if (!opt.quiet) {
+            exporter::RunInfo info = pipe->run_info();
+            info.input = opt.file;
+            info.shard_policy = opt.shard;
+            pipe->exporter().summary().render(summary_out, totals, info);
+        }
+        if (source->oversize_frames())
+            std::fprintf(stderr, "%s: warning: %llu frames longer than 65535 bytes were cut\n",
+                         kName, static_cast<unsigned long long>(source->oversize_frames()));
+        pipe.reset();    // engines and rings before the mbufs' pool
+        source.reset();  // pool and mapping before EAL
+    }
+    close_records();
+    eal.stop();
+    return status;
+}
+
 }  // namespace insert::tools

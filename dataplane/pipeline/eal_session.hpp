@@ -1,0 +1,57 @@
+// EAL start-up for INSERT's tools: picks defaults that work on a machine without
+// hugepages or NICs (offline replay, CI) and leaves every choice to the user's own EAL
+// options when given. One session per process; errors are returned, never rte_exit().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace insert::pipeline {
+
+struct EalRequest {
+    unsigned lcores = 2;                 // main lcore + workers (+ any other lcore users)
+    uint64_t memory_bytes = 256u << 20;  // what the tool will allocate through DPDK
+    bool want_pci = false;               // replay has no ports: --no-pci unless asked for
+    std::string tool = "insert-dp";      // file-prefix stem
+    std::vector<std::string> user_args;  // EAL options after `--`, verbatim
+};
+
+// The argument vector handed to rte_eal_init(). Adds, unless the user set them:
+// --file-prefix (unique per process), -l/--lcores (1:1 on free cores, or floating over
+// all allowed cores when there are more lcores than cores), --no-huge -m when the free
+// hugepages cannot hold `memory_bytes`, --in-memory, --no-pci, --no-telemetry and a quiet
+// log level. Pure (reads /sys and the affinity mask only), so it is unit-tested.
+struct EalPlan {
+    std::vector<std::string> args;
+    std::string file_prefix;
+    bool hugepages = false;
+};
+EalPlan plan_eal(const EalRequest& request);
+
+// Free hugepage memory on the machine, all page sizes, in bytes.
+uint64_t free_hugepage_bytes();
+// CPUs this process may run on, in increasing order.
+std::vector<unsigned> allowed_cpus();
+
+class EalSession {
+public:
+    EalSession() = default;
+    ~EalSession();
+    EalSession(const EalSession&) = delete;
+    EalSession& operator=(const EalSession&) = delete;
+
+    // rte_eal_init() with plan_eal(request); false and `error` (one line) on failure.
+    bool start(const EalRequest& request, std::string& error);
+    // rte_eal_cleanup() and removal of this process's runtime directory. Idempotent.
+    void stop();
+
+    const EalPlan& plan() const { return plan_; }
+    bool running() const { return running_; }
+
+private:
+    EalPlan plan_;
+    bool running_ = false;
+};
+
+}  // namespace insert::pipeline

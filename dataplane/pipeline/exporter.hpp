@@ -1,0 +1,60 @@
+// The exporter thread: off the worker cores, drains every worker's record ring, writes
+// JSON Lines through exporter::RecordWriter, feeds the terminal summary and prints the
+// progress line. Workers never wait on it unless their ring fills (record_ring.hpp).
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "dataplane/export/human_summary.hpp"
+#include "dataplane/export/record_writer.hpp"
+#include "dataplane/pipeline/packet_source.hpp"
+#include "dataplane/pipeline/record_ring.hpp"
+
+namespace insert::pipeline {
+
+struct ExporterConfig {
+    std::FILE* records = nullptr;     // JSON Lines destination; null: summary only
+    bool progress = false;            // print a progress line about once a second
+    bool progress_is_tty = false;     // rewrite one line (\r) rather than append lines
+    std::vector<unsigned> cpus;       // CPUs the thread may use (empty: inherit)
+};
+
+class Exporter {
+public:
+    Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
+             const PacketSource* source);
+    ~Exporter();
+    Exporter(const Exporter&) = delete;
+    Exporter& operator=(const Exporter&) = delete;
+
+    void start();
+    // Call once no worker will push again: drains what is left and joins the thread.
+    void finish();
+
+    // After finish(): the writer (for the summary record) and the terminal summary.
+    exporter::RecordWriter& writer() { return writer_; }
+    const exporter::HumanSummary& summary() const { return summary_; }
+    uint64_t records() const { return records_; }
+
+private:
+    void loop();
+    unsigned drain_once();
+    void print_progress(double elapsed_s, bool last);
+
+    ExporterConfig config_;
+    std::vector<RecordRing*> rings_;
+    const PacketSource* source_;
+    exporter::RecordWriter writer_;
+    exporter::HumanSummary summary_;
+    std::unique_ptr<state::Record[]> batch_;
+    std::atomic<bool> producers_done_{false};
+    std::thread thread_;
+    uint64_t records_ = 0;
+    bool progress_printed_ = false;
+};
+
+}  // namespace insert::pipeline

@@ -1,0 +1,177 @@
+#include "dataplane/pipeline/file_source.hpp"
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+
+#include "dataplane/pipeline/backoff.hpp"
+
+namespace insert::pipeline {
+
+namespace {
+
+constexpr unsigned kPoolCache = 256;
+constexpr uint16_t kMaxMbufFrame = std::numeric_limits<uint16_t>::max();
+
+// The mapping is released by the CaptureFile, not per mbuf.
+void keep_mapping(void*, void*) {}
+
+std::atomic<unsigned> g_source_sequence{0};
+
+}  // namespace
+
+std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
+                                               const FileSourceConfig& config,
+                                               const MbufTimestamp& timestamp,
+                                               std::string& error) {
+    if (config.workers == 0 || (config.ring_size & (config.ring_size - 1)) != 0) {
+        error = "file source: need at least one worker and a power-of-two ring size";
+        return nullptr;
+    }
+    std::unique_ptr<FileSource> src(new FileSource());
+    src->file_ = std::move(file);
+    src->timestamp_ = timestamp;
+    src->policy_ = config.policy;
+    const unsigned id = g_source_sequence++;
+
+    // Every mbuf may sit in a ring, in the reader's staging or in a worker's burst, or in
+    // a per-lcore mempool cache (up to 1.5x its size); beyond that the reader waits.
+    const unsigned lcores = rte_lcore_count();
+    const unsigned count = config.workers * (config.ring_size + 2 * kBurst) +
+                           lcores * (kPoolCache * 3 / 2) + 1024;
+    const std::string pool_name = "insert_src" + std::to_string(id);
+    src->pool_ = rte_pktmbuf_pool_create(
+        pool_name.c_str(), count, kPoolCache,
+        RTE_ALIGN_CEIL(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN),
+        /*data_room_size=*/0, static_cast<int>(rte_socket_id()));
+    if (src->pool_ == nullptr) {
+        error = std::string("cannot allocate the mbuf pool (") + std::to_string(count) +
+                " mbufs): " + rte_strerror(rte_errno);
+        return nullptr;
+    }
+    for (unsigned q = 0; q < config.workers; ++q) {
+        const std::string name = "insert_rx" + std::to_string(id) + "_" + std::to_string(q);
+        rte_ring* ring = rte_ring_create(name.c_str(), config.ring_size,
+                                         static_cast<int>(rte_socket_id()),
+                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
+        if (ring == nullptr) {
+            error = "cannot allocate worker ring " + name + ": " + rte_strerror(rte_errno);
+            return nullptr;
+        }
+        src->rings_.push_back(ring);
+    }
+    src->staging_.resize(config.workers);
+    return src;
+}
+
+FileSource::~FileSource() {
+    for (Staging& s : staging_) rte_pktmbuf_free_bulk(s.pkts, s.count);
+    for (rte_ring* r : rings_) {
+        rte_mbuf* m;
+        while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
+        rte_ring_free(r);
+    }
+    rte_mempool_free(pool_);
+}
+
+bool FileSource::fill(rte_mbuf* m, const capture::Frame& frame) noexcept {
+    auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(m));
+    shinfo->free_cb = keep_mapping;
+    shinfo->fcb_opaque = nullptr;
+    rte_mbuf_ext_refcnt_set(shinfo, 1);
+    std::size_t len = frame.data.size();
+    if (len > kMaxMbufFrame) {
+        len = kMaxMbufFrame;
+        ++oversize_;
+    }
+    // The mapping is read-only and nothing downstream writes packet data in replay.
+    rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(frame.data.data()), RTE_BAD_IOVA,
+                              static_cast<uint16_t>(len), shinfo);
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+    timestamp_.set(m, frame.ts_ns);
+    return true;
+}
+
+// Hands the staged burst of worker `q` to its ring; waits while the ring is full, which is
+// the replay's back-pressure (nothing is dropped). False when stopped while waiting.
+bool FileSource::flush(unsigned q) noexcept {
+    Staging& s = staging_[q];
+    unsigned sent = 0;
+    Backoff backoff;
+    while (sent < s.count) {
+        sent += rte_ring_sp_enqueue_burst(rings_[q], reinterpret_cast<void**>(s.pkts + sent),
+                                          s.count - sent, nullptr);
+        if (sent < s.count) {
+            if (stop_.load(std::memory_order_relaxed)) break;
+            ++full_waits_;
+            backoff.pause();
+        }
+    }
+    if (sent < s.count) rte_pktmbuf_free_bulk(s.pkts + sent, s.count - sent);
+    s.count = 0;
+    return !stop_.load(std::memory_order_relaxed);
+}
+
+bool FileSource::run(std::string& error) {
+    const unsigned workers = static_cast<unsigned>(rings_.size());
+    rte_mbuf* fresh[kBurst];
+    capture::Frame frame;
+    uint64_t frames = 0;
+    uint64_t end_ns = 0;
+    bool more = true;
+    while (more && !stop_.load(std::memory_order_relaxed)) {
+        Backoff backoff;
+        while (rte_pktmbuf_alloc_bulk(pool_, fresh, kBurst) != 0) {
+            // Every mbuf is queued or being processed: let the workers catch up.
+            if (stop_.load(std::memory_order_relaxed)) break;
+            ++full_waits_;
+            backoff.pause();
+        }
+        if (stop_.load(std::memory_order_relaxed)) break;
+        unsigned used = 0;
+        for (; used < kBurst; ++used) {
+            if (!file_.next(frame)) {
+                more = false;
+                break;
+            }
+            rte_mbuf* m = fresh[used];
+            fill(m, frame);
+            end_ns = std::max(end_ns, frame.ts_ns);
+            const unsigned q = workers == 1 ? 0 : shard_index(shard_hash(frame.data, policy_), workers);
+            Staging& s = staging_[q];
+            s.pkts[s.count++] = m;
+            if (s.count == kBurst) flush(q);
+        }
+        if (used < kBurst) rte_pktmbuf_free_bulk(fresh + used, kBurst - used);
+        frames += used;
+        frames_.store(frames, std::memory_order_relaxed);
+        position_.store(file_.position(), std::memory_order_relaxed);
+    }
+    for (unsigned q = 0; q < workers; ++q) flush(q);
+    end_ns_.store(end_ns, std::memory_order_release);
+    done_.store(true, std::memory_order_release);
+    if (!file_.error().empty()) {
+        error = file_.error();
+        return false;
+    }
+    return true;
+}
+
+SourceProgress FileSource::progress() const noexcept {
+    SourceProgress p;
+    p.frames = frames_.load(std::memory_order_relaxed);
+    const std::size_t size = file_.size_bytes();
+    p.fraction = size == 0 ? 1.0
+                           : static_cast<double>(position_.load(std::memory_order_relaxed)) /
+                                 static_cast<double>(size);
+    return p;
+}
+
+}  // namespace insert::pipeline

@@ -1,0 +1,58 @@
+// Records leave a worker through its own SPSC rte_ring of fixed-size state::Record
+// elements (copied by value: no pool to manage, no pointer that outlives its slot), drained
+// by the exporter thread. One FIFO per worker keeps each endpoint's `msg` records ahead of
+// its `qp` record, which the exporter's latency book relies on.
+#pragma once
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dataplane/state/records.hpp"
+
+namespace insert::pipeline {
+
+static_assert(sizeof(state::Record) % 4 == 0, "rte_ring elements are multiples of 4 bytes");
+
+// What a worker does when its record ring is full.
+enum class FullPolicy : uint8_t {
+    // Wait for the exporter (offline replay: time is the file's, so waiting loses nothing).
+    wait,
+    // Refuse the record: the engine counts it in records_dropped (live modes, where a
+    // stalled exporter must not stall packet processing).
+    drop,
+};
+
+class RecordRing final : public state::RecordSink {
+public:
+    // nullptr and `error` when the ring cannot be allocated. `size`: a power of two.
+    static std::unique_ptr<RecordRing> create(const std::string& name, unsigned size,
+                                              FullPolicy policy, std::string& error);
+    ~RecordRing() override;
+
+    // Worker side (single producer).
+    bool push(const state::Record& record) override;
+    // Exporter side (single consumer).
+    unsigned pop(state::Record* out, unsigned n) noexcept {
+        return rte_ring_sc_dequeue_burst_elem(ring_, out, sizeof(state::Record), n, nullptr);
+    }
+    bool empty() const noexcept { return rte_ring_empty(ring_); }
+
+    // Set when the exporter is gone, so a waiting producer gives up instead of hanging.
+    void close() noexcept { closed_.store(true, std::memory_order_release); }
+    // Times a producer found the ring full (waited or dropped).
+    uint64_t full_events() const { return full_events_.load(std::memory_order_relaxed); }
+
+private:
+    RecordRing() = default;
+    rte_ring* ring_ = nullptr;
+    FullPolicy policy_ = FullPolicy::wait;
+    std::atomic<bool> closed_{false};
+    std::atomic<uint64_t> full_events_{0};
+};
+
+}  // namespace insert::pipeline

@@ -1,0 +1,114 @@
+#include "dataplane/pipeline/worker.hpp"
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include <span>
+
+#include "dataplane/pipeline/backoff.hpp"
+
+namespace insert::pipeline {
+
+namespace {
+
+inline void bump(std::atomic<uint64_t>& c, uint64_t by) noexcept {
+    // Single writer: a plain load/store pair, no locked instruction.
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+// Capture-time boundaries are multiples of the period since the epoch, so every worker
+// (whatever its share of packets) uses the same ones.
+inline uint64_t next_boundary(uint64_t ts, uint64_t period) noexcept {
+    return (ts / period + 1) * period;
+}
+
+}  // namespace
+
+unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept {
+    state::Engine& engine = *ctx.engine;
+    WorkerCounters& c = ctx.counters;
+    uint64_t non_roce = 0;
+    uint64_t malformed[proto::kMalformedReasons] = {};
+    unsigned roce = 0;
+
+    for (unsigned i = 0; i < n; ++i) {
+        if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
+        const rte_mbuf* m = pkts[i];
+        const auto frame = std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+        proto::ParsedPacket& p = ctx.parsed[roce];
+        switch (proto::parse_frame(frame, p)) {
+            case proto::Verdict::roce:
+                ctx.ts[roce] = ctx.timestamp.get(m);
+                ++roce;
+                break;
+            case proto::Verdict::malformed:
+                ++malformed[static_cast<unsigned>(p.malformed)];
+                break;
+            case proto::Verdict::non_roce:
+                ++non_roce;
+                break;
+        }
+    }
+
+    for (unsigned i = 0; i < roce && i < WorkerContext::kPrefetchAhead; ++i)
+        engine.prefetch(ctx.parsed[i]);
+    const uint64_t interval = ctx.config.interval_ns;
+    const uint64_t tick = ctx.config.tick_ns;
+    for (unsigned i = 0; i < roce; ++i) {
+        if (i + WorkerContext::kPrefetchAhead < roce)
+            engine.prefetch(ctx.parsed[i + WorkerContext::kPrefetchAhead]);
+        const uint64_t ts = ctx.ts[i];
+        // Reports and ticks happen before the first packet at or past a boundary, at that
+        // boundary: results depend on capture time only, never on replay speed.
+        if (interval != 0 && ts >= ctx.report_next) {
+            if (ctx.report_next != 0) {
+                engine.report(ts / interval * interval);
+                bump(c.reports, 1);
+            }
+            ctx.report_next = next_boundary(ts, interval);
+        }
+        if (tick != 0 && ts >= ctx.tick_next) {
+            if (ctx.tick_next != 0) {
+                engine.tick(ts / tick * tick);
+                bump(c.ticks, 1);
+            }
+            ctx.tick_next = next_boundary(ts, tick);
+        }
+        engine.process(ctx.parsed[i], ts);
+    }
+    rte_pktmbuf_free_bulk(pkts, n);
+
+    bump(c.frames, n);
+    bump(c.roce, roce);
+    bump(c.non_roce, non_roce);
+    for (unsigned r = 1; r < proto::kMalformedReasons; ++r)
+        if (malformed[r]) bump(c.malformed[r], malformed[r]);
+    return n;
+}
+
+int worker_main(void* arg) {
+    WorkerContext& ctx = *static_cast<WorkerContext*>(arg);
+    PacketSource& source = *ctx.source;
+    const unsigned q = ctx.index;
+    rte_mbuf* pkts[WorkerContext::kBurst];
+    Backoff idle;
+    for (;;) {
+        const uint16_t n = source.rx_burst(q, pkts, WorkerContext::kBurst);
+        if (n == 0) {
+            if (source.drained(q)) break;
+            idle.pause();
+            continue;
+        }
+        idle.reset();
+        const uint64_t start = rte_rdtsc();
+        worker_burst(ctx, pkts, n);
+        bump(ctx.counters.bursts, 1);
+        bump(ctx.counters.busy_cycles, rte_rdtsc() - start);
+    }
+    ctx.engine->finish(source.end_ns());
+    ctx.finished.store(true, std::memory_order_release);
+    return 0;
+}
+
+}  // namespace insert::pipeline
