@@ -1,0 +1,315 @@
+// SPEC.md section 5: one test per message rule, values derived by hand from the SPEC.
+#include <gtest/gtest.h>
+
+#include "dataplane/proto/aeth.hpp"
+#include "dataplane/proto/opcodes.hpp"
+#include "engine_harness.hpp"
+
+namespace insert::test {
+namespace {
+
+using namespace proto::op;
+using state::MsgOp;
+using state::MsgStatus;
+
+constexpr const char* kA = "10.0.0.1";  // requester, QP 0x11
+constexpr const char* kB = "10.0.0.2";  // responder, QP 0x22
+constexpr uint32_t kQa = 0x11, kQb = 0x22;
+const uint8_t kOk = proto::aeth_ack();  // ACK syndrome
+
+Pkt req(uint8_t opcode, uint32_t psn, uint32_t payload = 0) {
+    return Pkt{kA, kB, opcode, kQb, psn, payload};
+}
+Pkt resp(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload = 0) {
+    Pkt p{kB, kA, opcode, kQa, psn, payload};
+    p.syndrome = syndrome;
+    return p;
+}
+
+TEST(EngineMessages, write_only_completes_on_ack_with_exact_latency) {
+    EngineHarness h;
+    Pkt w = req(kWriteOnly, 100, 64);
+    w.va = 0x1000;
+    w.rkey = 0xabc;
+    w.dma_len = 64;
+    h.send(w, 1'000);
+    h.send(resp(kAck, 100, kOk), 4'500);
+    h.finish(10'000);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    const auto& m = msgs[0];
+    EXPECT_EQ(m.op, MsgOp::write);
+    EXPECT_EQ(m.psn_first, 100u);
+    EXPECT_EQ(m.psn_last, 100u);
+    EXPECT_EQ(m.pkts, 1u);
+    EXPECT_EQ(m.bytes, 64u);
+    EXPECT_TRUE(m.has_va);
+    EXPECT_EQ(m.va, 0x1000u);
+    EXPECT_EQ(m.rkey, 0xabcu);
+    EXPECT_EQ(m.dma_len, 64u);
+    EXPECT_TRUE(m.has_ack);
+    EXPECT_EQ(m.t_first_ns, 1'000u);
+    EXPECT_EQ(m.t_last_ns, 1'000u);
+    EXPECT_EQ(m.t_ack_ns, 4'500u);
+    EXPECT_EQ(m.status, MsgStatus::ok);
+    EXPECT_TRUE(m.has_src_qpn);
+    EXPECT_EQ(m.src_qpn, kQa);
+    const auto qb = h.qp(kB, kQb);
+    EXPECT_EQ(qb.msgs[static_cast<int>(MsgOp::write)], 1u);
+    // Both directions used one UDP source port (the harness default): the sport rule.
+    EXPECT_EQ(qb.pair_by, state::PairBy::sport);
+}
+
+TEST(EngineMessages, send_assembles_when_middle_arrives_before_first) {
+    EngineHarness h;
+    h.send(req(kSendMiddle, 11, 256), 20);
+    h.send(req(kSendFirst, 10, 256), 30);
+    Pkt last = req(kSendLastImm, 12, 100);
+    last.imm = 0xdeadbeef;
+    h.send(last, 40);
+    h.send(resp(kAck, 12, kOk), 90);
+    h.finish(100);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].op, MsgOp::send);
+    EXPECT_EQ(msgs[0].psn_first, 10u);
+    EXPECT_EQ(msgs[0].psn_last, 12u);
+    EXPECT_EQ(msgs[0].pkts, 3u);
+    EXPECT_EQ(msgs[0].bytes, 612u);
+    EXPECT_EQ(msgs[0].t_first_ns, 20u);
+    EXPECT_EQ(msgs[0].t_last_ns, 40u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 90u);
+    EXPECT_TRUE(msgs[0].has_imm);
+    EXPECT_EQ(msgs[0].imm, 0xdeadbeefu);
+    EXPECT_FALSE(msgs[0].has_va);
+    EXPECT_FALSE(msgs[0].has_dma_len);
+    const auto qb = h.qp(kB, kQb);
+    EXPECT_EQ(qb.ooo_pkts, 1u);  // First arrived after a newer PSN
+    EXPECT_EQ(qb.gaps, 0u);      // 11 was the direction's first packet
+}
+
+TEST(EngineMessages, coalesced_ack_completes_every_earlier_message) {
+    EngineHarness h;
+    h.send(req(kSendOnly, 1, 8), 10);
+    h.send(req(kWriteOnly, 2, 8), 20);
+    h.send(req(kSendOnly, 3, 8), 30);
+    h.send(resp(kAck, 2, kOk), 50);
+    h.finish(100);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 3u);
+    EXPECT_EQ(msgs[0].psn_first, 1u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 50u);
+    EXPECT_EQ(msgs[1].psn_first, 2u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 50u);
+    EXPECT_EQ(msgs[2].psn_first, 3u);  // frozen at the end, never acknowledged
+    EXPECT_FALSE(msgs[2].has_ack);
+    EXPECT_EQ(msgs[2].status, MsgStatus::incomplete);
+}
+
+TEST(EngineMessages, read_range_comes_from_its_last_response_and_completes_it) {
+    EngineHarness h;
+    Pkt r = req(kReadRequest, 50);
+    r.va = 0x2000;
+    r.rkey = 7;
+    r.dma_len = 2500;
+    h.send(r, 100);
+    h.send(resp(kReadResponseFirst, 50, kOk, 1024), 200);
+    h.send(resp(kReadResponseMiddle, 51, 0, 1024), 210);
+    h.send(resp(kReadResponseMiddle, 51, 0, 1024), 215);  // duplicate response
+    h.send(resp(kReadResponseLast, 52, kOk, 452), 220);
+    h.send(req(kSendOnly, 53, 4), 300);  // right after the READ's range: no gap
+    h.send(resp(kAck, 53, kOk), 350);
+    h.finish(400);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    const auto& m = msgs[0];
+    EXPECT_EQ(m.op, MsgOp::read);
+    EXPECT_EQ(m.psn_first, 50u);
+    EXPECT_EQ(m.psn_last, 52u);
+    EXPECT_EQ(m.pkts, 3u);
+    EXPECT_EQ(m.bytes, 2500u);
+    EXPECT_EQ(m.va, 0x2000u);
+    EXPECT_EQ(m.rkey, 7u);
+    EXPECT_EQ(m.dma_len, 2500u);
+    EXPECT_EQ(m.t_first_ns, 100u);
+    EXPECT_EQ(m.t_last_ns, 220u);
+    EXPECT_EQ(m.t_ack_ns, 220u);
+    EXPECT_EQ(m.status, MsgStatus::ok);
+    EXPECT_EQ(h.qp(kB, kQb).gaps, 0u);
+}
+
+TEST(EngineMessages, read_without_responses_opens_no_gap_and_ends_before_next_request) {
+    EngineHarness h;
+    h.send(req(kReadRequest, 10), 1);
+    h.send(req(kWriteOnly, 14, 4), 2);
+    h.finish(3);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].op, MsgOp::read);
+    EXPECT_EQ(msgs[0].psn_last, 13u);
+    EXPECT_EQ(msgs[0].pkts, 0u);
+    EXPECT_EQ(h.qp(kB, kQb).gaps, 0u);
+}
+
+TEST(EngineMessages, request_beyond_read_range_counts_the_gap_after_its_last_response) {
+    EngineHarness h;
+    h.send(req(kReadRequest, 10), 1);
+    h.send(resp(kReadResponseOnly, 10, kOk, 16), 2);
+    h.send(req(kSendOnly, 13, 4), 3);  // 11 and 12 missing
+    h.finish(4);
+    const auto qb = h.qp(kB, kQb);
+    EXPECT_EQ(qb.gaps, 1u);
+    EXPECT_EQ(qb.missing, 2u);
+    const auto gaps = h.events(state::EventKind::gap);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].psn, 13u);
+    EXPECT_EQ(gaps[0].missing, 2u);
+}
+
+TEST(EngineMessages, seq_nak_before_lost_first_counts_in_the_retransmitted_message) {
+    EngineHarness h;
+    // PSN 5 is lost before the observer; 6 is seen, the responder NAKs 5, the requester
+    // goes back to 5 and resends 5 and 6.
+    h.send(req(kSendOnly, 6, 4), 10);
+    h.send(resp(kAck, 5, proto::aeth_nak(proto::NakCode::psn_seq_error)), 20);
+    h.send(req(kSendOnly, 5, 4), 30);
+    h.send(req(kSendOnly, 6, 4), 40);
+    h.send(resp(kAck, 6, kOk), 50);
+    h.finish(60);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    const auto& m5 = msgs[0].psn_first == 5 ? msgs[0] : msgs[1];
+    const auto& m6 = msgs[0].psn_first == 6 ? msgs[0] : msgs[1];
+    EXPECT_EQ(m5.naks, 1u);
+    EXPECT_EQ(m5.retx_pkts, 0u);
+    EXPECT_EQ(m5.t_first_ns, 30u);
+    EXPECT_EQ(m5.t_ack_ns, 50u);
+    EXPECT_EQ(m5.status, MsgStatus::ok);
+    EXPECT_EQ(m6.naks, 0u);
+    EXPECT_EQ(m6.retx_pkts, 1u);
+    EXPECT_EQ(m6.pkts, 1u);
+    EXPECT_EQ(m6.t_first_ns, 10u);
+    EXPECT_EQ(m6.t_last_ns, 40u);
+    const auto qb = h.qp(kB, kQb);
+    EXPECT_EQ(qb.ooo_pkts, 1u);  // 5 after 6
+    EXPECT_EQ(qb.dup_pkts, 1u);  // 6 again
+    EXPECT_EQ(h.qp(kA, kQa).naks.seq, 1u);
+}
+
+TEST(EngineMessages, fatal_nak_freezes_the_message_without_completion) {
+    EngineHarness h;
+    h.send(req(kWriteOnly, 7, 4), 10);
+    h.send(resp(kAck, 7, proto::aeth_nak(proto::NakCode::remote_access)), 20);
+    h.send(req(kWriteOnly, 7, 4), 30);  // a late duplicate: only the endpoint counts it
+    h.finish(40);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::nak_access);
+    EXPECT_FALSE(msgs[0].has_ack);
+    EXPECT_EQ(msgs[0].naks, 1u);
+    EXPECT_EQ(msgs[0].retx_pkts, 0u);
+    EXPECT_EQ(msgs[0].t_last_ns, 10u);
+    EXPECT_EQ(h.qp(kB, kQb).dup_pkts, 1u);
+    EXPECT_EQ(h.qp(kA, kQa).naks.access, 1u);
+    EXPECT_EQ(h.events(state::EventKind::fatal_nak).size(), 1u);
+}
+
+TEST(EngineMessages, rnr_nak_then_retry_completes_with_rnr_count) {
+    EngineHarness h;
+    h.send(req(kSendOnly, 9, 4), 10);
+    h.send(resp(kAck, 9, proto::aeth_rnr_nak(3)), 20);
+    h.send(req(kSendOnly, 9, 4), 30);
+    h.send(resp(kAck, 9, kOk), 40);
+    h.finish(50);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].rnr_naks, 1u);
+    EXPECT_EQ(msgs[0].naks, 0u);
+    EXPECT_EQ(msgs[0].retx_pkts, 1u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+    EXPECT_EQ(msgs[0].t_ack_ns, 40u);
+    EXPECT_EQ(h.qp(kA, kQa).naks.rnr, 1u);
+}
+
+TEST(EngineMessages, never_completed_message_reports_its_latest_nak_kind) {
+    EngineHarness h;
+    h.send(req(kSendOnly, 9, 4), 10);
+    h.send(resp(kAck, 9, proto::aeth_rnr_nak(3)), 20);
+    h.finish(50);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::nak_rnr);
+}
+
+TEST(EngineMessages, psn_wrap_is_seamless) {
+    EngineHarness h;
+    h.send(req(kWriteFirst, 0xFFFFFE, 256), 1);
+    h.send(req(kWriteMiddle, 0xFFFFFF, 256), 2);
+    h.send(req(kWriteLast, 0, 10), 3);
+    h.send(req(kSendOnly, 1, 4), 4);
+    h.send(resp(kAck, 1, kOk), 5);
+    h.finish(6);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].psn_first, 0xFFFFFEu);
+    EXPECT_EQ(msgs[0].psn_last, 0u);
+    EXPECT_EQ(msgs[0].pkts, 3u);
+    EXPECT_EQ(msgs[0].bytes, 522u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+    EXPECT_EQ(msgs[1].psn_first, 1u);
+    EXPECT_EQ(h.qp(kB, kQb).gaps, 0u);
+}
+
+TEST(EngineMessages, uc_message_is_ok_once_all_packets_were_seen) {
+    EngineHarness h;
+    h.send(req(kUcBase + kWriteFirst, 20, 256), 1);
+    h.send(req(kUcBase + kWriteLast, 22, 5), 2);
+    h.send(req(kUcBase + kWriteMiddle, 21, 256), 3);
+    const auto msgs = h.msgs();  // frozen before the end of input
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+    EXPECT_FALSE(msgs[0].has_ack);
+    EXPECT_EQ(msgs[0].pkts, 3u);
+    EXPECT_EQ(msgs[0].psn_last, 22u);
+    h.finish(4);
+    EXPECT_EQ(h.qp(kB, kQb).transport, state::TransportFamily::uc);
+}
+
+TEST(EngineMessages, atomic_completes_on_atomic_ack) {
+    EngineHarness h;
+    Pkt a = req(kFetchAdd, 30);
+    a.va = 0x3000;
+    a.rkey = 9;
+    h.send(a, 10);
+    h.send(resp(kAtomicAck, 30, kOk), 25);
+    h.finish(30);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].op, MsgOp::fetch_add);
+    EXPECT_EQ(msgs[0].va, 0x3000u);
+    EXPECT_EQ(msgs[0].rkey, 9u);
+    EXPECT_FALSE(msgs[0].has_dma_len);
+    EXPECT_EQ(msgs[0].pkts, 1u);
+    EXPECT_EQ(msgs[0].bytes, 0u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 25u);
+}
+
+TEST(EngineMessages, responses_before_pairing_complete_nothing_without_a_peer) {
+    // Two requesters at A talk to two responders at B from one source port: neither the
+    // sport nor the ip rule can pair, so responses cannot complete anything.
+    EngineHarness h;
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 1, 4}, 1);
+    h.send(Pkt{kA, kB, kSendOnly, 0x23, 1, 4}, 2);
+    h.send(Pkt{kB, kA, kAck, 0x11, 1, 0, 49152, kOk}, 3);
+    h.send(Pkt{kB, kA, kAck, 0x12, 1, 0, 49152, kOk}, 4);
+    h.finish(5);
+    for (const auto& m : h.msgs()) {
+        EXPECT_FALSE(m.has_ack);
+        EXPECT_FALSE(m.has_src_qpn);
+    }
+    EXPECT_EQ(h.events(state::EventKind::unknown_qp).size(), 2u);
+    EXPECT_EQ(h.qp(kA, 0x11).pair_by, state::PairBy::none);
+}
+
+}  // namespace
+}  // namespace insert::test
