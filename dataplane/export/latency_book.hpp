@@ -8,19 +8,12 @@
 #include <unordered_map>
 
 #include "dataplane/export/latency_histogram.hpp"
-#include "dataplane/proto/ip_address.hpp"
+#include "dataplane/state/endpoint_key.hpp"
 
 namespace insert::exporter {
 
-struct EndpointKey {
-    proto::IpAddress ip;
-    uint32_t qpn = 0;
-    friend bool operator==(const EndpointKey&, const EndpointKey&) = default;
-};
-
-struct EndpointKeyHash {
-    std::size_t operator()(const EndpointKey& k) const noexcept;
-};
+using state::EndpointKey;
+using state::EndpointKeyHash;
 
 class LatencyBook {
 public:

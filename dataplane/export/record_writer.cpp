@@ -195,16 +195,6 @@ void append_summary_json(std::string& out, const SummaryCounts& s) {
     o.real("mpps", s.mpps);
 }
 
-std::size_t EndpointKeyHash::operator()(const EndpointKey& k) const noexcept {
-    uint64_t a, b;
-    std::memcpy(&a, k.ip.bytes.data(), 8);
-    std::memcpy(&b, k.ip.bytes.data() + 8, 8);
-    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull) ^ k.qpn;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
 void RecordWriter::write(Record& r) {
     if (r.type == RecordType::msg && r.msg.has_ack)
         book_.add({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.t_ack_ns - r.msg.t_first_ns);

@@ -1,0 +1,119 @@
+// SPEC.md section 7: field names, nulls, IP text and the qp latency fill.
+#include "dataplane/export/record_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace insert::exporter {
+namespace {
+
+using namespace insert::state;
+
+Record make_msg() {
+    Record r;
+    r.type = RecordType::msg;
+    MsgRecord& m = r.msg;
+    m = MsgRecord{};
+    m.src_ip = *proto::IpAddress::parse("10.0.0.1");
+    m.dst_ip = *proto::IpAddress::parse("fd00::2");
+    m.dst_qpn = 34;
+    m.op = MsgOp::send;
+    m.psn_first = 5;
+    m.psn_last = 7;
+    m.pkts = 3;
+    m.bytes = 2100;
+    m.t_first_ns = 1000;
+    m.t_last_ns = 1500;
+    m.has_ack = true;
+    m.t_ack_ns = 4000;
+    m.status = MsgStatus::ok;
+    return r;
+}
+
+TEST(RecordJson, msg_has_every_spec_field_with_nulls_for_absent_values) {
+    std::string out;
+    append_json(out, make_msg());
+    EXPECT_EQ(out,
+              "{\"type\":\"msg\",\"src_ip\":\"10.0.0.1\",\"dst_ip\":\"fd00::2\",\"dst_qpn\":34,"
+              "\"src_qpn\":null,\"op\":\"SEND\",\"imm\":null,\"inv\":null,\"psn_first\":5,"
+              "\"psn_last\":7,\"pkts\":3,\"bytes\":2100,\"va\":null,\"rkey\":null,"
+              "\"dma_len\":null,\"t_first_ns\":1000,\"t_last_ns\":1500,\"t_ack_ns\":4000,"
+              "\"latency_ns\":3000,\"retx_pkts\":0,\"naks\":0,\"rnr_naks\":0,\"status\":\"ok\"}");
+}
+
+TEST(RecordJson, summary_lists_every_malformed_reason) {
+    SummaryCounts s;
+    s.pkts = 10;
+    s.roce_pkts = 6;
+    s.non_roce_pkts = 2;
+    s.malformed[static_cast<int>(proto::Malformed::truncated)] = 2;
+    s.endpoints = 4;
+    s.connections = 1;
+    s.msgs = 3;
+    std::string out;
+    append_summary_json(out, s);
+    EXPECT_EQ(out,
+              "{\"type\":\"summary\",\"pkts\":10,\"roce_pkts\":6,\"non_roce_pkts\":2,"
+              "\"malformed\":{\"length_mismatch\":0,\"truncated\":2,\"reserved_opcode\":0},"
+              "\"endpoints\":4,\"connections\":1,\"msgs\":3,\"wall_s\":0.000000,"
+              "\"mpps\":0.000000}");
+}
+
+TEST(RecordWriter, qp_record_gets_nearest_rank_latencies_of_its_messages) {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    RecordWriter w(f);
+    // Latencies 100, 200, ..., 1000 ns: p50 = 500 (5 of 10 at or below), p99 = 1000.
+    for (int i = 1; i <= 10; ++i) {
+        Record m = make_msg();
+        m.msg.t_first_ns = 0;
+        m.msg.t_ack_ns = static_cast<uint64_t>(i) * 100;
+        w.write(m);
+    }
+    Record q;
+    q.type = RecordType::qp;
+    q.qp = QpRecord{};
+    q.qp.ip = *proto::IpAddress::parse("fd00::2");
+    q.qp.qpn = 34;
+    q.qp.final = true;
+    w.write(q);
+    EXPECT_EQ(q.qp.lat_count, 10u);
+    EXPECT_EQ(q.qp.lat_p50_ns, 500u);
+    EXPECT_EQ(q.qp.lat_p99_ns, 1000u);
+    EXPECT_EQ(q.qp.lat_max_ns, 1000u);
+    ASSERT_TRUE(w.flush());
+    std::rewind(f);
+    char buf[4096];
+    std::string all;
+    while (std::fgets(buf, sizeof(buf), f)) all += buf;
+    std::fclose(f);
+    EXPECT_NE(all.find("\"lat_p50_ns\":500,\"lat_p99_ns\":1000,\"lat_max_ns\":1000,\"final\":true}"),
+              std::string::npos);
+    EXPECT_NE(all.find("\"peer_ip\":null,\"peer_qpn\":null,\"pair_by\":null,\"transport\":null"),
+              std::string::npos);
+}
+
+TEST(LatencyHistogram, exact_while_small) {
+    LatencyHistogram h;
+    for (uint64_t v : {7u, 3u, 9u, 1u}) h.add(v);
+    EXPECT_EQ(h.percentile(50), 3u);   // ranks: 1 3 7 9; ceil(0.5*4) = 2nd
+    EXPECT_EQ(h.percentile(99), 9u);
+    EXPECT_EQ(h.percentile(75), 7u);
+    EXPECT_EQ(h.max(), 9u);
+}
+
+TEST(LatencyHistogram, within_one_percent_after_spilling) {
+    LatencyHistogram h;
+    const uint64_t n = LatencyHistogram::kExactLimit * 3;
+    for (uint64_t i = 1; i <= n; ++i) h.add(i * 997);  // 997 ns .. ~12 ms
+    const double exact_p50 = static_cast<double>((n / 2) * 997);
+    const double exact_p99 = static_cast<double>(((n * 99 + 99) / 100) * 997);
+    EXPECT_NEAR(static_cast<double>(h.percentile(50)), exact_p50, exact_p50 * 0.01);
+    EXPECT_NEAR(static_cast<double>(h.percentile(99)), exact_p99, exact_p99 * 0.01);
+    EXPECT_EQ(h.max(), n * 997);
+}
+
+}  // namespace
+}  // namespace insert::exporter
