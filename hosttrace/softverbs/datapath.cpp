@@ -148,7 +148,9 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
         // Work posted to a QP in error completes at once with a flush status.
         if (qp.state == IBV_QPS_ERR) flush_queues(qp);
     }
-    qp.ctx->engine->kick();
+    // Transmit now on the caller's thread when the engine is idle, like a doorbell write;
+    // otherwise the running iteration or the woken thread picks the work up.
+    if (!qp.ctx->engine->progress()) qp.ctx->engine->kick();
     return rc;
 }
 
@@ -217,8 +219,9 @@ SV_HIDDEN int softverbs_post_srq_recv_impl(ibv_srq* handle, ibv_recv_wr* wr, ibv
     return post_recv_to(*to_ctx(handle->context), srq.rq, srq.max_sge, wr, bad);
 }
 
-SV_HIDDEN int softverbs_poll_cq_impl(ibv_cq* handle, int n, ibv_wc* wc) {
-    Cq& cq = *to_cq(handle);
+namespace {
+
+int pop_completions(Cq& cq, int n, ibv_wc* wc) {
     std::lock_guard guard(cq.lock);
     int i = 0;
     for (; i < n && !cq.entries.empty(); ++i) {
@@ -226,6 +229,18 @@ SV_HIDDEN int softverbs_poll_cq_impl(ibv_cq* handle, int n, ibv_wc* wc) {
         cq.entries.pop();
     }
     return i;
+}
+
+}  // namespace
+
+SV_HIDDEN int softverbs_poll_cq_impl(ibv_cq* handle, int n, ibv_wc* wc) {
+    Cq& cq = *to_cq(handle);
+    const int got = pop_completions(cq, n, wc);
+    if (got > 0) return got;
+    // An empty poll drives the engine: busy-polling applications then need no thread
+    // switch per completion.
+    to_ctx(handle->context)->engine->progress();
+    return pop_completions(cq, n, wc);
 }
 
 SV_HIDDEN int softverbs_req_notify_cq_impl(ibv_cq* handle, int) {

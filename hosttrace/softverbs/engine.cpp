@@ -116,23 +116,42 @@ void Engine::kick() {
     }
 }
 
+bool Engine::iterate(int& received) {
+    work_pending_.store(false);
+    bool busy;
+    {
+        std::lock_guard guard(ctx_.lock);
+        now_ns_ = monotonic_ns();
+        receive_batch(received);
+        now_ns_ = monotonic_ns();
+        busy = service_qps();
+    }
+    flush();
+    release_held(false);
+    return busy;
+}
+
+bool Engine::progress() {
+    if (!thread_.joinable() || !run_lock_.try_lock()) return false;
+    int received = 0;
+    iterate(received);
+    run_lock_.unlock();
+    return true;
+}
+
 void Engine::run() {
     while (!stop_.load(std::memory_order_relaxed)) {
-        work_pending_.store(false);
         int received = 0;
         bool busy;
+        uint64_t deadline = 0;
         {
-            std::lock_guard guard(ctx_.lock);
-            now_ns_ = monotonic_ns();
-            receive_batch(received);
-            now_ns_ = monotonic_ns();
-            busy = service_qps();
+            std::lock_guard run(run_lock_);
+            busy = iterate(received);
+            if (received == 0 && !busy) deadline = next_deadline();
         }
-        flush();
-        release_held(false);
-        if (received == 0 && !busy) sleep_until_work(next_deadline());
+        if (received == 0 && !busy) sleep_until_work(deadline);
     }
-    std::lock_guard guard(ctx_.lock);
+    std::lock_guard run(run_lock_);
     release_held(true);
     flush();
 }

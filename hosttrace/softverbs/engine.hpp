@@ -7,7 +7,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -62,6 +64,11 @@ public:
     void stop();
     // Wakes the thread when it sleeps; cheap when it does not (no syscall).
     void kick();
+    // One engine iteration on the caller's thread, unless another thread is running one.
+    // poll_cq and post_send call it, so a busy-polling application moves its own packets
+    // without waiting for the engine thread to be scheduled.
+    // Returns false when it did not run.
+    bool progress();
 
     // Called with the context lock held, from the engine thread only.
     // Builds one packet to `dst_ipv4` from `qp` and queues it for sending.
@@ -72,6 +79,7 @@ public:
 
 private:
     void run();
+    bool iterate(int& received);  // run_lock_ held
     void receive_batch(int& received);
     void dispatch(uint8_t* frame, uint32_t udp_payload_len, const sockaddr_in& from,
                   uint8_t tos);
@@ -87,6 +95,7 @@ private:
     int fd_ = -1;
     int doorbell_fd_ = -1;
     std::thread thread_;
+    std::mutex run_lock_;  // engine-private buffers: one iteration at a time
     std::atomic<bool> stop_{false};
     std::atomic<bool> sleeping_{false};
     std::atomic<bool> work_pending_{false};

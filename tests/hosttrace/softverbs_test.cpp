@@ -1,0 +1,417 @@
+// In-process tests of softverbs through the public verbs API: two contexts on two
+// loopback addresses (SOFTVERBS_IPS=127.0.0.1,127.0.0.2, set by meson) exchange real
+// RoCEv2 over UDP. The binary links build/hosttrace/softverbs/libibverbs.so.1.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "tests/hosttrace/verbs_endpoint.hpp"
+
+namespace insert::softverbs::test {
+namespace {
+
+constexpr int kDevA = 0;  // 127.0.0.1
+constexpr int kDevB = 1;  // 127.0.0.2
+constexpr std::size_t kBuf = 1 << 20;
+
+void fill_pattern(uint8_t* p, std::size_t n, uint8_t seed) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(seed + i * 31 + (i >> 8));
+}
+
+struct Pair {
+    Endpoint a, b;
+    bool open(ibv_qp_type type, ibv_mtu mtu = IBV_MTU_1024, bool channel = false,
+              uint8_t retry_cnt = 7, uint8_t rnr_retry = 7) {
+        if (!a.open(kDevA, type, kBuf, channel) || !b.open(kDevB, type, kBuf, channel)) return false;
+        if (type == IBV_QPT_UD) return a.connect({}) && b.connect({});
+        return a.connect(b.info(), mtu, 8, retry_cnt, rnr_retry) &&
+               b.connect(a.info(), mtu, 8, retry_cnt, rnr_retry);
+    }
+};
+
+TEST(SoftverbsDevice, one_device_per_address_with_an_active_roce_v2_port) {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(n, 2);
+    ibv_context* ctx = ibv_open_device(list[1]);
+    ASSERT_NE(ctx, nullptr);
+    ibv_port_attr port;
+    ASSERT_EQ(ibv_query_port(ctx, 1, &port), 0);
+    EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
+    EXPECT_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);
+    EXPECT_EQ(port.active_mtu, IBV_MTU_4096);  // loopback's MTU is 64 KB
+    ibv_gid_entry entry;
+    ASSERT_EQ(ibv_query_gid_ex(ctx, 1, 0, &entry, 0), 0);
+    EXPECT_EQ(entry.gid_type, IBV_GID_TYPE_ROCE_V2);
+    const uint8_t want[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 2};
+    EXPECT_EQ(std::memcmp(entry.gid.raw, want, 16), 0);
+    ibv_device_attr attr;
+    ASSERT_EQ(ibv_query_device(ctx, &attr), 0);
+    EXPECT_EQ(attr.phys_port_cnt, 1);
+    EXPECT_EQ(attr.atomic_cap, IBV_ATOMIC_HCA);
+    EXPECT_EQ(ibv_close_device(ctx), 0);
+    ibv_free_device_list(list);
+}
+
+TEST(SoftverbsDevice, ops_table_is_filled_like_a_provider_with_nop5_probe_sites) {
+    Endpoint e;
+    ASSERT_TRUE(e.open(kDevA, IBV_QPT_RC, 4096)) << e.error();
+    ibv_context* ctx = e.ctx();
+    ASSERT_NE(verbs_get_ctx(ctx), nullptr);
+    EXPECT_NE(verbs_get_ctx_op(ctx, create_qp_ex), nullptr);
+    EXPECT_NE(verbs_get_ctx_op(ctx, query_port), nullptr);
+    const void* entries[] = {reinterpret_cast<const void*>(ctx->ops.post_send),
+                             reinterpret_cast<const void*>(ctx->ops.post_recv),
+                             reinterpret_cast<const void*>(ctx->ops.poll_cq),
+                             reinterpret_cast<const void*>(ctx->ops.req_notify_cq)};
+    // insert-trace attaches uprobes here; a 5-byte NOP lets the kernel optimise them.
+    const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+    for (const void* f : entries) {
+        ASSERT_NE(f, nullptr);
+        EXPECT_EQ(std::memcmp(f, nop5, 5), 0);
+    }
+}
+
+TEST(SoftverbsQp, invalid_state_transitions_are_refused) {
+    Endpoint e;
+    ASSERT_TRUE(e.open(kDevA, IBV_QPT_RC, 4096)) << e.error();
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    EXPECT_EQ(ibv_modify_qp(e.qp(), &a, IBV_QP_STATE), EINVAL);  // INIT -> RTS
+    a.qp_state = IBV_QPS_RTR;
+    EXPECT_EQ(ibv_modify_qp(e.qp(), &a, IBV_QP_STATE), EINVAL);  // RTR needs AV, MTU, dest QPN, rq PSN
+    ibv_qp_init_attr init;
+    ASSERT_EQ(ibv_query_qp(e.qp(), &a, 0, &init), 0);
+    EXPECT_EQ(a.qp_state, IBV_QPS_INIT);
+    EXPECT_EQ(e.post_send(IBV_WR_SEND, 0, 8, 0, 0, 1), EINVAL);  // not in RTS
+}
+
+TEST(SoftverbsRc, write_spanning_many_packets_lands_intact) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    const uint32_t len = 300000;  // 293 packets at 1 KB MTU
+    fill_pattern(p.a.buf(), len, 7);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr + 100, p.b.info().rkey, 42), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(wc.wr_id, 42u);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf() + 100, len), 0);
+}
+
+TEST(SoftverbsRc, read_returns_remote_bytes) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC, IBV_MTU_4096)) << p.a.error() << p.b.error();
+    const uint32_t len = 100001;
+    fill_pattern(p.b.buf() + 8, len, 3);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, 16, len, p.b.info().addr + 8, p.b.info().rkey, 7), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+    EXPECT_EQ(wc.byte_len, len);
+    EXPECT_EQ(std::memcmp(p.a.buf() + 16, p.b.buf() + 8, len), 0);
+}
+
+TEST(SoftverbsRc, send_with_immediate_fills_the_posted_receive) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    const uint32_t len = 5000;  // 5 packets
+    ASSERT_EQ(p.b.post_recv(4096, 8192, 99), 0);
+    fill_pattern(p.a.buf(), len, 11);
+    ASSERT_EQ(p.a.post_send(IBV_WR_SEND_WITH_IMM, 0, len, 0, 0, 1, 0xCAFEF00D), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.b.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+    EXPECT_EQ(wc.wr_id, 99u);
+    EXPECT_EQ(wc.byte_len, len);
+    EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+    EXPECT_EQ(ntohl(wc.imm_data), 0xCAFEF00Du);
+    EXPECT_EQ(wc.qp_num, p.b.qp()->qp_num);
+    EXPECT_EQ(wc.src_qp, p.a.qp()->qp_num);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf() + 4096, len), 0);
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+}
+
+TEST(SoftverbsRc, write_with_immediate_consumes_a_receive) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.b.post_recv(0, 0, 5), 0);
+    fill_pattern(p.a.buf(), 3000, 1);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr, p.b.info().rkey, 1, 77), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.b.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(wc.byte_len, 3000u);
+    EXPECT_EQ(ntohl(wc.imm_data), 77u);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf(), 3000), 0);
+}
+
+TEST(SoftverbsRc, atomics_return_the_original_value) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    uint64_t* target = reinterpret_cast<uint64_t*>(p.b.buf() + 64);
+    *target = 1000;
+    ibv_wc wc;
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, p.b.info().addr + 64, p.b.info().rkey, 1, 0, 5), 0);
+    ASSERT_TRUE(p.a.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_FETCH_ADD);
+    EXPECT_EQ(*reinterpret_cast<uint64_t*>(p.a.buf()), 1000u);
+    EXPECT_EQ(*target, 1005u);
+    // Compare fails: nothing swapped, original returned.
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 8, 8, p.b.info().addr + 64, p.b.info().rkey, 2, 0, 1, 9), 0);
+    ASSERT_TRUE(p.a.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(*reinterpret_cast<uint64_t*>(p.a.buf() + 8), 1005u);
+    EXPECT_EQ(*target, 1005u);
+    // Compare matches: swapped.
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 16, 8, p.b.info().addr + 64, p.b.info().rkey, 3, 0, 1005, 9), 0);
+    ASSERT_TRUE(p.a.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_COMP_SWAP);
+    EXPECT_EQ(*target, 9u);
+}
+
+TEST(SoftverbsRc, bad_rkey_gives_remote_access_error_and_flushes) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.info().rkey ^ 0x1, 1), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.info().rkey, 2), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+    ibv_qp_attr a;
+    ibv_qp_init_attr init;
+    ASSERT_EQ(ibv_query_qp(p.a.qp(), &a, IBV_QP_STATE, &init), 0);
+    EXPECT_EQ(a.qp_state, IBV_QPS_ERR);
+}
+
+TEST(SoftverbsRc, read_beyond_the_region_gives_remote_access_error) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, 0, 4096, p.b.info().addr + kBuf - 100, p.b.info().rkey, 1), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+}
+
+TEST(SoftverbsRc, bad_lkey_gives_local_protection_error) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    ibv_sge sge{reinterpret_cast<uintptr_t>(p.a.buf()), 64, p.a.mr()->lkey + 0x100};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(p.a.qp(), &wr, &bad), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_LOC_PROT_ERR) << ibv_wc_status_str(wc.status);
+}
+
+TEST(SoftverbsRc, send_before_receive_is_retried_after_rnr_nak) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.a.post_send(IBV_WR_SEND, 0, 100, 0, 0, 1), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(p.b.post_recv(0, 100, 2), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.b.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+TEST(SoftverbsRc, rnr_retry_zero_gives_rnr_retry_exceeded) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC, IBV_MTU_1024, false, 7, 0)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.a.post_send(IBV_WR_SEND, 0, 100, 0, 0, 1), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR) << ibv_wc_status_str(wc.status);
+}
+
+TEST(SoftverbsRc, vanished_peer_gives_retry_exceeded) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC, IBV_MTU_1024, false, 2, 7)) << p.a.error() << p.b.error();
+    p.b.destroy_qp();  // its packets now go to an unknown QPN and are dropped
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.mr()->rkey, 1), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(wc.status);
+}
+
+TEST(SoftverbsRc, completion_channel_wakes_the_waiter) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC, IBV_MTU_1024, true)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.b.post_recv(0, 64, 3), 0);
+    std::thread sender([&p] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        p.a.post_send(IBV_WR_SEND, 0, 64, 0, 0, 1);
+    });
+    ibv_wc wc;
+    const bool got = p.b.wait_event(wc);
+    sender.join();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(wc.wr_id, 3u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    // A second QP on A created through ibv_create_qp_ex, connected to a second QP on B.
+    ibv_qp_init_attr_ex init{};
+    init.send_cq = p.a.cq();
+    init.recv_cq = p.a.cq();
+    init.qp_type = IBV_QPT_RC;
+    init.cap = {16, 16, 1, 1, 0};
+    init.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    init.pd = p.a.pd();
+    init.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
+    ibv_qp* qp = ibv_create_qp_ex(p.a.ctx(), &init);
+    ASSERT_NE(qp, nullptr);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = Endpoint::kDefaultAccess;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    // Reuse B's QP: re-point it at the new QP (RESET -> INIT -> RTR -> RTS).
+    a = {};
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(ibv_modify_qp(p.b.qp(), &a, IBV_QP_STATE), 0);
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = Endpoint::kDefaultAccess;
+    ASSERT_EQ(ibv_modify_qp(p.b.qp(), &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    PeerInfo mine = p.a.info();
+    mine.qpn = qp->qp_num;
+    ASSERT_TRUE(p.b.connect(mine));
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = p.b.qp()->qp_num;
+    a.rq_psn = p.b.info().psn;
+    a.max_dest_rd_atomic = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    std::memcpy(a.ah_attr.grh.dgid.raw, p.b.info().gid, 16);
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = mine.psn;
+    a.timeout = 10;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                        IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+    fill_pattern(p.a.buf(), 2048, 5);
+    ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp);
+    ibv_wr_start(qpx);
+    qpx->wr_id = 10;
+    qpx->wr_flags = 0;
+    ibv_wr_rdma_write(qpx, p.b.info().rkey, p.b.info().addr);
+    ibv_wr_set_sge(qpx, p.a.mr()->lkey, reinterpret_cast<uintptr_t>(p.a.buf()), 1024);
+    qpx->wr_id = 11;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_rdma_write(qpx, p.b.info().rkey, p.b.info().addr + 1024);
+    ibv_wr_set_sge(qpx, p.a.mr()->lkey, reinterpret_cast<uintptr_t>(p.a.buf() + 1024), 1024);
+    ASSERT_EQ(ibv_wr_complete(qpx), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.wr_id, 11u);  // only the signaled one completes
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf(), 2048), 0);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+}
+
+TEST(SoftverbsUd, datagram_arrives_behind_a_grh_with_the_sender_address) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_UD)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.b.post_recv(0, 40 + 1024, 8), 0);
+    ibv_ah_attr ah_attr{};
+    ah_attr.is_global = 1;
+    ah_attr.port_num = 1;
+    std::memcpy(ah_attr.grh.dgid.raw, p.b.info().gid, 16);
+    ibv_ah* ah = ibv_create_ah(p.a.pd(), &ah_attr);
+    ASSERT_NE(ah, nullptr);
+    fill_pattern(p.a.buf(), 1000, 9);
+    ASSERT_EQ(p.a.post_ud_send(ah, p.b.qp()->qp_num, 0, 1000, 4), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.b.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.byte_len, 1040u);
+    EXPECT_TRUE(wc.wc_flags & IBV_WC_GRH);
+    EXPECT_EQ(wc.src_qp, p.a.qp()->qp_num);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf() + 40, 1000), 0);
+    const uint8_t sender[4] = {127, 0, 0, 1};
+    EXPECT_EQ(std::memcmp(p.b.buf() + 20 + 12, sender, 4), 0);  // IPv4 source in the GRH
+    ASSERT_TRUE(p.a.wait(wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(ibv_destroy_ah(ah), 0);
+}
+
+// Fault injection is read when a device is opened: set it for this test only.
+class SoftverbsLoss : public ::testing::Test {
+protected:
+    void SetUp() override {
+        setenv("SOFTVERBS_DROP", "0.03", 1);
+        setenv("SOFTVERBS_REORDER", "0.02", 1);
+        setenv("SOFTVERBS_SEED", "12345", 1);
+    }
+    void TearDown() override {
+        unsetenv("SOFTVERBS_DROP");
+        unsetenv("SOFTVERBS_REORDER");
+        unsetenv("SOFTVERBS_SEED");
+    }
+};
+
+TEST_F(SoftverbsLoss, writes_reads_and_sends_complete_intact_despite_loss_and_reordering) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
+    const uint32_t len = 200000;
+    ibv_wc wc;
+    for (int round = 0; round < 5; ++round) {
+        fill_pattern(p.a.buf(), len, static_cast<uint8_t>(round));
+        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr, p.b.info().rkey, round), 0);
+        ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)));
+        ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+        ASSERT_EQ(std::memcmp(p.a.buf(), p.b.buf(), len), 0);
+        fill_pattern(p.b.buf() + len, len, static_cast<uint8_t>(round + 100));
+        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, len, len, p.b.info().addr + len, p.b.info().rkey, round), 0);
+        ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)));
+        ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+        ASSERT_EQ(std::memcmp(p.a.buf() + len, p.b.buf() + len, len), 0);
+        ASSERT_EQ(p.b.post_recv(2 * len, 20000, round), 0);
+        ASSERT_EQ(p.a.post_send(IBV_WR_SEND, 0, 20000, 0, 0, round), 0);
+        ASSERT_TRUE(p.b.wait(wc, std::chrono::seconds(20)));
+        ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+        ASSERT_EQ(wc.byte_len, 20000u);
+        ASSERT_EQ(std::memcmp(p.a.buf(), p.b.buf() + 2 * len, 20000), 0);
+        ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)));
+        ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
+}
+
+}  // namespace
+}  // namespace insert::softverbs::test
