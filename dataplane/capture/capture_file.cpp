@@ -34,13 +34,16 @@ CaptureFile::~CaptureFile() {
     if (base_) munmap(const_cast<uint8_t*>(base_), size_);
 }
 
-CaptureFile::CaptureFile(CaptureFile&& o) noexcept { *this = std::move(o); }
+CaptureFile::CaptureFile(CaptureFile&& o) noexcept {
+    *this = std::move(o);
+}
 
 CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
     if (this == &o) return *this;
     if (base_) munmap(const_cast<uint8_t*>(base_), size_);
     path_ = std::move(o.path_);
     error_ = std::move(o.error_);
+    truncated_ = o.truncated_;
     base_ = std::exchange(o.base_, nullptr);
     size_ = std::exchange(o.size_, 0);
     pos_ = o.pos_;
@@ -51,6 +54,7 @@ CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
     index_ = o.index_;
     std::memcpy(if_ticks_per_sec_, o.if_ticks_per_sec_, sizeof(if_ticks_per_sec_));
     std::memcpy(if_link_type_, o.if_link_type_, sizeof(if_link_type_));
+    std::memcpy(if_snaplen_, o.if_snaplen_, sizeof(if_snaplen_));
     if_count_ = o.if_count_;
     return *this;
 }
@@ -58,6 +62,11 @@ CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
 bool CaptureFile::fail(const std::string& what) {
     error_ = path_ + ": " + what;
     return false;
+}
+
+bool CaptureFile::fail_truncated(const std::string& what) {
+    truncated_ = true;
+    return fail(what);
 }
 
 uint16_t CaptureFile::rd16(const uint8_t* p) const {
@@ -74,6 +83,7 @@ uint32_t CaptureFile::rd32(const uint8_t* p) const {
 bool CaptureFile::open(const std::string& path) {
     path_ = path;
     error_.clear();
+    truncated_ = false;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(std::strerror(errno));
     struct stat st {};
@@ -89,15 +99,17 @@ bool CaptureFile::open(const std::string& path) {
     void* m = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
     if (m == MAP_FAILED) return fail(std::string("cannot map: ") + std::strerror(errno));
-    madvise(m, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
+    // Two calls: the advice values are an enumeration, not flags that can be or-ed.
+    madvise(m, size_, MADV_SEQUENTIAL);
+    madvise(m, size_, MADV_WILLNEED);
     base_ = static_cast<const uint8_t*>(m);
 
     const uint32_t magic = raw32(base_);
     if (magic == kPcapMagicUs || magic == kPcapMagicNs ||
         magic == __builtin_bswap32(kPcapMagicUs) || magic == __builtin_bswap32(kPcapMagicNs)) {
         format_ = Format::pcap;
-        swapped_ = magic == __builtin_bswap32(kPcapMagicUs) ||
-                   magic == __builtin_bswap32(kPcapMagicNs);
+        swapped_ =
+            magic == __builtin_bswap32(kPcapMagicUs) || magic == __builtin_bswap32(kPcapMagicNs);
         ns_per_tick_ = (rd32(base_) == kPcapMagicNs) ? 1 : 1000;
         const uint32_t link = rd32(base_ + 20) & 0x0FFFFFFF;  // high bits: FCS info
         if (link != kLinkTypeEthernet)
@@ -131,11 +143,11 @@ bool CaptureFile::next(Frame& frame) {
 bool CaptureFile::next_pcap(Frame& frame) {
     if (pos_ == size_) return false;
     if (size_ - pos_ < kPcapRecordHeaderLen)
-        return fail("truncated record header at byte " + std::to_string(pos_));
+        return fail_truncated("truncated record header at byte " + std::to_string(pos_));
     const uint8_t* h = base_ + pos_;
     const uint32_t incl = rd32(h + 8);
     if (incl > size_ - pos_ - kPcapRecordHeaderLen)
-        return fail("truncated record at byte " + std::to_string(pos_));
+        return fail_truncated("truncated record at byte " + std::to_string(pos_));
     frame.index = ++index_;
     frame.ts_ns = uint64_t{rd32(h)} * 1'000'000'000ull + uint64_t{rd32(h + 4)} * ns_per_tick_;
     frame.orig_len = rd32(h + 12);
@@ -146,7 +158,8 @@ bool CaptureFile::next_pcap(Frame& frame) {
 
 bool CaptureFile::next_pcapng(Frame& frame) {
     while (pos_ < size_) {
-        if (size_ - pos_ < 12) return fail("truncated block at byte " + std::to_string(pos_));
+        if (size_ - pos_ < 12)
+            return fail_truncated("truncated block at byte " + std::to_string(pos_));
         const uint8_t* b = base_ + pos_;
         uint32_t type = raw32(b);
         if (type == kPcapngShb) {
@@ -160,8 +173,10 @@ bool CaptureFile::next_pcapng(Frame& frame) {
             type = rd32(b);
         }
         const uint32_t len = rd32(b + 4);
-        if (len < 12 || len % 4 != 0 || len > size_ - pos_)
-            return fail("truncated or corrupt block at byte " + std::to_string(pos_));
+        if (len < 12 || len % 4 != 0)
+            return fail("corrupt block length at byte " + std::to_string(pos_));
+        if (len > size_ - pos_)
+            return fail_truncated("truncated block at byte " + std::to_string(pos_));
         const uint8_t* body = b + 8;
         const std::size_t body_len = len - 12;
         pos_ += len;
@@ -185,6 +200,7 @@ bool CaptureFile::next_pcapng(Frame& frame) {
             }
             if_ticks_per_sec_[if_count_] = ticks ? ticks : 1;
             if_link_type_[if_count_] = rd16(body);
+            if_snaplen_[if_count_] = rd32(body + 4);
             ++if_count_;
             continue;
         }
@@ -195,8 +211,13 @@ bool CaptureFile::next_pcapng(Frame& frame) {
         const uint8_t* data = nullptr;
         if (type == kPcapngSpb) {
             if (body_len < 4) return fail("corrupt simple packet block");
+            // An SPB has no captured length: it is min(original length, interface snap
+            // length), and the block's own length includes up to 3 padding bytes.
             origlen = rd32(body);
-            caplen = static_cast<uint32_t>(std::min<std::size_t>(origlen, body_len - 4));
+            std::size_t cap = std::min<std::size_t>(origlen, body_len - 4);
+            if (if_count_ > 0 && if_snaplen_[0] != 0)
+                cap = std::min<std::size_t>(cap, if_snaplen_[0]);
+            caplen = static_cast<uint32_t>(cap);
             data = body + 4;
         } else {
             if (body_len < 20) return fail("corrupt packet block");
@@ -213,8 +234,11 @@ bool CaptureFile::next_pcapng(Frame& frame) {
                         std::to_string(if_link_type_[iface]) + ", not Ethernet (1)");
         const uint64_t tps = if_ticks_per_sec_[iface];
         frame.index = ++index_;
+        // 128-bit product: with a resolution finer than 1 ns (e.g. ps) the remainder
+        // times 10^9 overflows 64 bits.
         frame.ts_ns = (ticks / tps) * 1'000'000'000ull +
-                      (ticks % tps) * 1'000'000'000ull / tps;
+                      static_cast<uint64_t>(static_cast<unsigned __int128>(ticks % tps) *
+                                            1'000'000'000ull / tps);
         frame.orig_len = origlen;
         frame.data = {data, caplen};
         return true;

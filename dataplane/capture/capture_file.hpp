@@ -20,7 +20,7 @@ struct Frame {
 enum class Format : uint8_t { pcap, pcapng };
 
 class CaptureFile {
-public:
+  public:
     CaptureFile() = default;
     ~CaptureFile();
     CaptureFile(const CaptureFile&) = delete;
@@ -32,6 +32,10 @@ public:
     // one line naming the file and the problem (missing, not a capture, link type...).
     bool open(const std::string& path);
     const std::string& error() const { return error_; }
+    // True when error() is the file ending inside a record or block (a capture cut short,
+    // e.g. still being written): the frames before it are complete and valid. False for
+    // every other error (corrupt block, non-Ethernet interface...).
+    bool truncated() const { return truncated_; }
 
     // Next frame in file order; false at the end. A record cut short by the end of the
     // file or a non-Ethernet interface in a pcapng stops the walk and sets error()
@@ -43,15 +47,17 @@ public:
     std::size_t size_bytes() const { return size_; }
     std::size_t position() const { return pos_; }  // bytes consumed, for progress lines
 
-private:
+  private:
     bool next_pcap(Frame& frame);
     bool next_pcapng(Frame& frame);
     bool fail(const std::string& what);
+    bool fail_truncated(const std::string& what);
     uint16_t rd16(const uint8_t* p) const;
     uint32_t rd32(const uint8_t* p) const;
 
     std::string path_;
     std::string error_;
+    bool truncated_ = false;
     const uint8_t* base_ = nullptr;
     std::size_t size_ = 0;
     std::size_t pos_ = 0;
@@ -64,6 +70,7 @@ private:
     static constexpr std::size_t kMaxInterfaces = 64;
     uint64_t if_ticks_per_sec_[kMaxInterfaces] = {};
     uint16_t if_link_type_[kMaxInterfaces] = {};
+    uint32_t if_snaplen_[kMaxInterfaces] = {};  // 0: no limit
     std::size_t if_count_ = 0;
 };
 
