@@ -1,0 +1,232 @@
+#include "bench/gen/frame_encoder.hpp"
+
+#include <cstring>
+
+#include "bench/gen/cm_mad.hpp"
+#include "dataplane/proto/builder.hpp"
+#include "dataplane/proto/byte_order.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/opcodes.hpp"
+
+namespace insert::gen {
+
+namespace {
+
+using proto::store_be16;
+using proto::store_be32;
+
+constexpr uint8_t kRocePcp = 3;  // the usual lossless priority for RoCE
+constexpr std::size_t kMinFrame = 60;
+constexpr uint16_t kEtherTypeArp = 0x0806;
+constexpr uint8_t kIpProtoTcp = 6;
+
+proto::MacAddress host_mac(uint16_t host) {
+    return {0x02, 0x1E, 0x47, 0x00, static_cast<uint8_t>(host >> 8), static_cast<uint8_t>(host)};
+}
+
+uint16_t checksum(const uint8_t* h, std::size_t len) {
+    uint32_t sum = 0;
+    for (std::size_t i = 0; i + 1 < len; i += 2) sum += proto::load_be16(h + i);
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
+
+void fix_ipv4_checksum(uint8_t* ip) {
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, checksum(ip, proto::kIpv4MinHeaderLen));
+}
+
+// A plain IPv4 header (background frames are IPv4 whatever the hosts are).
+void write_ipv4(uint8_t* ip, uint8_t proto_num, uint16_t total_len, uint16_t id, uint16_t frag,
+                uint32_t src, uint32_t dst) {
+    ip[0] = 0x45;
+    ip[1] = 0;
+    store_be16(ip + 2, total_len);
+    store_be16(ip + 4, id);
+    store_be16(ip + 6, frag);
+    ip[8] = 64;
+    ip[9] = proto_num;
+    store_be32(ip + 12, src);
+    store_be32(ip + 16, dst);
+    fix_ipv4_checksum(ip);
+}
+
+}  // namespace
+
+FrameEncoder::FrameEncoder(const Scenario& scenario, const Simulator& sim)
+    : sc_(scenario), sim_(sim), ipv4_id_(scenario.hosts.size(), 0) {}
+
+std::span<const uint8_t> FrameEncoder::encode(const SimPacket& p) {
+    std::size_t n = 0;
+    switch (p.cls) {
+        case PacketClass::roce: n = encode_roce(p, buf_.data()); break;
+        case PacketClass::background: n = encode_background(p, buf_.data()); break;
+        case PacketClass::malformed: n = encode_malformed(p, buf_.data()); break;
+    }
+    return {buf_.data(), n};
+}
+
+std::size_t FrameEncoder::encode_roce(const SimPacket& p, uint8_t* out) {
+    const HostSpec& src = sc_.hosts[p.src_host];
+    const HostSpec& dst = sc_.hosts[p.dst_host];
+    proto::FrameSpec spec;
+    spec.src_mac = host_mac(p.src_host);
+    spec.dst_mac = host_mac(p.dst_host);
+    spec.vlan_count = static_cast<uint8_t>(src.vlans.size());
+    for (std::size_t i = 0; i < src.vlans.size(); ++i) {
+        // Two tags: 802.1ad outer, 802.1Q inner.
+        spec.vlan_tpid[i] = src.vlans.size() == 2 && i == 0 ? proto::kEtherTypeQinQ : proto::kEtherTypeVlan;
+        spec.vlan_tci[i] = static_cast<uint16_t>((kRocePcp << 13) | (src.vlans[i] & 0x0FFF));
+    }
+    spec.src_ip = src.ip;
+    spec.dst_ip = dst.ip;
+    spec.dscp = p.dscp;
+    spec.ecn = p.ecn;
+    spec.ipv4_id = ipv4_id_[p.src_host]++;
+    spec.flow_label = (uint32_t{p.sport} * 2654435761u) & 0xFFFFF;
+    spec.src_port = p.sport;
+    spec.t = p.t;
+    spec.payload_len = p.payload_len;
+    std::array<uint8_t, kMadBytes> mad;
+    if (p.cm != CmKind::none) {
+        const ConnInfo& ci = sim_.conns()[p.conn];
+        CmMadFields f;
+        f.kind = p.cm;
+        f.local_comm_id = p.cm_local_id;
+        f.remote_comm_id = p.cm_remote_id;
+        f.local_qpn = p.cm_qpn;
+        f.starting_psn = p.cm_psn;
+        f.path_mtu = ci.spec.mtu;
+        f.local_ip = src.ip;
+        f.remote_ip = dst.ip;
+        write_cm_mad(f, mad);
+        spec.payload = mad.data();
+        spec.payload_len = kMadBytes;
+    }
+    const std::size_t n = proto::build_frame(spec, {out, kMaxFrameBytes});
+    if (n && !src.ip.is_v4()) {
+        // IPv6 forbids a zero UDP checksum (RFC 8200 8.1; Wireshark flags it), so IPv6
+        // RoCE senders such as Soft-RoCE fill it in. The ICRC masks this field, so setting
+        // it after build_frame() leaves the ICRC valid.
+        uint8_t* ip6 = out + proto::kEthHeaderLen + src.vlans.size() * proto::kVlanTagLen;
+        uint8_t* udp = ip6 + proto::kIpv6HeaderLen;
+        const uint16_t udp_len = proto::load_be16(udp + 4);
+        uint32_t sum = 0;
+        for (int i = 0; i < 32; i += 2) sum += proto::load_be16(ip6 + 8 + i);  // addresses
+        sum += udp_len;
+        sum += proto::kIpProtoUdp;
+        for (uint32_t i = 0; i + 1 < udp_len; i += 2) sum += proto::load_be16(udp + i);
+        if (udp_len & 1) sum += uint32_t{udp[udp_len - 1]} << 8;
+        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+        const uint16_t csum = static_cast<uint16_t>(~sum);
+        store_be16(udp + 6, csum == 0 ? 0xFFFF : csum);
+    }
+    return n;
+}
+
+std::size_t FrameEncoder::write_l2(uint16_t host, uint16_t dst_host, uint16_t ether_type, uint8_t* out) const {
+    const proto::MacAddress s = host_mac(host), d = host_mac(dst_host);
+    std::memcpy(out, d.data(), 6);
+    std::memcpy(out + 6, s.data(), 6);
+    store_be16(out + 12, ether_type);
+    return proto::kEthHeaderLen;
+}
+
+std::size_t FrameEncoder::encode_background(const SimPacket& p, uint8_t* out) {
+    std::memset(out, 0, 128 + p.payload_len);
+    const uint32_t src = 0xC0A80000u | p.src_host, dst = 0xC0A80000u | p.dst_host;  // 192.168/16
+    const uint16_t id = ipv4_id_[p.src_host]++;
+    switch (static_cast<BackgroundKind>(p.variant)) {
+        case BackgroundKind::arp: {
+            std::size_t off = write_l2(p.src_host, p.dst_host, kEtherTypeArp, out);
+            std::memset(out, 0xFF, 6);  // broadcast who-has
+            uint8_t* a = out + off;
+            store_be16(a, 1);
+            store_be16(a + 2, proto::kEtherTypeIpv4);
+            a[4] = 6;
+            a[5] = 4;
+            store_be16(a + 6, 1);
+            const proto::MacAddress m = host_mac(p.src_host);
+            std::memcpy(a + 8, m.data(), 6);
+            store_be32(a + 14, src);
+            store_be32(a + 24, dst);
+            return kMinFrame;
+        }
+        case BackgroundKind::tcp: {
+            const std::size_t off = write_l2(p.src_host, p.dst_host, proto::kEtherTypeIpv4, out);
+            uint8_t* tcp = out + off + proto::kIpv4MinHeaderLen;
+            store_be16(tcp, p.sport);
+            store_be16(tcp + 2, 443);
+            store_be32(tcp + 4, p.t.bth.psn);
+            tcp[12] = 5 << 4;
+            tcp[13] = 0x02;  // SYN
+            store_be16(tcp + 14, 64240);
+            write_ipv4(out + off, kIpProtoTcp, 40, id, 0x4000, src, dst);
+            return std::max<std::size_t>(off + 40, kMinFrame);
+        }
+        case BackgroundKind::udp_other_port:
+        case BackgroundKind::udp_from_4791:
+        case BackgroundKind::ipv4_fragment: {
+            const std::size_t off = write_l2(p.src_host, p.dst_host, proto::kEtherTypeIpv4, out);
+            const auto kind = static_cast<BackgroundKind>(p.variant);
+            uint8_t* udp = out + off + proto::kIpv4MinHeaderLen;
+            const uint16_t sport = kind == BackgroundKind::udp_from_4791 ? proto::kRoceV2Port : p.sport;
+            const uint16_t dport = kind == BackgroundKind::udp_from_4791   ? 40000
+                                   : kind == BackgroundKind::ipv4_fragment ? proto::kRoceV2Port
+                                                                           : 9000;
+            const uint32_t payload = p.payload_len;
+            store_be16(udp, sport);
+            store_be16(udp + 2, dport);
+            // A first fragment announces the whole datagram's UDP length.
+            store_be16(udp + 4, static_cast<uint16_t>(8 + payload + (kind == BackgroundKind::ipv4_fragment ? 1000 : 0)));
+            for (uint32_t i = 0; i < payload; ++i) udp[8 + i] = static_cast<uint8_t>(i * 13 + 5);
+            const uint16_t frag = kind == BackgroundKind::ipv4_fragment ? 0x2000 : 0x4000;  // MF : DF
+            write_ipv4(out + off, proto::kIpProtoUdp, static_cast<uint16_t>(20 + 8 + payload), id, frag, src, dst);
+            return std::max<std::size_t>(off + 28 + payload, kMinFrame);
+        }
+    }
+    return 0;
+}
+
+// A well-formed WRITE Only between the two hosts, then broken the way SPEC 1 names.
+std::size_t FrameEncoder::encode_malformed(const SimPacket& p, uint8_t* out) {
+    SimPacket base = p;
+    base.cls = PacketClass::roce;
+    base.t.bth.pad = proto::pad_for(base.payload_len);
+    base.t.reth = {0x1000, 0xABCD, base.payload_len};
+    const std::size_t n = encode_roce(base, out);
+    if (n == 0) return 0;
+    const HostSpec& src = sc_.hosts[p.src_host];
+    const bool v4 = src.ip.is_v4();
+    uint8_t* ip = out + proto::kEthHeaderLen + src.vlans.size() * proto::kVlanTagLen;
+    const std::size_t l3 = v4 ? proto::kIpv4MinHeaderLen : proto::kIpv6HeaderLen;
+    uint8_t* udp = ip + l3;
+    // Rewrites the IP and UDP lengths for a UDP datagram of `udp_len` bytes and cuts the frame.
+    auto shrink = [&](uint16_t udp_len) {
+        store_be16(udp + 4, udp_len);
+        if (v4) {
+            store_be16(ip + 2, static_cast<uint16_t>(l3 + udp_len));
+            fix_ipv4_checksum(ip);
+        } else {
+            store_be16(ip + 4, udp_len);
+        }
+        const std::size_t len = static_cast<std::size_t>(udp - out) + udp_len;
+        if (len < kMinFrame) std::memset(out + len, 0, kMinFrame - len);  // Ethernet padding
+        return std::max(len, kMinFrame);
+    };
+    switch (static_cast<MalformedKind>(p.variant)) {
+        case MalformedKind::length_mismatch:
+            store_be16(udp + 4, static_cast<uint16_t>(proto::load_be16(udp + 4) + 4));
+            return n;
+        case MalformedKind::truncated_short:
+            return shrink(proto::kUdpHeaderLen + 8);  // 8 B of a 12 B BTH
+        case MalformedKind::reserved_opcode:
+            udp[proto::kUdpHeaderLen] = 0x15;  // the hole in the RC opcode range
+            return n;
+        case MalformedKind::truncated_headers:
+            return shrink(proto::kUdpHeaderLen + proto::kBthLen + 8);  // half a RETH
+    }
+    return n;
+}
+
+}  // namespace insert::gen

@@ -1,0 +1,36 @@
+// Turns a SimPacket into Ethernet frame bytes: RoCE packets through the shared
+// proto::build_frame (with ICRC), CM MADs as their payload, and the non-RoCE and
+// malformed frames of SPEC 1 by mutating or hand-writing headers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bench/gen/scenario.hpp"
+#include "bench/gen/simulator.hpp"
+
+namespace insert::gen {
+
+constexpr std::size_t kMaxFrameBytes = 9216;
+
+class FrameEncoder {
+public:
+    FrameEncoder(const Scenario& scenario, const Simulator& sim);
+    // Encodes into an internal buffer valid until the next call; empty span on failure.
+    std::span<const uint8_t> encode(const SimPacket& p);
+
+private:
+    std::size_t encode_roce(const SimPacket& p, uint8_t* out);
+    std::size_t encode_background(const SimPacket& p, uint8_t* out);
+    std::size_t encode_malformed(const SimPacket& p, uint8_t* out);
+    std::size_t write_l2(uint16_t host, uint16_t dst_host, uint16_t ether_type, uint8_t* out) const;
+
+    const Scenario& sc_;
+    const Simulator& sim_;
+    std::vector<uint16_t> ipv4_id_;  // per sending host
+    std::array<uint8_t, kMaxFrameBytes> buf_{};
+};
+
+}  // namespace insert::gen

@@ -1,0 +1,62 @@
+// Generation speed of insert-gen (packets per second), end to end: simulation, ground
+// truth, frame encoding with ICRC and the pcap write. Results and the command line are in
+// docs/insert-gen.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+#include "bench/gen/builtin_scenarios.hpp"
+#include "bench/gen/generator.hpp"
+
+namespace {
+
+std::string temp_pcap() {
+    const char* dir = std::getenv("TMPDIR");
+    return std::string(dir ? dir : "/tmp") + "/insert_gen_bench_" + std::to_string(::getpid()) + ".pcap";
+}
+
+// `large` scaled by the benchmark arguments: QPs, packets. Writes a real file.
+void BM_GenerateLargeToDisk(benchmark::State& state) {
+    insert::gen::ScaleOptions opts;
+    opts.qps = static_cast<uint64_t>(state.range(0));
+    opts.packets = static_cast<uint64_t>(state.range(1));
+    const std::string path = temp_pcap();
+    uint64_t packets = 0;
+    for (auto _ : state) {
+        insert::gen::Generation gen(*insert::gen::builtin_scenario("large", opts), 1);
+        std::string error;
+        if (!gen.run(path, error)) {
+            state.SkipWithError(error.c_str());
+            break;
+        }
+        packets += gen.truth().summary().pkts;
+    }
+    std::remove(path.c_str());
+    state.SetItemsProcessed(static_cast<int64_t>(packets));
+    state.counters["Mpps"] = benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GenerateLargeToDisk)->Args({100'000, 1'000'000})->Args({20'000, 200'000})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Simulation and truth only (no frames): how much of the time the wire format takes.
+void BM_SimulateAndTruth(benchmark::State& state) {
+    insert::gen::ScaleOptions opts;
+    opts.qps = static_cast<uint64_t>(state.range(0));
+    opts.packets = static_cast<uint64_t>(state.range(1));
+    uint64_t packets = 0;
+    for (auto _ : state) {
+        insert::gen::Generation gen(*insert::gen::builtin_scenario("large", opts), 1);
+        std::string error;
+        gen.run("", error);
+        packets += gen.truth().summary().pkts;
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(packets));
+    state.counters["Mpps"] = benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SimulateAndTruth)->Args({100'000, 1'000'000})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

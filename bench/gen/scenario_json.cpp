@@ -1,0 +1,308 @@
+#include "bench/gen/scenario_json.hpp"
+
+#include <fstream>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
+
+namespace insert::gen {
+
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside this file only, turned into the error string at the entry points.
+struct JsonError {
+    std::string what;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw JsonError{path + ": " + msg}; }
+
+void check_keys(const json& j, const std::string& path, std::initializer_list<std::string_view> allowed) {
+    if (!j.is_object()) fail(path, "expected an object");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        bool ok = false;
+        for (std::string_view a : allowed) ok = ok || it.key() == a;
+        if (!ok) fail(path, "unknown key \"" + it.key() + "\"");
+    }
+}
+
+template <typename T>
+void get(const json& j, const std::string& path, const char* key, T& out) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    const std::string p = path + "." + key;
+    if constexpr (std::is_same_v<T, bool>) {
+        if (!it->is_boolean()) fail(p, "expected true or false");
+        out = it->template get<bool>();
+    } else if constexpr (std::is_same_v<T, double>) {
+        if (!it->is_number()) fail(p, "expected a number");
+        out = it->template get<double>();
+    } else if constexpr (std::is_integral_v<T>) {
+        if (!it->is_number_integer() || (it->is_number_integer() && it->template get<int64_t>() < 0 &&
+                                         !it->is_number_unsigned()))
+            fail(p, "expected a non-negative integer");
+        const uint64_t v = it->template get<uint64_t>();
+        if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail(p, "value too large");
+        out = static_cast<T>(v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        if (!it->is_string()) fail(p, "expected a string");
+        out = it->template get<std::string>();
+    }
+}
+
+OpType parse_op(const std::string& s, const std::string& path) {
+    static constexpr std::pair<std::string_view, OpType> kOps[] = {
+        {"SEND", OpType::send}, {"WRITE", OpType::write}, {"READ", OpType::read},
+        {"CMP_SWAP", OpType::cmp_swap}, {"FETCH_ADD", OpType::fetch_add}};
+    for (const auto& [name, op] : kOps)
+        if (s == name) return op;
+    fail(path, "unknown op \"" + s + "\" (SEND WRITE READ CMP_SWAP FETCH_ADD)");
+}
+
+Action parse_action(const std::string& s, const std::string& path) {
+    static constexpr std::pair<std::string_view, Action> kActions[] = {
+        {"drop_before", Action::drop_before}, {"drop_after", Action::drop_after},
+        {"swap", Action::swap}, {"ce_mark", Action::ce_mark}, {"rnr", Action::rnr},
+        {"access_error", Action::access_error}, {"drop_ack_before", Action::drop_ack_before},
+        {"drop_ack_after", Action::drop_ack_after}};
+    for (const auto& [name, a] : kActions)
+        if (s == name) return a;
+    fail(path, "unknown action \"" + s + "\"");
+}
+
+ConnTransport parse_transport(const std::string& s, const std::string& path) {
+    if (s == "RC") return ConnTransport::rc;
+    if (s == "UC") return ConnTransport::uc;
+    fail(path, "transport must be \"RC\" or \"UC\"");
+}
+
+Scenario parse(const json& j) {
+    Scenario s;
+    check_keys(j, "$", {"name", "description", "link", "timing", "hosts", "sport_policy", "fixed_sport",
+                        "connections", "random_connections", "workload", "messages", "impairments",
+                        "ud", "background", "malformed"});
+    get(j, "$", "name", s.name);
+    get(j, "$", "description", s.description);
+    if (j.contains("link")) {
+        const json& l = j["link"];
+        check_keys(l, "$.link", {"rate_gbps", "prop_pre_ns", "prop_post_ns"});
+        get(l, "$.link", "rate_gbps", s.rate_gbps);
+        get(l, "$.link", "prop_pre_ns", s.prop_pre_ns);
+        get(l, "$.link", "prop_post_ns", s.prop_post_ns);
+    }
+    if (j.contains("timing")) {
+        const json& t = j["timing"];
+        const std::string p = "$.timing";
+        check_keys(t, p, {"ack_delay_ns", "responder_delay_ns", "read_delay_ns", "atomic_delay_ns",
+                          "retx_timeout_ns", "rnr_timer_ns", "cnp_interval_ns", "cnp_delay_ns",
+                          "rate_recovery_ns", "cm_delay_ns", "swap_hold_ns"});
+        Timing& tm = s.timing;
+        get(t, p, "ack_delay_ns", tm.ack_delay_ns);
+        get(t, p, "responder_delay_ns", tm.responder_delay_ns);
+        get(t, p, "read_delay_ns", tm.read_delay_ns);
+        get(t, p, "atomic_delay_ns", tm.atomic_delay_ns);
+        get(t, p, "retx_timeout_ns", tm.retx_timeout_ns);
+        get(t, p, "rnr_timer_ns", tm.rnr_timer_ns);
+        get(t, p, "cnp_interval_ns", tm.cnp_interval_ns);
+        get(t, p, "cnp_delay_ns", tm.cnp_delay_ns);
+        get(t, p, "rate_recovery_ns", tm.rate_recovery_ns);
+        get(t, p, "cm_delay_ns", tm.cm_delay_ns);
+        get(t, p, "swap_hold_ns", tm.swap_hold_ns);
+    }
+    if (j.contains("hosts")) {
+        if (!j["hosts"].is_array()) fail("$.hosts", "expected an array");
+        for (std::size_t i = 0; i < j["hosts"].size(); ++i) {
+            const json& h = j["hosts"][i];
+            const std::string p = "$.hosts[" + std::to_string(i) + "]";
+            check_keys(h, p, {"ip", "vlans"});
+            std::string ip;
+            get(h, p, "ip", ip);
+            const auto addr = proto::IpAddress::parse(ip);
+            if (!addr) fail(p + ".ip", "not an IPv4 or IPv6 address: \"" + ip + "\"");
+            HostSpec hs;
+            hs.ip = *addr;
+            if (h.contains("vlans")) {
+                if (!h["vlans"].is_array()) fail(p + ".vlans", "expected an array of VLAN IDs");
+                for (const json& v : h["vlans"]) {
+                    if (!v.is_number_unsigned() || v.get<uint64_t>() > 4095) fail(p + ".vlans", "VLAN IDs are 0..4095");
+                    hs.vlans.push_back(static_cast<uint16_t>(v.get<uint64_t>()));
+                }
+            }
+            s.hosts.push_back(hs);
+        }
+    }
+    if (j.contains("sport_policy")) {
+        std::string pol;
+        get(j, "$", "sport_policy", pol);
+        if (pol == "symmetric") s.sport_policy = SportPolicy::symmetric;
+        else if (pol == "per_qp") s.sport_policy = SportPolicy::per_qp;
+        else if (pol == "fixed") s.sport_policy = SportPolicy::fixed;
+        else fail("$.sport_policy", "must be symmetric, per_qp or fixed");
+    }
+    get(j, "$", "fixed_sport", s.fixed_sport);
+    if (j.contains("connections")) {
+        if (!j["connections"].is_array()) fail("$.connections", "expected an array");
+        for (std::size_t i = 0; i < j["connections"].size(); ++i) {
+            const json& c = j["connections"][i];
+            const std::string p = "$.connections[" + std::to_string(i) + "]";
+            check_keys(c, p, {"a", "b", "transport", "mtu", "psn_a", "psn_b", "qpn_a", "qpn_b", "cm"});
+            ConnSpec cs;
+            get(c, p, "a", cs.a);
+            get(c, p, "b", cs.b);
+            std::string tr = "RC";
+            get(c, p, "transport", tr);
+            cs.transport = parse_transport(tr, p + ".transport");
+            get(c, p, "mtu", cs.mtu);
+            uint32_t v = 0;
+            if (c.contains("psn_a")) get(c, p, "psn_a", v), cs.psn_a = v;
+            if (c.contains("psn_b")) get(c, p, "psn_b", v), cs.psn_b = v;
+            if (c.contains("qpn_a")) get(c, p, "qpn_a", v), cs.qpn_a = v;
+            if (c.contains("qpn_b")) get(c, p, "qpn_b", v), cs.qpn_b = v;
+            get(c, p, "cm", cs.cm);
+            s.conns.push_back(cs);
+        }
+    }
+    if (j.contains("random_connections")) {
+        const json& r = j["random_connections"];
+        const std::string p = "$.random_connections";
+        check_keys(r, p, {"count", "uc_fraction", "mtu_min", "mtu_max", "cm_fraction", "near_wrap_fraction"});
+        RandomConnections& rc = s.random_conns;
+        get(r, p, "count", rc.count);
+        get(r, p, "uc_fraction", rc.uc_fraction);
+        get(r, p, "mtu_min", rc.mtu_min);
+        get(r, p, "mtu_max", rc.mtu_max);
+        get(r, p, "cm_fraction", rc.cm_fraction);
+        get(r, p, "near_wrap_fraction", rc.near_wrap_fraction);
+    }
+    if (j.contains("workload")) {
+        const json& w = j["workload"];
+        const std::string p = "$.workload";
+        check_keys(w, p, {"msgs_per_conn", "start_ns", "gap_ns", "jitter_ns", "ops"});
+        get(w, p, "msgs_per_conn", s.workload.msgs_per_conn);
+        get(w, p, "start_ns", s.workload.start_ns);
+        get(w, p, "gap_ns", s.workload.gap_ns);
+        get(w, p, "jitter_ns", s.workload.jitter_ns);
+        if (w.contains("ops")) {
+            if (!w["ops"].is_array()) fail(p + ".ops", "expected an array");
+            for (std::size_t i = 0; i < w["ops"].size(); ++i) {
+                const json& o = w["ops"][i];
+                const std::string q = p + ".ops[" + std::to_string(i) + "]";
+                check_keys(o, q, {"op", "weight", "min_len", "max_len", "imm", "inv"});
+                OpWeight ow;
+                std::string name = "WRITE";
+                get(o, q, "op", name);
+                ow.op = parse_op(name, q + ".op");
+                get(o, q, "weight", ow.weight);
+                get(o, q, "min_len", ow.min_len);
+                get(o, q, "max_len", ow.max_len);
+                get(o, q, "imm", ow.imm);
+                get(o, q, "inv", ow.inv);
+                s.workload.ops.push_back(ow);
+            }
+        }
+    }
+    if (j.contains("messages")) {
+        if (!j["messages"].is_array()) fail("$.messages", "expected an array");
+        for (std::size_t i = 0; i < j["messages"].size(); ++i) {
+            const json& m = j["messages"][i];
+            const std::string p = "$.messages[" + std::to_string(i) + "]";
+            check_keys(m, p, {"conn", "op", "len", "at_ns", "imm", "inv"});
+            MessageSpec ms;
+            get(m, p, "conn", ms.conn);
+            std::string name = "WRITE";
+            get(m, p, "op", name);
+            ms.op = parse_op(name, p + ".op");
+            get(m, p, "len", ms.len);
+            get(m, p, "at_ns", ms.at_ns);
+            get(m, p, "imm", ms.imm);
+            get(m, p, "inv", ms.inv);
+            s.messages.push_back(ms);
+        }
+    }
+    if (j.contains("impairments")) {
+        const json& im = j["impairments"];
+        const std::string p = "$.impairments";
+        check_keys(im, p, {"loss_before", "loss_after", "swap", "ce_mark", "ack_loss_before", "spray_paths",
+                           "spray_step_ns", "targets"});
+        get(im, p, "loss_before", s.imp.loss_before);
+        get(im, p, "loss_after", s.imp.loss_after);
+        get(im, p, "swap", s.imp.swap);
+        get(im, p, "ce_mark", s.imp.ce_mark);
+        get(im, p, "ack_loss_before", s.imp.ack_loss_before);
+        get(im, p, "spray_paths", s.imp.spray_paths);
+        get(im, p, "spray_step_ns", s.imp.spray_step_ns);
+        if (im.contains("targets")) {
+            if (!im["targets"].is_array()) fail(p + ".targets", "expected an array");
+            for (std::size_t i = 0; i < im["targets"].size(); ++i) {
+                const json& t = im["targets"][i];
+                const std::string q = p + ".targets[" + std::to_string(i) + "]";
+                check_keys(t, q, {"action", "conn", "msg", "pkt", "count"});
+                TargetSpec ts;
+                std::string a;
+                get(t, q, "action", a);
+                ts.action = parse_action(a, q + ".action");
+                get(t, q, "conn", ts.conn);
+                get(t, q, "msg", ts.msg);
+                get(t, q, "pkt", ts.pkt);
+                get(t, q, "count", ts.count);
+                s.imp.targets.push_back(ts);
+            }
+        }
+    }
+    if (j.contains("ud")) {
+        check_keys(j["ud"], "$.ud", {"count", "max_len"});
+        get(j["ud"], "$.ud", "count", s.ud.count);
+        get(j["ud"], "$.ud", "max_len", s.ud.max_len);
+    }
+    get(j, "$", "background", s.background);
+    if (j.contains("malformed")) {
+        const json& m = j["malformed"];
+        check_keys(m, "$.malformed", {"length_mismatch", "truncated_short", "reserved_opcode", "truncated_headers"});
+        get(m, "$.malformed", "length_mismatch", s.malformed[0]);
+        get(m, "$.malformed", "truncated_short", s.malformed[1]);
+        get(m, "$.malformed", "reserved_opcode", s.malformed[2]);
+        get(m, "$.malformed", "truncated_headers", s.malformed[3]);
+    }
+    return s;
+}
+
+}  // namespace
+
+std::optional<Scenario> scenario_from_json(const std::string& text, std::string& error) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        error = std::string("invalid JSON: ") + e.what();
+        return std::nullopt;
+    }
+    try {
+        Scenario s = parse(j);
+        if (s.name.empty()) s.name = "custom";
+        error = validate(s);
+        if (!error.empty()) return std::nullopt;
+        return s;
+    } catch (const JsonError& e) {
+        error = e.what;
+    } catch (const json::exception& e) {
+        error = e.what();
+    }
+    return std::nullopt;
+}
+
+std::optional<Scenario> load_scenario_file(const std::string& path, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = path + ": cannot open scenario file";
+        return std::nullopt;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto s = scenario_from_json(ss.str(), error);
+    if (!s) error = path + ": " + error;
+    return s;
+}
+
+}  // namespace insert::gen

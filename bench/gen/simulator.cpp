@@ -1,0 +1,878 @@
+#include "bench/gen/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dataplane/proto/aeth.hpp"
+#include "dataplane/proto/builder.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/opcodes.hpp"
+#include "dataplane/proto/psn.hpp"
+
+namespace insert::gen {
+
+namespace {
+
+using proto::psn_add;
+using proto::psn_newer;
+using proto::psn_not_older;
+namespace op = proto::op;
+
+// Ethernet preamble + SFD + inter-frame gap: what a frame costs on the wire beyond its bytes.
+constexpr uint32_t kWireOverheadBytes = 20;
+// CM MADs travel as UD SEND Only to QP 1 with this Q_Key (IBTA 16.7); a MAD is 256 B.
+constexpr uint32_t kCmQkey = 0x80010000;
+constexpr uint32_t kMadLen = 256;
+constexpr uint32_t kUdQkey = 0x1111C0DE;
+constexpr uint32_t kMaxRateDivider = 16;  // CNP reaction floor: 1/16 of the link rate
+// Capture timestamps start here (2023-11-14) rather than at 1970, as a real capture would.
+constexpr uint64_t kEpochNs = 1'700'000'000'000'000'000ull;
+constexpr uint8_t kRnrTimerCode = 0x0E;    // encoded RNR timer (IBTA table 45), informative
+
+// Soft-RoCE's source port: 0xC000 + 14 bits of hash_32(qpn) (rxe_qp.c).
+uint16_t rxe_sport(uint32_t qpn) {
+    return static_cast<uint16_t>(0xC000 | ((qpn * 0x61C88647u) >> (32 - 14)));
+}
+
+bool is_send_write(OpType o) { return o == OpType::send || o == OpType::write; }
+
+uint32_t packets_for(uint32_t len, uint32_t mtu) {
+    return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+uint32_t action_bit(Action a) { return 1u << static_cast<unsigned>(a); }
+
+uint8_t request_opcode(OpType o, proto::Position pos, bool imm, bool inv, bool uc) {
+    using proto::Position;
+    uint8_t code = 0;
+    if (o == OpType::send) {
+        switch (pos) {
+            case Position::first: code = op::kSendFirst; break;
+            case Position::middle: code = op::kSendMiddle; break;
+            case Position::last:
+                code = imm ? op::kSendLastImm : inv ? op::kSendLastInv : op::kSendLast;
+                break;
+            case Position::only:
+                code = imm ? op::kSendOnlyImm : inv ? op::kSendOnlyInv : op::kSendOnly;
+                break;
+        }
+    } else {
+        switch (pos) {
+            case Position::first: code = op::kWriteFirst; break;
+            case Position::middle: code = op::kWriteMiddle; break;
+            case Position::last: code = imm ? op::kWriteLastImm : op::kWriteLast; break;
+            case Position::only: code = imm ? op::kWriteOnlyImm : op::kWriteOnly; break;
+        }
+    }
+    return uc ? static_cast<uint8_t>(code + op::kUcBase) : code;
+}
+
+proto::Position position_of(uint32_t i, uint32_t n) {
+    if (n == 1) return proto::Position::only;
+    if (i == 0) return proto::Position::first;
+    return i + 1 == n ? proto::Position::last : proto::Position::middle;
+}
+
+}  // namespace
+
+Simulator::Simulator(const Scenario& scenario, uint64_t seed)
+    : sc_(scenario), rng_(seed ^ 0x494E53455254ull) {
+    rate_mbps_ = static_cast<uint64_t>(std::llround(sc_.rate_gbps * 1000.0));
+    if (rate_mbps_ == 0) rate_mbps_ = 1;
+    setup();
+}
+
+void Simulator::schedule(uint64_t t, Ev type, uint32_t a, uint32_t b) {
+    events_.push(Event{std::max(t, now_), seq_++, a, b, type});
+}
+
+uint32_t Simulator::alloc_packet() {
+    if (!free_.empty()) {
+        const uint32_t idx = free_.back();
+        free_.pop_back();
+        pool_[idx] = SimPacket{};
+        return idx;
+    }
+    pool_.emplace_back();
+    return static_cast<uint32_t>(pool_.size() - 1);
+}
+
+void Simulator::free_packet(uint32_t idx) { free_.push_back(idx); }
+
+void Simulator::setup() {
+    const std::size_t nh = sc_.hosts.size();
+    hosts_.resize(nh);
+    for (HostState& h : hosts_) {
+        h.next_qpn = static_cast<uint32_t>(rng_.between(0x40, 0x7FFF)) * 4;
+        h.ud_qpn = h.next_qpn++;
+    }
+
+    std::vector<ConnSpec> specs = sc_.conns;
+    const RandomConnections& rc = sc_.random_conns;
+    for (uint32_t i = 0; i < rc.count; ++i) {
+        ConnSpec c;
+        c.a = static_cast<uint32_t>(rng_.between(0, nh - 1));
+        // A peer of the same address family (validate() guarantees one exists).
+        do {
+            c.b = static_cast<uint32_t>(rng_.between(0, nh - 1));
+        } while (c.b == c.a || sc_.hosts[c.b].ip.is_v4() != sc_.hosts[c.a].ip.is_v4());
+        c.transport = rng_.chance(rc.uc_fraction) ? ConnTransport::uc : ConnTransport::rc;
+        const uint32_t steps = static_cast<uint32_t>(std::log2(rc.mtu_max / rc.mtu_min));
+        c.mtu = rc.mtu_min << rng_.between(0, steps);
+        c.cm = c.transport == ConnTransport::rc && rng_.chance(rc.cm_fraction);
+        if (rng_.chance(rc.near_wrap_fraction))
+            c.psn_a = static_cast<uint32_t>(proto::kPsnMask - rng_.between(0, 6));
+        specs.push_back(c);
+    }
+
+    conn_info_.resize(specs.size());
+    conn_.resize(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        ConnInfo& ci = conn_info_[i];
+        ci.spec = specs[i];
+        ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
+        ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
+        ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        switch (sc_.sport_policy) {
+            case SportPolicy::symmetric:
+                ci.sport_req = ci.sport_resp = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
+                break;
+            case SportPolicy::per_qp:
+                ci.sport_req = rxe_sport(ci.qpn_a);
+                ci.sport_resp = rxe_sport(ci.qpn_b);
+                break;
+            case SportPolicy::fixed: ci.sport_req = ci.sport_resp = sc_.fixed_sport; break;
+        }
+        ci.cm_id_a = static_cast<uint32_t>(rng_.next());
+        ci.cm_id_b = static_cast<uint32_t>(rng_.next());
+        conn_[i].next_psn = ci.psn_a;
+        conn_[i].e_psn = ci.psn_a;
+        conn_[i].cm_ready = !ci.spec.cm;
+    }
+
+    // Messages: each connection's workload plus its explicit messages, in post order.
+    std::vector<std::vector<MsgInfo>> per_conn(specs.size());
+    const Workload& w = sc_.workload;
+    double total_weight = 0;
+    for (const OpWeight& o : w.ops) total_weight += o.weight;
+    for (uint32_t c = 0; c < specs.size(); ++c) {
+        const bool uc = specs[c].transport == ConnTransport::uc;
+        for (uint32_t i = 0; i < w.msgs_per_conn && total_weight > 0; ++i) {
+            double pick = static_cast<double>(rng_.next() >> 11) * 0x1.0p-53 * total_weight;
+            const OpWeight* chosen = &w.ops.back();
+            for (const OpWeight& o : w.ops) {
+                if (pick < o.weight) {
+                    chosen = &o;
+                    break;
+                }
+                pick -= o.weight;
+            }
+            MsgInfo m;
+            m.op = chosen->op;
+            if (uc && !is_send_write(m.op)) m.op = OpType::write;  // UC has no READ/atomics
+            m.len = static_cast<uint32_t>(rng_.between(chosen->min_len, chosen->max_len));
+            if (is_send_write(m.op)) {
+                m.imm = rng_.chance(chosen->imm);
+                m.inv = !uc && m.op == OpType::send && !m.imm && rng_.chance(chosen->inv);
+            }
+            m.post_ns = w.start_ns + i * w.gap_ns + (w.jitter_ns ? rng_.between(0, w.jitter_ns) : 0);
+            per_conn[c].push_back(m);
+        }
+    }
+    for (const MessageSpec& ms : sc_.messages) {
+        MsgInfo m;
+        m.op = ms.op;
+        m.len = ms.len;
+        m.imm = ms.imm;
+        m.inv = ms.inv;
+        m.post_ns = ms.at_ns;
+        per_conn[ms.conn].push_back(m);
+    }
+    for (uint32_t c = 0; c < specs.size(); ++c) {
+        auto& list = per_conn[c];
+        std::stable_sort(list.begin(), list.end(),
+                         [](const MsgInfo& x, const MsgInfo& y) { return x.post_ns < y.post_ns; });
+        ConnInfo& ci = conn_info_[c];
+        ci.first_msg = static_cast<uint32_t>(msgs_.size());
+        ci.num_msgs = static_cast<uint32_t>(list.size());
+        for (uint32_t k = 0; k < list.size(); ++k) {
+            MsgInfo m = list[k];
+            m.conn = c;
+            m.index = k;
+            if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) m.len = 8;
+            m.imm_value = static_cast<uint32_t>(rng_.next());
+            m.inv_rkey = static_cast<uint32_t>(rng_.next());
+            m.va = 0x7F0000000000ull + rng_.between(0, 1u << 30) * 8;
+            m.rkey = static_cast<uint32_t>(rng_.next());
+            m.atomic_orig = rng_.next();
+            m.npkts = is_send_write(m.op) ? packets_for(m.len, ci.spec.mtu) : 1;
+            m.npsn = m.op == OpType::read ? packets_for(m.len, ci.spec.mtu) : m.npkts;
+            msgs_.push_back(m);
+        }
+        if (ci.num_msgs) schedule(msgs_[ci.first_msg].post_ns, Ev::post, c, 0);
+        if (ci.spec.cm && ci.num_msgs) {
+            const uint64_t first = msgs_[ci.first_msg].post_ns;
+            const uint64_t lead = 3 * sc_.timing.cm_delay_ns;
+            send_cm(c, CmKind::req, first > lead ? first - lead : 0);
+        }
+    }
+
+    for (const TargetSpec& t : sc_.imp.targets) {
+        const ConnInfo& ci = conn_info_[t.conn];
+        if (t.action == Action::drop_ack_before || t.action == Action::drop_ack_after) {
+            ack_targets_[(uint64_t{t.conn} << 32) | t.msg] |= action_bit(t.action);
+            continue;
+        }
+        MsgInfo& m = msgs_[ci.first_msg + t.msg];
+        if (t.action == Action::rnr)
+            m.rnr_remaining = static_cast<uint8_t>(t.count);
+        else if (t.action == Action::access_error)
+            m.access_error = true;
+        else
+            pkt_targets_[(uint64_t{ci.first_msg + t.msg} << 24) | t.pkt] |= action_bit(t.action);
+    }
+
+    // The span over which background, UD and malformed frames are spread.
+    uint64_t span_end = w.start_ns + uint64_t{w.msgs_per_conn} * w.gap_ns;
+    for (const MessageSpec& ms : sc_.messages) span_end = std::max(span_end, ms.at_ns);
+    span_end += 10'000;
+
+    for (uint32_t i = 0; i < sc_.ud.count && nh >= 2; ++i) {
+        const uint32_t a = static_cast<uint32_t>(rng_.between(0, nh - 1));
+        uint32_t b;
+        do {
+            b = static_cast<uint32_t>(rng_.between(0, nh - 1));
+        } while (b == a || sc_.hosts[b].ip.is_v4() != sc_.hosts[a].ip.is_v4());
+        const uint32_t idx = alloc_packet();
+        SimPacket& p = pkt(idx);
+        p.src_host = static_cast<uint16_t>(a);
+        p.dst_host = static_cast<uint16_t>(b);
+        p.sport = sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(hosts_[a].ud_qpn);
+        const bool imm = rng_.chance(0.5);
+        p.t.bth.opcode = imm ? op::kUdSendOnlyImm : op::kUdSendOnly;
+        p.t.bth.dest_qp = hosts_[b].ud_qpn;
+        p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        p.t.deth.qkey = kUdQkey;
+        p.t.deth.src_qp = hosts_[a].ud_qpn;
+        p.t.imm = static_cast<uint32_t>(rng_.next());
+        p.payload_len = static_cast<uint32_t>(rng_.between(0, sc_.ud.max_len));
+        p.t.bth.pad = proto::pad_for(p.payload_len);
+        schedule(rng_.between(0, span_end), Ev::tx, idx);
+    }
+    auto inject = [&](PacketClass cls, uint8_t variant) {
+        const uint32_t idx = alloc_packet();
+        SimPacket& p = pkt(idx);
+        p.cls = cls;
+        p.variant = variant;
+        p.src_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
+        p.dst_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
+        if (nh > 1 && p.dst_host == p.src_host) p.dst_host = static_cast<uint16_t>((p.src_host + 1) % nh);
+        p.sport = static_cast<uint16_t>(rng_.between(1024, 65535));
+        p.payload_len = static_cast<uint32_t>(rng_.between(0, 512));
+        p.t.bth.opcode = op::kWriteOnly;
+        p.t.bth.dest_qp = static_cast<uint32_t>(rng_.between(2, proto::kPsnMask));
+        p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        schedule(rng_.between(0, span_end), Ev::observe, idx);
+    };
+    for (uint32_t i = 0; i < sc_.background; ++i)
+        inject(PacketClass::background, static_cast<uint8_t>(i % kBackgroundKinds));
+    for (uint8_t kind = 0; kind < kMalformedKinds; ++kind)
+        for (uint32_t i = 0; i < sc_.malformed[kind]; ++i) inject(PacketClass::malformed, kind);
+}
+
+uint32_t Simulator::frame_bytes(const SimPacket& p) const {
+    const HostSpec& h = sc_.hosts[p.src_host];
+    const std::size_t l3 = h.ip.is_v4() ? proto::kIpv4MinHeaderLen : proto::kIpv6HeaderLen;
+    return static_cast<uint32_t>(proto::kEthHeaderLen + h.vlans.size() * proto::kVlanTagLen + l3 +
+                                 proto::kUdpHeaderLen + proto::kBthLen +
+                                 proto::opcode_info(p.t.bth.opcode).ext_len + p.payload_len +
+                                 p.t.bth.pad + proto::kIcrcLen);
+}
+
+void Simulator::transmit(uint32_t idx, uint64_t desired) {
+    if (desired <= now_)
+        on_tx(idx);
+    else
+        schedule(desired, Ev::tx, idx);
+}
+
+// The sender's NIC serializes its frames one after another at the link rate (FIFO).
+void Simulator::on_tx(uint32_t idx) {
+    SimPacket& p = pkt(idx);
+    HostState& h = hosts_[p.src_host];
+    const uint64_t start = std::max(now_, h.tx_free_ns);
+    const uint64_t bits = uint64_t{frame_bytes(p) + kWireOverheadBytes} * 8;
+    const uint64_t ser = (bits * 1000 + rate_mbps_ - 1) / rate_mbps_;
+    h.tx_free_ns = start + ser;
+    ++stats_.sent;
+    if (p.drop_before) {
+        ++stats_.lost_before;
+        free_packet(idx);
+        return;
+    }
+    schedule(start + ser + sc_.prop_pre_ns + p.extra_delay_ns, Ev::observe, idx);
+}
+
+void Simulator::on_observe(uint32_t idx) {
+    SimPacket& p = pkt(idx);
+    const uint32_t conn = p.conn;
+    const uint8_t dir = p.dir;
+    if (conn != kNone) {
+        ConnState& cs = conn_[conn];
+        if (p.swap && cs.held[dir] == kNone) {
+            cs.held[dir] = idx;
+            ++cs.held_gen[dir];
+            schedule(now_ + sc_.timing.swap_hold_ns, Ev::release, conn,
+                     cs.held_gen[dir] * 2 + dir);
+            return;
+        }
+    }
+    emit(idx);
+    after_observer(idx);
+    if (conn != kNone) {
+        ConnState& cs = conn_[conn];
+        const uint32_t held = cs.held[dir];
+        if (held != kNone && held != idx) {
+            cs.held[dir] = kNone;
+            emit(held);
+            after_observer(held);
+        }
+    }
+}
+
+void Simulator::emit(uint32_t idx) {
+    SimPacket& p = pkt(idx);
+    p.t_ns = kEpochNs + now_;
+    sink_->observe(p);
+}
+
+void Simulator::after_observer(uint32_t idx) {
+    SimPacket& p = pkt(idx);
+    if (p.cls != PacketClass::roce) {
+        free_packet(idx);
+        return;
+    }
+    if (p.drop_after) {
+        ++stats_.lost_after;
+        free_packet(idx);
+        return;
+    }
+    schedule(now_ + sc_.prop_post_ns, Ev::deliver, idx);
+}
+
+void Simulator::on_deliver(uint32_t idx) {
+    const SimPacket p = pkt(idx);  // a copy: handlers allocate packets (the pool may grow)
+    free_packet(idx);
+    if (p.cm == CmKind::req) {
+        send_cm(p.conn, CmKind::rep, now_ + sc_.timing.cm_delay_ns);
+        return;
+    }
+    if (p.cm == CmKind::rep) {
+        const uint64_t rtu_at = now_ + sc_.timing.cm_delay_ns / 3;
+        send_cm(p.conn, CmKind::rtu, rtu_at);
+        ConnState& cs = conn_[p.conn];
+        cs.cm_ready = true;
+        if (cs.deferred_post != kNone) schedule(rtu_at, Ev::post, p.conn, cs.deferred_post);
+        cs.deferred_post = kNone;
+        return;
+    }
+    if (p.conn == kNone || p.cm != CmKind::none) return;  // UD traffic, RTU
+    if (p.t.bth.opcode == op::kCnp) {
+        // DCQCN-like reaction point: halve the QP's rate, recover step by step.
+        ConnState& cs = conn_[p.conn];
+        cs.rate_div = std::min(cs.rate_div * 2, kMaxRateDivider);
+        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, p.conn, ++cs.rate_gen);
+        return;
+    }
+    if (p.dir == 0)
+        on_request(p.conn, p);
+    else
+        on_response(p.conn, p);
+}
+
+// ---- Requester --------------------------------------------------------------------
+
+void Simulator::on_post(uint32_t conn, uint32_t k) {
+    const ConnInfo& ci = conn_info_[conn];
+    ConnState& cs = conn_[conn];
+    const uint32_t uid = ci.first_msg + k;
+    MsgInfo& m = msgs_[uid];
+    if (!cs.cm_ready) {  // the chain of posts resumes when the RTU goes out
+        cs.deferred_post = k;
+        return;
+    }
+    if (k + 1 < ci.num_msgs) schedule(msgs_[uid + 1].post_ns, Ev::post, conn, k + 1);
+    if (cs.error) {  // a QP in error flushes new work requests without sending them
+        m.done = true;
+        return;
+    }
+    m.psn_first = cs.next_psn;
+    m.resp_next = m.psn_first;
+    cs.next_psn = psn_add(cs.next_psn, m.npsn);
+    if (ci.spec.transport == ConnTransport::uc) {
+        send_message_from(conn, uid, 0);
+        m.done = true;
+        return;
+    }
+    cs.sq.push_back(uid);
+    if (!cs.paused) send_message_from(conn, uid, 0);
+    arm_retx(conn, false);
+}
+
+bool Simulator::target(uint32_t uid, uint32_t pkt_index, Action action) const {
+    if (pkt_targets_.empty()) return false;
+    const auto it = pkt_targets_.find((uint64_t{uid} << 24) | pkt_index);
+    return it != pkt_targets_.end() && (it->second & action_bit(action)) != 0;
+}
+
+void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt) {
+    const ConnInfo& ci = conn_info_[conn];
+    ConnState& cs = conn_[conn];
+    MsgInfo& m = msgs_[uid];
+    const bool uc = ci.spec.transport == ConnTransport::uc;
+    const Impairments& imp = sc_.imp;
+    for (uint32_t i = from_pkt; i < m.npkts; ++i) {
+        const uint32_t idx = alloc_packet();
+        SimPacket& p = pkt(idx);
+        p.src_host = static_cast<uint16_t>(ci.spec.a);
+        p.dst_host = static_cast<uint16_t>(ci.spec.b);
+        p.sport = ci.sport_req;
+        p.conn = conn;
+        p.dir = 0;
+        p.msg_uid = uid;
+        p.index = i;
+        p.retx = i < m.sent_pkts;
+        proto::Bth& b = p.t.bth;
+        b.dest_qp = ci.qpn_b;
+        b.psn = psn_add(m.psn_first, i);
+        const bool last = i + 1 == m.npkts;
+        switch (m.op) {
+            case OpType::send:
+            case OpType::write: {
+                const proto::Position pos = position_of(i, m.npkts);
+                b.opcode = request_opcode(m.op, pos, m.imm && last, m.inv && last, uc);
+                p.payload_len = std::min(ci.spec.mtu, m.len - std::min(m.len, i * ci.spec.mtu));
+                b.ack_req = last && !uc;
+                b.se = last && m.op == OpType::send;
+                p.t.reth = {m.va, m.rkey, m.len};
+                p.t.imm = m.imm_value;
+                p.t.ieth_rkey = m.inv_rkey;
+                break;
+            }
+            case OpType::read:
+                b.opcode = op::kReadRequest;
+                b.ack_req = true;
+                p.t.reth = {m.va, m.rkey, m.len};
+                break;
+            case OpType::cmp_swap:
+            case OpType::fetch_add:
+                b.opcode = m.op == OpType::cmp_swap ? op::kCmpSwap : op::kFetchAdd;
+                b.ack_req = true;
+                p.t.atomic = {m.va, m.rkey, m.atomic_orig ^ 0x5A5A, m.atomic_orig};
+                break;
+        }
+        b.pad = proto::pad_for(p.payload_len);
+        if (!p.retx) {
+            const bool data = is_send_write(m.op);
+            p.drop_before = target(uid, i, Action::drop_before) ||
+                            (data && rng_.chance(imp.loss_before));
+            p.drop_after = !p.drop_before && (target(uid, i, Action::drop_after) ||
+                                              (data && rng_.chance(imp.loss_after)));
+            p.swap = target(uid, i, Action::swap) || (data && rng_.chance(imp.swap));
+            if (target(uid, i, Action::ce_mark) || rng_.chance(imp.ce_mark)) p.ecn = proto::kEcnCe;
+        } else {
+            ++stats_.retransmitted;
+        }
+        if (imp.spray_paths > 1) p.extra_delay_ns = rng_.between(0, imp.spray_paths - 1) * imp.spray_step_ns;
+        m.sent_pkts = std::max(m.sent_pkts, i + 1);
+
+        uint64_t desired = now_;
+        if (cs.rate_div > 1) {  // paced after CNPs
+            desired = std::max(now_, cs.next_tx_ns);
+            const uint64_t bits = uint64_t{frame_bytes(p) + kWireOverheadBytes} * 8;
+            cs.next_tx_ns = desired + (bits * 1000 / rate_mbps_) * cs.rate_div;
+        }
+        transmit(idx, desired);
+    }
+}
+
+void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
+    ConnState& cs = conn_[conn];
+    for (uint32_t uid : cs.sq) {
+        MsgInfo& m = msgs_[uid];
+        if (m.done) continue;
+        const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
+        if (psn_newer(psn, last)) continue;
+        uint32_t from = 0;
+        if (is_send_write(m.op) && psn_newer(psn, m.psn_first)) from = proto::psn_sub(psn, m.psn_first);
+        if (m.op == OpType::read) m.resp_next = m.psn_first;  // the READ is asked again whole
+        send_message_from(conn, uid, from);
+    }
+}
+
+// Marks SEND/WRITE messages acknowledged by a response at `psn` (inclusive: ACK-class;
+// exclusive: NAKs, and responses of a later READ/atomic).
+void Simulator::complete_before(uint32_t conn, uint32_t psn, bool inclusive) {
+    for (uint32_t uid : conn_[conn].sq) {
+        MsgInfo& m = msgs_[uid];
+        if (m.done || !is_send_write(m.op)) continue;
+        const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
+        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last))
+            m.done = true;
+        else
+            break;
+    }
+}
+
+void Simulator::pop_done(uint32_t conn) {
+    ConnState& cs = conn_[conn];
+    while (!cs.sq.empty() && msgs_[cs.sq.front()].done) cs.sq.pop_front();
+}
+
+void Simulator::arm_retx(uint32_t conn, bool restart) {
+    ConnState& cs = conn_[conn];
+    if (cs.sq.empty() || cs.paused || cs.error) {
+        ++cs.retx_gen;
+        cs.retx_armed = false;
+        return;
+    }
+    if (cs.retx_armed && !restart) return;
+    cs.retx_armed = true;
+    schedule(now_ + sc_.timing.retx_timeout_ns, Ev::retx_timer, conn, ++cs.retx_gen);
+}
+
+void Simulator::on_retx_timer(uint32_t conn, uint32_t gen) {
+    ConnState& cs = conn_[conn];
+    if (gen != cs.retx_gen || !cs.retx_armed) return;
+    cs.retx_armed = false;
+    if (cs.sq.empty() || cs.paused || cs.error) return;
+    ++stats_.timeouts;
+    go_back_n(conn, msgs_[cs.sq.front()].psn_first);
+    arm_retx(conn, true);
+}
+
+void Simulator::on_response(uint32_t conn, const SimPacket& p) {
+    ConnState& cs = conn_[conn];
+    if (cs.error) return;
+    const uint8_t code = p.t.bth.opcode;
+    const uint32_t psn = p.t.bth.psn;
+    if (code == op::kAck) {
+        const uint8_t syn = p.t.aeth.syndrome;
+        switch (proto::aeth_class(syn)) {
+            case proto::AethClass::ack: {
+                const std::size_t before = cs.sq.size();
+                complete_before(conn, psn, true);
+                pop_done(conn);
+                if (cs.sq.size() != before) arm_retx(conn, true);
+                return;
+            }
+            case proto::AethClass::rnr_nak:
+                complete_before(conn, psn, false);
+                pop_done(conn);
+                cs.paused = true;
+                cs.rnr_psn = psn;
+                arm_retx(conn, true);  // disarms: the RNR timer takes over
+                schedule(now_ + sc_.timing.rnr_timer_ns, Ev::rnr_resume, conn, ++cs.rnr_gen);
+                return;
+            case proto::AethClass::nak:
+                complete_before(conn, psn, false);
+                pop_done(conn);
+                if (proto::nak_code(syn) == proto::NakCode::psn_seq_error) {
+                    go_back_n(conn, psn);
+                    arm_retx(conn, true);
+                } else {  // fatal: the QP goes to error, outstanding work is flushed
+                    cs.error = true;
+                    for (uint32_t uid : cs.sq) msgs_[uid].done = true;
+                    cs.sq.clear();
+                    arm_retx(conn, true);
+                }
+                return;
+            case proto::AethClass::reserved: return;
+        }
+        return;
+    }
+    const proto::OpcodeInfo& info = proto::opcode_info(code);
+    for (uint32_t uid : cs.sq) {
+        MsgInfo& m = msgs_[uid];
+        if (m.done) continue;
+        if (info.kind == proto::OpKind::read_response && m.op == OpType::read) {
+            if (psn != m.resp_next) return;  // out of order: wait for the timeout
+            m.resp_next = psn_add(m.resp_next, 1);
+            complete_before(conn, m.psn_first, false);
+            if (info.position == proto::Position::last || info.position == proto::Position::only)
+                m.done = true;
+            break;
+        }
+        if (info.kind == proto::OpKind::atomic_ack &&
+            (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) && m.psn_first == psn) {
+            complete_before(conn, psn, false);
+            m.done = true;
+            break;
+        }
+    }
+    pop_done(conn);
+    arm_retx(conn, true);
+}
+
+// ---- Responder --------------------------------------------------------------------
+
+void Simulator::on_request(uint32_t conn, const SimPacket& p) {
+    const ConnInfo& ci = conn_info_[conn];
+    ConnState& cs = conn_[conn];
+    if (p.ecn == proto::kEcnCe) maybe_send_cnp(conn);
+    if (ci.spec.transport == ConnTransport::uc || cs.resp_error) return;
+    const uint32_t psn = p.t.bth.psn;
+    MsgInfo& m = msgs_[p.msg_uid];
+    if (psn == cs.e_psn) {
+        if (p.index == 0) {
+            if (m.rnr_remaining > 0 && m.op == OpType::send) {
+                --m.rnr_remaining;
+                cs.nak_state = true;
+                send_nak(conn, proto::aeth_rnr_nak(kRnrTimerCode), psn);
+                return;
+            }
+            if (m.access_error) {
+                cs.resp_error = true;
+                send_nak(conn, proto::aeth_nak(proto::NakCode::remote_access), psn);
+                return;
+            }
+        }
+        cs.nak_state = false;
+        switch (m.op) {
+            case OpType::read:
+                cs.e_psn = psn_add(cs.e_psn, m.npsn);
+                cs.msn = psn_add(cs.msn, 1);
+                send_read_responses(conn, m);
+                return;
+            case OpType::cmp_swap:
+            case OpType::fetch_add:
+                cs.e_psn = psn_add(cs.e_psn, 1);
+                cs.msn = psn_add(cs.msn, 1);
+                send_atomic_ack(conn, m);
+                return;
+            default:
+                cs.e_psn = psn_add(cs.e_psn, 1);
+                if (p.index + 1 == m.npkts) cs.msn = psn_add(cs.msn, 1);
+                break;
+        }
+        if (p.t.bth.ack_req) {
+            cs.ack_psn = psn;
+            cs.ack_psn_valid = true;
+            if (!cs.ack_pending) {  // coalescing: one ACK covers every AckReq in the window
+                cs.ack_pending = true;
+                schedule(now_ + sc_.timing.ack_delay_ns, Ev::ack_timer, conn, ++cs.ack_gen);
+            }
+        }
+        return;
+    }
+    if (psn_newer(psn, cs.e_psn)) {  // a gap: one NAK per episode, then silence
+        if (!cs.nak_state) {
+            cs.nak_state = true;
+            send_nak(conn, proto::aeth_nak(proto::NakCode::psn_seq_error), cs.e_psn);
+        }
+        return;
+    }
+    // Duplicate: repeat READ responses / the ATOMIC ACK, re-ACK an AckReq.
+    if (m.op == OpType::read) {
+        send_read_responses(conn, m);
+    } else if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) {
+        send_atomic_ack(conn, m);
+    } else if (p.t.bth.ack_req && cs.ack_psn_valid && !cs.ack_pending) {
+        cs.ack_pending = true;
+        schedule(now_ + sc_.timing.ack_delay_ns, Ev::ack_timer, conn, ++cs.ack_gen);
+    }
+}
+
+SimPacket& Simulator::new_response(uint32_t conn, uint32_t& idx, uint8_t opcode, uint32_t psn) {
+    const ConnInfo& ci = conn_info_[conn];
+    idx = alloc_packet();
+    SimPacket& p = pkt(idx);
+    p.src_host = static_cast<uint16_t>(ci.spec.b);
+    p.dst_host = static_cast<uint16_t>(ci.spec.a);
+    p.sport = ci.sport_resp;
+    p.conn = conn;
+    p.dir = 1;
+    p.t.bth.opcode = opcode;
+    p.t.bth.dest_qp = ci.qpn_a;
+    p.t.bth.psn = psn;
+    p.t.aeth.msn = conn_[conn].msn;
+    return p;
+}
+
+// Responses leave in PSN order: none may overtake one queued before it.
+void Simulator::queue_response(uint32_t conn, uint32_t idx, uint64_t desired) {
+    ConnState& cs = conn_[conn];
+    desired = std::max(desired, cs.resp_not_before);
+    cs.resp_not_before = desired;
+    transmit(idx, desired);
+}
+
+void Simulator::send_ack(uint32_t conn) {
+    ConnState& cs = conn_[conn];
+    uint32_t idx;
+    SimPacket& p = new_response(conn, idx, op::kAck, cs.ack_psn);
+    p.t.aeth.syndrome = proto::aeth_ack();
+    const auto it = ack_targets_.find((uint64_t{conn} << 32) | cs.acks_sent);
+    const uint32_t mask = it == ack_targets_.end() ? 0 : it->second;
+    p.index = cs.acks_sent++;
+    p.drop_before = (mask & action_bit(Action::drop_ack_before)) != 0 ||
+                    rng_.chance(sc_.imp.ack_loss_before);
+    p.drop_after = !p.drop_before && (mask & action_bit(Action::drop_ack_after)) != 0;
+    queue_response(conn, idx, now_);
+}
+
+void Simulator::send_nak(uint32_t conn, uint8_t syndrome, uint32_t psn) {
+    ConnState& cs = conn_[conn];
+    cs.ack_pending = false;  // the NAK acknowledges everything before its PSN
+    ++cs.ack_gen;
+    uint32_t idx;
+    SimPacket& p = new_response(conn, idx, op::kAck, psn);
+    p.t.aeth.syndrome = syndrome;
+    queue_response(conn, idx, now_ + sc_.timing.responder_delay_ns);
+}
+
+void Simulator::send_read_responses(uint32_t conn, const MsgInfo& m) {
+    ConnState& cs = conn_[conn];
+    cs.ack_pending = false;  // READ responses acknowledge earlier requests
+    ++cs.ack_gen;
+    const uint32_t mtu = conn_info_[conn].spec.mtu;
+    const uint32_t uid = static_cast<uint32_t>(&m - msgs_.data());
+    for (uint32_t i = 0; i < m.npsn; ++i) {
+        const proto::Position pos = position_of(i, m.npsn);
+        constexpr uint8_t kCode[] = {op::kReadResponseFirst, op::kReadResponseMiddle,
+                                     op::kReadResponseLast, op::kReadResponseOnly};
+        uint32_t idx;
+        SimPacket& p = new_response(conn, idx, kCode[static_cast<int>(pos)], psn_add(m.psn_first, i));
+        p.t.aeth.syndrome = proto::aeth_ack();
+        p.payload_len = std::min(mtu, m.len - std::min(m.len, i * mtu));
+        p.t.bth.pad = proto::pad_for(p.payload_len);
+        p.msg_uid = uid;
+        p.index = i;
+        queue_response(conn, idx, now_ + sc_.timing.read_delay_ns);
+    }
+}
+
+void Simulator::send_atomic_ack(uint32_t conn, const MsgInfo& m) {
+    ConnState& cs = conn_[conn];
+    cs.ack_pending = false;
+    ++cs.ack_gen;
+    uint32_t idx;
+    SimPacket& p = new_response(conn, idx, op::kAtomicAck, m.psn_first);
+    p.t.aeth.syndrome = proto::aeth_ack();
+    p.t.atomic_ack = m.atomic_orig;
+    p.msg_uid = static_cast<uint32_t>(&m - msgs_.data());
+    queue_response(conn, idx, now_ + sc_.timing.atomic_delay_ns);
+}
+
+// Notification point: a CE-marked request makes the responder's NIC send a CNP to the
+// requester QP, at most one per QP per interval (mlx5's min_time_between_cnps).
+void Simulator::maybe_send_cnp(uint32_t conn) {
+    ConnState& cs = conn_[conn];
+    if (cs.cnp_sent && now_ - cs.last_cnp_ns < sc_.timing.cnp_interval_ns) return;
+    cs.cnp_sent = true;
+    cs.last_cnp_ns = now_;
+    uint32_t idx;
+    SimPacket& p = new_response(conn, idx, op::kCnp, 0);
+    p.t.bth.becn = true;
+    p.t.bth.pkey = 0xFFFF;
+    p.ecn = 0;
+    p.dscp = 48;  // CNPs ride the high-priority class
+    transmit(idx, now_ + sc_.timing.cnp_delay_ns);
+}
+
+void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
+    const ConnInfo& ci = conn_info_[conn];
+    const uint32_t idx = alloc_packet();
+    SimPacket& p = pkt(idx);
+    const bool from_a = kind != CmKind::rep;
+    p.src_host = static_cast<uint16_t>(from_a ? ci.spec.a : ci.spec.b);
+    p.dst_host = static_cast<uint16_t>(from_a ? ci.spec.b : ci.spec.a);
+    p.sport = sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(1);
+    p.conn = conn;
+    p.dir = from_a ? 0 : 1;
+    p.cm = kind;
+    p.t.bth.opcode = op::kUdSendOnly;
+    p.t.bth.dest_qp = 1;
+    p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+    p.t.deth.qkey = kCmQkey;
+    p.t.deth.src_qp = 1;
+    p.payload_len = kMadLen;
+    switch (kind) {
+        case CmKind::req:
+            p.cm_local_id = ci.cm_id_a;
+            p.cm_qpn = ci.qpn_a;
+            p.cm_psn = ci.psn_a;
+            break;
+        case CmKind::rep:
+            p.cm_local_id = ci.cm_id_b;
+            p.cm_remote_id = ci.cm_id_a;
+            p.cm_qpn = ci.qpn_b;
+            p.cm_psn = ci.psn_b;
+            break;
+        case CmKind::rtu:
+            p.cm_local_id = ci.cm_id_a;
+            p.cm_remote_id = ci.cm_id_b;
+            break;
+        case CmKind::none: break;
+    }
+    transmit(idx, std::max(desired, now_));
+}
+
+void Simulator::run(ObservedSink& sink) {
+    sink_ = &sink;
+    while (!events_.empty()) {
+        const Event e = events_.top();
+        events_.pop();
+        now_ = e.t;
+        ++stats_.events;
+        switch (e.type) {
+            case Ev::post: on_post(e.a, e.b); break;
+            case Ev::tx: on_tx(e.a); break;
+            case Ev::observe: on_observe(e.a); break;
+            case Ev::release: {
+                ConnState& cs = conn_[e.a];
+                const uint32_t dir = e.b & 1;
+                const uint32_t held = cs.held[dir];
+                if (held != kNone && cs.held_gen[dir] == e.b / 2) {
+                    cs.held[dir] = kNone;
+                    emit(held);
+                    after_observer(held);
+                }
+                break;
+            }
+            case Ev::deliver: on_deliver(e.a); break;
+            case Ev::ack_timer: {
+                ConnState& cs = conn_[e.a];
+                if (cs.ack_pending && cs.ack_gen == e.b) {
+                    cs.ack_pending = false;
+                    send_ack(e.a);
+                }
+                break;
+            }
+            case Ev::retx_timer: on_retx_timer(e.a, e.b); break;
+            case Ev::rnr_resume: {
+                ConnState& cs = conn_[e.a];
+                if (cs.paused && cs.rnr_gen == e.b) {
+                    cs.paused = false;
+                    go_back_n(e.a, cs.rnr_psn);
+                    arm_retx(e.a, true);
+                }
+                break;
+            }
+            case Ev::rate_recover: {
+                ConnState& cs = conn_[e.a];
+                if (cs.rate_gen == e.b && cs.rate_div > 1) {
+                    cs.rate_div /= 2;
+                    if (cs.rate_div > 1)
+                        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, e.a, ++cs.rate_gen);
+                }
+                break;
+            }
+        }
+    }
+    stats_.end_ns = now_;
+    sink_ = nullptr;
+}
+
+}  // namespace insert::gen

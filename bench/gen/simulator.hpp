@@ -1,0 +1,187 @@
+// Discrete-event simulation of RoCEv2 hosts, RC/UC connections and the network around one
+// observation point. Packets reach the observer in time order and are handed to an
+// ObservedSink there (the pcap writer and the truth observer), so nothing is buffered
+// beyond the packets in flight.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/gen/rng.hpp"
+#include "bench/gen/scenario.hpp"
+#include "bench/gen/sim_packet.hpp"
+
+namespace insert::gen {
+
+class ObservedSink {
+public:
+    virtual ~ObservedSink() = default;
+    virtual void observe(const SimPacket& pkt) = 0;
+};
+
+// One RDMA operation as the requester posted it (the generator's ground knowledge).
+struct MsgInfo {
+    uint32_t conn = 0;
+    uint32_t index = 0;  // within its connection
+    OpType op = OpType::write;
+    uint32_t len = 0;
+    bool imm = false;
+    bool inv = false;
+    uint32_t imm_value = 0;
+    uint32_t inv_rkey = 0;
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    uint64_t post_ns = 0;
+    uint32_t psn_first = 0;  // assigned when posted
+    uint32_t npsn = 1;       // PSNs the operation occupies (READ: its responses)
+    uint32_t npkts = 1;      // request packets (READ and atomics: 1)
+    // Requester progress.
+    uint32_t sent_pkts = 0;  // packets sent at least once (to mark retransmissions)
+    uint32_t resp_next = 0;  // READ: next response PSN the requester accepts
+    bool done = false;
+    // Responder behaviour chosen by the scenario.
+    uint8_t rnr_remaining = 0;
+    bool access_error = false;
+    uint64_t atomic_orig = 0;
+};
+
+struct ConnInfo {
+    ConnSpec spec;
+    uint32_t qpn_a = 0, qpn_b = 0;
+    uint32_t psn_a = 0, psn_b = 0;
+    uint16_t sport_req = 0, sport_resp = 0;
+    uint32_t first_msg = 0, num_msgs = 0;  // its slice of the message table
+    uint32_t cm_id_a = 0, cm_id_b = 0;
+};
+
+struct SimStats {
+    uint64_t events = 0;
+    uint64_t sent = 0;           // packets put on a wire (incl. lost ones)
+    uint64_t lost_before = 0;
+    uint64_t lost_after = 0;
+    uint64_t retransmitted = 0;
+    uint64_t timeouts = 0;
+    uint64_t end_ns = 0;
+};
+
+class Simulator {
+public:
+    Simulator(const Scenario& scenario, uint64_t seed);
+    // Runs to completion, handing every observed packet to `sink` in capture order.
+    void run(ObservedSink& sink);
+
+    const std::vector<MsgInfo>& messages() const { return msgs_; }
+    const std::vector<ConnInfo>& conns() const { return conn_info_; }
+    const SimStats& stats() const { return stats_; }
+
+private:
+    enum class Ev : uint8_t { post, tx, observe, release, deliver, ack_timer, retx_timer,
+                              rnr_resume, rate_recover };
+    struct Event {
+        uint64_t t;
+        uint64_t seq;
+        uint32_t a;
+        uint32_t b;
+        Ev type;
+        bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    };
+    struct HostState {
+        uint64_t tx_free_ns = 0;
+        uint32_t next_qpn = 0;
+        uint32_t ud_qpn = 0;
+    };
+    struct ConnState {
+        // Requester.
+        std::deque<uint32_t> sq;  // posted, not yet completed messages (uids)
+        uint32_t next_psn = 0;
+        bool paused = false;  // waiting out an RNR NAK
+        bool error = false;   // after a fatal NAK
+        uint32_t retx_gen = 0;
+        bool retx_armed = false;
+        uint32_t rnr_gen = 0;
+        uint32_t rnr_psn = 0;
+        uint32_t rate_div = 1;
+        uint32_t rate_gen = 0;
+        uint64_t next_tx_ns = 0;
+        // Responder.
+        uint32_t e_psn = 0;
+        uint32_t msn = 0;
+        bool nak_state = false;
+        bool resp_error = false;
+        bool ack_pending = false;
+        uint32_t ack_gen = 0;
+        uint32_t ack_psn = 0;
+        bool ack_psn_valid = false;
+        uint32_t acks_sent = 0;
+        uint64_t resp_not_before = 0;
+        uint64_t last_cnp_ns = 0;
+        bool cnp_sent = false;
+        // CM: work requests wait for the RTU (an application posts after rdma_connect()).
+        bool cm_ready = true;
+        uint32_t deferred_post = kNone;
+        // Observer: a packet of each direction held back to be swapped.
+        uint32_t held[2] = {kNone, kNone};
+        uint32_t held_gen[2] = {0, 0};
+    };
+
+    void setup();
+    void schedule(uint64_t t, Ev type, uint32_t a, uint32_t b = 0);
+    uint32_t alloc_packet();
+    void free_packet(uint32_t idx);
+    SimPacket& pkt(uint32_t idx) { return pool_[idx]; }
+
+    uint32_t frame_bytes(const SimPacket& p) const;
+    void transmit(uint32_t idx, uint64_t desired);  // through the sender's NIC
+    void on_tx(uint32_t idx);
+    void on_observe(uint32_t idx);
+    void emit(uint32_t idx);
+    void after_observer(uint32_t idx);
+    void on_deliver(uint32_t idx);
+
+    // Requester.
+    void on_post(uint32_t conn, uint32_t k);
+    void send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt);
+    void go_back_n(uint32_t conn, uint32_t psn);
+    void complete_before(uint32_t conn, uint32_t psn, bool inclusive);
+    void pop_done(uint32_t conn);
+    void arm_retx(uint32_t conn, bool restart);
+    void on_response(uint32_t conn, const SimPacket& p);
+    void on_retx_timer(uint32_t conn, uint32_t gen);
+    // Responder.
+    void on_request(uint32_t conn, const SimPacket& p);
+    void queue_response(uint32_t conn, uint32_t idx, uint64_t desired);
+    void send_ack(uint32_t conn);
+    void send_nak(uint32_t conn, uint8_t syndrome, uint32_t psn);
+    void send_read_responses(uint32_t conn, const MsgInfo& m);
+    void send_atomic_ack(uint32_t conn, const MsgInfo& m);
+    void maybe_send_cnp(uint32_t conn);
+    // CM and extra traffic.
+    void send_cm(uint32_t conn, CmKind kind, uint64_t desired);
+
+    SimPacket& new_response(uint32_t conn, uint32_t& idx, uint8_t opcode, uint32_t psn);
+    bool target(uint32_t uid, uint32_t pkt_index, Action action) const;
+
+    const Scenario& sc_;
+    Rng rng_;
+    uint64_t rate_mbps_ = 100'000;
+    std::vector<HostState> hosts_;
+    std::vector<ConnInfo> conn_info_;
+    std::vector<ConnState> conn_;
+    std::vector<MsgInfo> msgs_;
+    std::vector<SimPacket> pool_;
+    std::vector<uint32_t> free_;
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+    uint64_t seq_ = 0;
+    uint64_t now_ = 0;
+    ObservedSink* sink_ = nullptr;
+    // Explicit per-packet targets: key (uid << 24 | pkt) -> Action bit mask.
+    std::unordered_map<uint64_t, uint32_t> pkt_targets_;
+    // ACK drops: key (conn << 32 | ack index) -> Action bit mask.
+    std::unordered_map<uint64_t, uint32_t> ack_targets_;
+    SimStats stats_;
+};
+
+}  // namespace insert::gen

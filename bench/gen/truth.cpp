@@ -1,0 +1,435 @@
+#include "bench/gen/truth.hpp"
+
+#include <algorithm>
+
+#include "dataplane/proto/aeth.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/opcodes.hpp"
+#include "dataplane/proto/psn.hpp"
+
+namespace insert::gen {
+
+namespace {
+
+using proto::psn_add;
+using proto::psn_newer;
+using proto::psn_not_older;
+using proto::psn_sub;
+
+// SPEC 4: the window of request PSNs an endpoint remembers.
+constexpr uint32_t kWindow = 1024;
+
+uint64_t ep_key(uint16_t host, uint32_t qpn) { return (uint64_t{host} << 32) | qpn; }
+uint64_t sport_key(uint16_t x, uint16_t y, uint16_t s) {
+    return (uint64_t{x} << 32) | (uint64_t{y} << 16) | s;
+}
+uint64_t ip_key(uint16_t x, uint16_t y) { return (uint64_t{x} << 16) | y; }
+
+bool is_send_write(OpType o) { return o == OpType::send || o == OpType::write; }
+bool is_atomic(OpType o) { return o == OpType::cmp_swap || o == OpType::fetch_add; }
+
+bool in_range(uint32_t psn, uint32_t first, uint32_t last) {
+    return psn_not_older(psn, first) && psn_not_older(last, psn);
+}
+
+}  // namespace
+
+const char* status_name(TruthStatus s) {
+    static constexpr const char* kNames[] = {"ok",      "nak_inv", "nak_access", "nak_op",
+                                             "nak_seq", "nak_rnr", "incomplete"};
+    return kNames[static_cast<int>(s)];
+}
+
+const char* pair_rule_name(PairRule r) {
+    switch (r) {
+        case PairRule::cm: return "cm";
+        case PairRule::sport: return "sport";
+        case PairRule::ip: return "ip";
+        case PairRule::none: break;
+    }
+    return nullptr;
+}
+
+TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
+    : sc_(scenario), sim_(sim), ms_(sim.messages().size()) {}
+
+int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
+    const auto it = ep_index_.find(ep_key(host, qpn));
+    return it == ep_index_.end() ? -1 : static_cast<int32_t>(it->second);
+}
+
+uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
+    // SPEC 3: an endpoint (ip, qpn) exists once it has received a well-formed RoCE packet.
+    const auto [it, added] = ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
+    if (added) {
+        TruthEndpoint& e = eps_.emplace_back();
+        e.host = host;
+        e.qpn = qpn;
+        e.t_first_ns = t;
+    }
+    return it->second;
+}
+
+void TruthObserver::observe(const SimPacket& p) {
+    // SPEC 7 summary: pkts = roce_pkts + non_roce_pkts + malformed.
+    ++summary_.pkts;
+    if (p.cls == PacketClass::background) {
+        ++summary_.non_roce_pkts;
+        return;
+    }
+    if (p.cls == PacketClass::malformed) {
+        // SPEC 1: both ways of being too short count as `truncated`.
+        static constexpr int kReason[] = {0, 1, 2, 1};
+        ++summary_.malformed[kReason[p.variant]];
+        return;  // "creates no endpoint and never touches any state"
+    }
+    ++summary_.roce_pkts;
+    const uint32_t e = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+    {
+        // semantics.md "Endpoints and counters": every well-formed packet, its payload_len.
+        TruthEndpoint& ep = eps_[e];
+        ++ep.pkts;
+        ep.bytes += p.payload_len;  // a CNP's 16 reserved bytes are its extension header
+        ep.t_last_ns = p.t_ns;
+        if (p.ecn == proto::kEcnCe) ++ep.ecn_ce;  // SPEC 6
+    }
+    const proto::OpcodeInfo& info = proto::opcode_info(p.t.bth.opcode);
+    if (info.transport == proto::Transport::cnp) {
+        ++eps_[e].cnps;  // SPEC 6; CNPs do not set `transport`
+        return;
+    }
+    if (eps_[e].transport < 0) eps_[e].transport = static_cast<int>(info.transport);
+    if (p.cm != CmKind::none) {
+        // semantics.md `cm`: REQ (Local Comm ID, Local QPN) from IP X, REP (Remote Comm ID,
+        // Local QPN) from IP Y pair (X, REQ.qpn) with (Y, REP.qpn).
+        if (p.cm == CmKind::req) cm_req_[p.cm_local_id] = {p.src_host, p.cm_qpn};
+        if (p.cm == CmKind::rep) {
+            const auto it = cm_req_.find(p.cm_remote_id);
+            if (it != cm_req_.end()) {
+                const uint64_t x = ep_key(it->second.first, it->second.second);
+                const uint64_t y = ep_key(p.src_host, p.cm_qpn);
+                cm_partner_[x] = y;
+                cm_partner_[y] = x;
+            }
+        }
+        return;
+    }
+    if (info.transport == proto::Transport::ud) return;
+    // RC / UC: pairing is attempted before the packet is applied (semantics.md "Pairing").
+    register_source(e, p);
+    if (eps_[e].peer < 0) try_pair(e);
+    if (info.request)
+        on_request(e, p);
+    else
+        on_response(e, p);
+}
+
+// semantics.md: an endpoint takes part in sport/ip pairing with the first source IP and
+// port it received RC/UC/XRC packets from; a second source IP disqualifies it.
+void TruthObserver::register_source(uint32_t e, const SimPacket& p) {
+    TruthEndpoint& ep = eps_[e];
+    if (!ep.has_src) {
+        ep.has_src = true;
+        ep.src_host = p.src_host;
+        ep.sport = p.sport;
+        by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].push_back(e);
+        by_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
+        return;
+    }
+    if (ep.multi_src || p.src_host == ep.src_host) return;
+    ep.multi_src = true;
+    auto drop = [e](std::vector<uint32_t>& v) { v.erase(std::remove(v.begin(), v.end(), e), v.end()); };
+    drop(by_sport_[sport_key(ep.host, ep.src_host, ep.sport)]);
+    drop(by_ip_[ip_key(ep.host, ep.src_host)]);
+}
+
+void TruthObserver::try_pair(uint32_t e) {
+    const TruthEndpoint& ep = eps_[e];
+    // SPEC 3 order: host (not modelled: no tracer), cm, sport, ip.
+    const auto cm = cm_partner_.find(ep_key(ep.host, ep.qpn));
+    if (cm != cm_partner_.end()) {
+        const auto f = ep_index_.find(cm->second);
+        if (f != ep_index_.end() && eps_[f->second].peer < 0) {
+            make_pair(e, f->second, PairRule::cm);
+            return;
+        }
+    }
+    if (!ep.has_src || ep.multi_src) return;
+    auto only = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& m, uint64_t k) -> int64_t {
+        const auto it = m.find(k);
+        return it != m.end() && it->second.size() == 1 ? int64_t{it->second[0]} : -1;
+    };
+    // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from X.
+    if (only(by_sport_, sport_key(ep.host, ep.src_host, ep.sport)) == e) {
+        const int64_t f = only(by_sport_, sport_key(ep.src_host, ep.host, ep.sport));
+        if (f >= 0 && eps_[f].peer < 0) {
+            make_pair(e, static_cast<uint32_t>(f), PairRule::sport);
+            return;
+        }
+    }
+    // ip: e the only RC/UC/XRC endpoint at X receiving from Y, f the only one at Y from X.
+    if (only(by_ip_, ip_key(ep.host, ep.src_host)) == e) {
+        const int64_t f = only(by_ip_, ip_key(ep.src_host, ep.host));
+        if (f >= 0 && eps_[f].peer < 0) make_pair(e, static_cast<uint32_t>(f), PairRule::ip);
+    }
+}
+
+void TruthObserver::make_pair(uint32_t e, uint32_t f, PairRule rule) {
+    eps_[e].peer = static_cast<int32_t>(f);
+    eps_[f].peer = static_cast<int32_t>(e);
+    eps_[e].pair_by = eps_[f].pair_by = rule;
+    ++summary_.connections;
+}
+
+void TruthObserver::touch(MsgState& m, uint64_t t) {
+    if (!m.seen_any) {
+        m.seen_any = true;
+        m.t_first = t;
+    }
+    m.t_last = t;
+}
+
+void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
+    TruthEndpoint& ep = eps_[b];
+    const uint32_t psn = p.t.bth.psn;
+    const uint32_t uid = p.msg_uid;
+    const MsgInfo& mi = sim_.messages()[uid];
+    if (ep.window.empty()) ep.window.assign(kWindow / 64, 0);
+    auto bit = [&](uint32_t q) -> bool { return (ep.window[(q % kWindow) / 64] >> (q % 64)) & 1; };
+    auto set_bit = [&](uint32_t q) { ep.window[(q % kWindow) / 64] |= uint64_t{1} << (q % 64); };
+    auto clear_bit = [&](uint32_t q) { ep.window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64)); };
+
+    // SPEC 4 classification.
+    bool dup = false;
+    if (!ep.has_max) {
+        ep.has_max = true;  // "A direction's first packet never opens a gap."
+        ep.max_psn = psn;
+        ep.max_uid = uid;
+        set_bit(psn);
+    } else if (psn_newer(psn, ep.max_psn)) {
+        // `new`. The expected PSN is max_psn + 1, except after a READ (SPEC 4, semantics.md
+        // "READ rule"): its last response PSN + 1 if that response was observed, else no gap.
+        const MsgInfo& at_max = sim_.messages()[ep.max_uid];
+        bool check = true;
+        uint32_t expected = psn_add(ep.max_psn, 1);
+        if (at_max.op == OpType::read) {
+            MsgState& r = ms_[ep.max_uid];
+            if (!r.next_req_set) {  // SPEC 5: READ psn_last falls back to the next request - 1
+                r.next_req_set = true;
+                r.next_req_psn = psn;
+            }
+            check = r.last_resp_seen;
+            if (check) expected = psn_add(r.resp_last_psn, 1);
+        }
+        if (check && psn_newer(psn, expected)) {
+            ++ep.gaps;
+            ep.missing += psn_sub(psn, expected);  // SPEC 4: missing = PSN - expected
+        }
+        const uint32_t advance = psn_sub(psn, ep.max_psn);
+        if (advance >= kWindow)
+            std::fill(ep.window.begin(), ep.window.end(), 0);
+        else
+            for (uint32_t i = 1; i <= advance; ++i) clear_bit(psn_add(ep.max_psn, i));
+        ep.max_psn = psn;
+        ep.max_uid = uid;
+        set_bit(psn);
+    } else if (psn_sub(ep.max_psn, psn) >= kWindow || bit(psn)) {
+        dup = true;  // SPEC 4 `dup`: seen, or older than the window (semantics.md)
+        ++ep.dup_pkts;
+    } else {
+        ++ep.ooo_pkts;  // SPEC 4 `late`
+        set_bit(psn);
+    }
+
+    MsgState& m = ms_[uid];
+    if (m.state == 3) return;  // frozen: later duplicates count only at the endpoint (SPEC 5)
+    touch(m, p.t_ns);  // t_first/t_last: any observation of the message (SPEC 5)
+    if (dup) {
+        ++m.retx;  // SPEC 5 retx_pkts: packets of the message classified dup
+        return;
+    }
+    // First observation of this PSN. READ pkts/bytes count responses only (SPEC 5).
+    if (mi.op != OpType::read) {
+        ++m.pkts;
+        m.bytes += p.payload_len;
+    }
+    m.newest_off = std::max(m.newest_off, psn_sub(psn, mi.psn_first));
+    if (p.index + 1 == mi.npkts) m.last_seen = true;
+    if (m.state == 0) m.state = 1;
+    if (p.index == 0 && m.state == 1) {
+        // semantics.md: a message exists once its First/Only (or request) is observed;
+        // packets seen before it join it.
+        m.state = 2;
+        ep.open.push_back(uid);
+    }
+    const bool uc = sim_.conns()[mi.conn].spec.transport == ConnTransport::uc;
+    if (uc && m.state == 2 && m.pkts == mi.npkts)
+        freeze(b, uid, TruthStatus::ok, std::nullopt);  // SPEC 5: UC ok once First..Last seen
+}
+
+uint32_t TruthObserver::psn_last(uint32_t uid) const {
+    const MsgInfo& mi = sim_.messages()[uid];
+    const MsgState& m = ms_[uid];
+    switch (mi.op) {
+        case OpType::read:
+            // SPEC 5 / semantics.md: its Last/Only response; else the next request - 1; else psn.
+            if (m.last_resp_seen) return m.resp_last_psn;
+            if (m.next_req_set) return proto::psn_sub(m.next_req_psn, 1);
+            return mi.psn_first;
+        case OpType::cmp_swap:
+        case OpType::fetch_add: return mi.psn_first;
+        default:
+            // semantics.md: the Last/Only; never observed -> the newest PSN observed.
+            return m.last_seen ? psn_add(mi.psn_first, mi.npkts - 1) : psn_add(mi.psn_first, m.newest_off);
+    }
+}
+
+// ACK-class responses complete SEND/WRITE/atomics whose psn_last is not newer than the
+// PSN (inclusive); NAKs those whose psn_last is older (exclusive). READs never (SPEC 5,
+// semantics.md "A READ completes only by its own Last/Only response").
+void TruthObserver::complete_acked(uint32_t b, uint32_t psn, uint64_t t, bool inclusive) {
+    const std::vector<uint32_t> open = eps_[b].open;  // freeze() edits the list
+    for (uint32_t uid : open) {
+        if (sim_.messages()[uid].op == OpType::read) continue;
+        const uint32_t last = psn_last(uid);
+        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last))
+            freeze(b, uid, TruthStatus::ok, t);
+    }
+}
+
+void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
+    TruthEndpoint& ep = eps_[a];
+    const uint32_t psn = p.t.bth.psn;
+    const uint8_t code = p.t.bth.opcode;
+    const proto::OpcodeInfo& info = proto::opcode_info(code);
+    const bool is_ack_opcode = code == proto::op::kAck;
+    const proto::AethClass cls = proto::aeth_class(p.t.aeth.syndrome);
+    const proto::NakCode nak = proto::nak_code(p.t.aeth.syndrome);
+    if (is_ack_opcode && cls == proto::AethClass::rnr_nak) ++ep.naks.rnr;  // SPEC 7 naks{}
+    if (is_ack_opcode && cls == proto::AethClass::nak) {
+        switch (nak) {
+            case proto::NakCode::psn_seq_error: ++ep.naks.seq; break;
+            case proto::NakCode::invalid_request: ++ep.naks.inv; break;
+            case proto::NakCode::remote_access: ++ep.naks.access; break;
+            case proto::NakCode::remote_op: ++ep.naks.op; break;
+        }
+    }
+    // semantics.md: completion uses the pair; unpaired, responses complete nothing.
+    if (ep.peer < 0) return;
+    const uint32_t b = static_cast<uint32_t>(ep.peer);
+
+    if (info.kind == proto::OpKind::read_response) {
+        const MsgInfo& mi = sim_.messages()[p.msg_uid];
+        MsgState& m = ms_[p.msg_uid];
+        if (m.state == 2) {
+            touch(m, p.t_ns);
+            if (m.resp_seen.empty()) m.resp_seen.assign(mi.npsn, false);
+            if (!m.resp_seen[p.index]) {  // SPEC 5: distinct response PSNs and their payload
+                m.resp_seen[p.index] = true;
+                ++m.pkts;
+                m.bytes += p.payload_len;
+            }
+            if (info.position == proto::Position::first || info.position == proto::Position::only)
+                m.first_resp_seen = true;
+            const bool last = info.position == proto::Position::last || info.position == proto::Position::only;
+            if (last && m.first_resp_seen) {
+                m.last_resp_seen = true;
+                m.resp_last_psn = psn;
+            }
+        }
+        // Any READ response acknowledges all earlier requests (SPEC 5).
+        complete_acked(b, psn, p.t_ns, true);
+        if (m.state == 2 && m.last_resp_seen)
+            freeze(b, p.msg_uid, TruthStatus::ok, p.t_ns);  // READ: its own Last/Only
+        return;
+    }
+    if (info.kind == proto::OpKind::atomic_ack || (is_ack_opcode && cls == proto::AethClass::ack)) {
+        complete_acked(b, psn, p.t_ns, true);
+        return;
+    }
+    if (!is_ack_opcode || cls == proto::AethClass::reserved) return;
+    // A NAK or RNR NAK: remembered for the naks/rnr_naks of the messages it hits, even
+    // ones whose first packet is observed later (SPEC 5).
+    const bool rnr = cls == proto::AethClass::rnr_nak;
+    eps_[b].nak_history.push_back({psn, rnr, static_cast<uint8_t>(nak)});
+    complete_acked(b, psn, p.t_ns, false);  // IBTA: a NAK acknowledges everything before it
+    if (!rnr && proto::nak_is_fatal(nak)) {
+        // SPEC 5 freeze: a fatal NAK with a PSN inside the message.
+        const TruthStatus st = nak == proto::NakCode::remote_access ? TruthStatus::nak_access
+                               : nak == proto::NakCode::remote_op   ? TruthStatus::nak_op
+                                                                    : TruthStatus::nak_inv;
+        const std::vector<uint32_t> open = eps_[b].open;
+        for (uint32_t uid : open)
+            if (in_range(psn, sim_.messages()[uid].psn_first, psn_last(uid)))
+                freeze(b, uid, st, std::nullopt);
+    }
+}
+
+void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status, std::optional<uint64_t> t_ack) {
+    TruthEndpoint& ep = eps_[b];
+    MsgState& m = ms_[uid];
+    const MsgInfo& mi = sim_.messages()[uid];
+    const ConnInfo& ci = sim_.conns()[mi.conn];
+    m.state = 3;
+    ep.open.erase(std::find(ep.open.begin(), ep.open.end(), uid));
+
+    TruthMsg r;
+    r.msg_uid = uid;
+    r.src_host = static_cast<uint16_t>(ci.spec.a);
+    r.dst_host = ep.host;
+    r.dst_qpn = ep.qpn;
+    if (ep.peer >= 0) r.src_qpn = eps_[ep.peer].qpn;  // SPEC 7: the paired peer's QPN
+    r.op = mi.op;
+    r.psn_first = mi.psn_first;
+    r.psn_last = psn_last(uid);
+    if (is_send_write(mi.op) && m.last_seen) {  // SPEC 5: imm/inv from the Last/Only
+        if (mi.imm) r.imm = mi.imm_value;
+        if (mi.inv) r.inv = mi.inv_rkey;
+    }
+    if (mi.op == OpType::write || mi.op == OpType::read) {  // RETH of First/Only / the request
+        r.va = mi.va;
+        r.rkey = mi.rkey;
+        r.dma_len = mi.len;
+    } else if (is_atomic(mi.op)) {  // AtomicETH; dma_len null
+        r.va = mi.va;
+        r.rkey = mi.rkey;
+    }
+    r.pkts = m.pkts;
+    r.bytes = m.bytes;
+    r.t_first_ns = m.t_first;
+    r.t_last_ns = m.t_last;
+    r.t_ack_ns = t_ack;
+    r.retx_pkts = m.retx;
+    // SPEC 5 naks/rnr_naks: NAKs whose PSN lies in [psn_first, psn_last], seen so far; the
+    // latest sequence/RNR NAK names the status of a message that never completed.
+    const TruthStatus* latest = nullptr;
+    static constexpr TruthStatus kSeq = TruthStatus::nak_seq, kRnr = TruthStatus::nak_rnr;
+    for (const auto& n : ep.nak_history) {
+        if (!in_range(n.psn, r.psn_first, r.psn_last)) continue;
+        if (n.rnr) {
+            ++r.rnr_naks;
+            latest = &kRnr;
+        } else {
+            ++r.naks;
+            if (n.code == static_cast<uint8_t>(proto::NakCode::psn_seq_error)) latest = &kSeq;
+        }
+    }
+    r.status = status;
+    if (status == TruthStatus::incomplete && latest) r.status = *latest;
+
+    ++ep.msgs[static_cast<int>(mi.op)];
+    if (t_ack) ep.latencies.push_back(*t_ack - m.t_first);
+    ++summary_.msgs;
+    out_.push_back(r);
+}
+
+void TruthObserver::finish() {
+    // SPEC 5: at the end every open message is frozen as it stands.
+    for (uint32_t b = 0; b < eps_.size(); ++b) {
+        const std::vector<uint32_t> open = eps_[b].open;
+        for (uint32_t uid : open) freeze(b, uid, TruthStatus::incomplete, std::nullopt);
+    }
+    summary_.endpoints = eps_.size();
+}
+
+}  // namespace insert::gen

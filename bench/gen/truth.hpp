@@ -1,0 +1,144 @@
+// Ground truth: what a perfect observer at the observation point reports per SPEC.md
+// sections 3-7 (as docs/semantics.md reads them). It is fed the simulator's packets in
+// capture order together with the generator's own knowledge - which message each packet
+// belongs to, where it sits in it, which connection it serves, what the CM exchange said -
+// and applies the SPEC rules to that. It never parses frames and shares no code with
+// dataplane/state, so comparing the dataplane with it is a comparison of two independent
+// readings of one contract.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/gen/scenario.hpp"
+#include "bench/gen/simulator.hpp"
+
+namespace insert::gen {
+
+enum class TruthStatus : uint8_t { ok, nak_inv, nak_access, nak_op, nak_seq, nak_rnr, incomplete };
+const char* status_name(TruthStatus s);
+
+enum class PairRule : uint8_t { none, cm, sport, ip };
+const char* pair_rule_name(PairRule r);  // nullptr for none
+
+// One SPEC 7 `msg` record.
+struct TruthMsg {
+    uint16_t src_host = 0, dst_host = 0;
+    uint32_t dst_qpn = 0;
+    std::optional<uint32_t> src_qpn;
+    OpType op = OpType::write;
+    std::optional<uint32_t> imm, inv;
+    uint32_t psn_first = 0, psn_last = 0;
+    uint32_t pkts = 0;
+    uint64_t bytes = 0;
+    std::optional<uint64_t> va;
+    std::optional<uint32_t> rkey, dma_len;
+    uint64_t t_first_ns = 0, t_last_ns = 0;
+    std::optional<uint64_t> t_ack_ns;
+    uint32_t retx_pkts = 0, naks = 0, rnr_naks = 0;
+    TruthStatus status = TruthStatus::incomplete;
+    uint32_t msg_uid = 0;  // generator's message (extra field, helps debugging)
+};
+
+struct NakCounters {
+    uint64_t seq = 0, rnr = 0, inv = 0, access = 0, op = 0;
+};
+
+// One endpoint's final SPEC 7 `qp` record (plus what the rules need while running).
+struct TruthEndpoint {
+    uint16_t host = 0;
+    uint32_t qpn = 0;
+    int32_t peer = -1;  // endpoint index
+    PairRule pair_by = PairRule::none;
+    int transport = -1;  // proto::Transport of the first non-CNP packet
+    uint64_t pkts = 0, bytes = 0;
+    std::array<uint64_t, kOpTypes> msgs{};
+    uint64_t dup_pkts = 0, ooo_pkts = 0, gaps = 0, missing = 0;
+    NakCounters naks;
+    uint64_t cnps = 0, ecn_ce = 0;
+    uint64_t t_first_ns = 0, t_last_ns = 0;
+    std::vector<uint64_t> latencies;
+
+    // Pairing candidacy (semantics.md: first source IP and port of RC/UC/XRC packets).
+    bool has_src = false, multi_src = false;
+    uint16_t src_host = 0, sport = 0;
+    // Classification (SPEC 4).
+    bool has_max = false;
+    uint32_t max_psn = 0;
+    uint32_t max_uid = kNone;
+    std::vector<uint64_t> window;  // 1024-bit ring of seen request PSNs
+    // Messages to this endpoint not yet frozen, in creation order.
+    std::vector<uint32_t> open;
+    struct NakSeen {
+        uint32_t psn;
+        bool rnr;
+        uint8_t code;  // proto::NakCode for class 11
+    };
+    std::vector<NakSeen> nak_history;  // NAKs/RNR NAKs answering requests to this endpoint
+};
+
+struct TruthSummary {
+    uint64_t pkts = 0, roce_pkts = 0, non_roce_pkts = 0;
+    std::array<uint64_t, 3> malformed{};  // length_mismatch, truncated, reserved_opcode
+    uint64_t endpoints = 0, connections = 0, msgs = 0;
+};
+
+class TruthObserver : public ObservedSink {
+public:
+    TruthObserver(const Scenario& scenario, const Simulator& sim);
+    void observe(const SimPacket& p) override;
+    // End of capture: freezes every open message (SPEC 5 "at the end").
+    void finish();
+
+    const std::vector<TruthMsg>& msgs() const { return out_; }
+    const std::vector<TruthEndpoint>& endpoints() const { return eps_; }
+    const TruthSummary& summary() const { return summary_; }
+    // Endpoint index of (host, qpn), or -1.
+    int32_t find(uint16_t host, uint32_t qpn) const;
+
+private:
+    struct MsgState {
+        uint8_t state = 0;  // 0 unseen, 1 packets seen but not its First, 2 open, 3 frozen
+        bool seen_any = false;
+        bool last_seen = false;
+        bool first_resp_seen = false, last_resp_seen = false;
+        bool next_req_set = false;
+        uint32_t pkts = 0, retx = 0;
+        uint64_t bytes = 0;
+        uint32_t newest_off = 0;
+        uint32_t resp_last_psn = 0, next_req_psn = 0;
+        uint64_t t_first = 0, t_last = 0;
+        std::vector<bool> resp_seen;  // READ: response PSNs observed
+    };
+
+    uint32_t endpoint(uint16_t host, uint32_t qpn, uint64_t t);
+    void register_source(uint32_t e, const SimPacket& p);
+    void try_pair(uint32_t e);
+    void make_pair(uint32_t e, uint32_t f, PairRule rule);
+    void on_request(uint32_t b, const SimPacket& p);
+    void on_response(uint32_t a, const SimPacket& p);
+    void touch(MsgState& m, uint64_t t);
+    uint32_t psn_last(uint32_t uid) const;
+    void complete_acked(uint32_t b, uint32_t psn, uint64_t t, bool inclusive);
+    void freeze(uint32_t b, uint32_t uid, TruthStatus status, std::optional<uint64_t> t_ack);
+
+    const Scenario& sc_;
+    const Simulator& sim_;
+    std::vector<MsgState> ms_;
+    std::vector<TruthEndpoint> eps_;
+    std::unordered_map<uint64_t, uint32_t> ep_index_;  // host << 32 | qpn
+    // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
+    std::unordered_map<uint64_t, std::vector<uint32_t>> by_sport_;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> by_ip_;
+    // CM: REQ Local Communication ID -> (sender host, Local QPN); learnt pairs by endpoint key.
+    std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
+    std::unordered_map<uint64_t, uint64_t> cm_partner_;
+    std::vector<TruthMsg> out_;
+    TruthSummary summary_;
+};
+
+}  // namespace insert::gen
