@@ -24,6 +24,13 @@ public:
     virtual unsigned queues() const = 0;
     // Up to `n` packets of queue `q`; called only by the one worker that owns `q`.
     virtual uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept = 0;
+    // The worker is done with these packets of queue `q`: a file or mirror source frees
+    // them; an inline source transmits them on the other port (issue 5). Same lcore as
+    // rx_burst(); must not block.
+    virtual void release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
+        (void)q;
+        rte_pktmbuf_free_bulk(pkts, n);
+    }
     // True once queue `q` will never deliver another packet. Workers ask after rx_burst()
     // returned nothing; a source must make everything it delivered visible before this.
     virtual bool drained(unsigned q) const noexcept = 0;

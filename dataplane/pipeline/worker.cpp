@@ -77,7 +77,7 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
         }
         engine.process(ctx.parsed[i], ts);
     }
-    rte_pktmbuf_free_bulk(pkts, n);
+    ctx.source->release(ctx.index, pkts, static_cast<uint16_t>(n));
 
     bump(c.frames, n);
     bump(c.roce, roce);
