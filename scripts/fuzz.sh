@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh [SECONDS] [TARGET...]
+# Builds libFuzzer targets (tests/fuzz/TARGET_fuzz.cpp) with clang++ and
+# -fsanitize=fuzzer,address,undefined, then runs each for SECONDS / number-of-targets
+# seconds, seeded from pcaps/. Exits non-zero if any target finds a crash, a leak, a
+# sanitizer report or a timeout; the reproducer is left in $INSERT_FUZZ_DIR/artifacts/.
+#
+# Targets: proto (parser + ICRC), capture (pcap/pcapng reader), state (state engine).
+# Default: proto capture (and state when tests/fuzz/state_fuzz.cpp exists). 60 s default.
+# The project builds with g++; the fuzzers are compiled here, directly, because libFuzzer
+# and its sanitizer runtime come with clang (libclang-rt-14-dev).
+#   scripts/fuzz.sh              # 60 s over the default targets (what `meson test` runs)
+#   scripts/fuzz.sh 3600 proto   # an hour on the parser
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-60}
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(proto capture)
+    [ -f "$root/tests/fuzz/state_fuzz.cpp" ] && targets+=(state)
+fi
+out=${INSERT_FUZZ_DIR:-$root/build-fuzz}
+cxx=${FUZZ_CXX:-clang++}
+mkdir -p "$out/artifacts"
+
+if ! command -v "$cxx" >/dev/null; then
+    echo "fuzz.sh: $cxx not found (scripts/setup.sh installs clang)" >&2
+    exit 1
+fi
+
+flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined -I"$root")
+proto_sources=("$root"/dataplane/proto/*.cpp "$root"/dataplane/capture/*.cpp)
+
+# Seed corpora: single frames for the parser, whole files for the capture reader.
+seeds="$out/seeds"
+if [ ! -d "$seeds/frames" ] || [ -n "$(find "$root/pcaps" -newer "$seeds/frames" -name '*.pcap*')" ]; then
+    rm -rf "$seeds"
+    mkdir -p "$seeds/frames" "$seeds/files"
+    cp "$root"/pcaps/*.pcap* "$seeds/files/"
+    python3 - "$seeds/frames" "$root"/pcaps/*.pcap* <<'PY'
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "..",
+                                "tests", "differential"))
+from decode_vs_tshark import read_capture
+out = sys.argv[1]
+n = 0
+for path in sys.argv[2:]:
+    for frame in read_capture(path):
+        with open(os.path.join(out, f"frame{n:05d}"), "wb") as f:
+            f.write(frame)
+        n += 1
+PY
+fi
+
+per_target=$(( seconds / ${#targets[@]} ))
+[ "$per_target" -lt 1 ] && per_target=1
+status=0
+for t in "${targets[@]}"; do
+    src="$root/tests/fuzz/${t}_fuzz.cpp"
+    [ -f "$src" ] || { echo "fuzz.sh: no target $src" >&2; exit 2; }
+    sources=("${proto_sources[@]}")
+    seed="$seeds/frames"
+    case "$t" in
+        capture) seed="$seeds/files" ;;
+        state) sources+=("$root"/dataplane/state/*.cpp); seed="" ;;
+    esac
+    bin="$out/${t}_fuzz"
+    # Rebuild when any source or header it may include is newer than the binary.
+    if [ ! -x "$bin" ] || [ -n "$(find "$root/dataplane/proto" "$root/dataplane/capture" \
+            "$root/dataplane/state" "$src" -newer "$bin" \( -name '*.cpp' -o -name '*.hpp' \) \
+            2>/dev/null | head -1)" ]; then
+        echo "fuzz.sh: building $bin"
+        "$cxx" "${flags[@]}" "$src" "${sources[@]}" -lz -o "$bin"
+    fi
+    corpus="$out/corpus/$t"
+    mkdir -p "$corpus"
+    echo "fuzz.sh: running $t for ${per_target}s"
+    if ! "$bin" -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="$out/artifacts/${t}-" \
+            "$corpus" ${seed:+"$seed"} >"$out/$t.log" 2>&1; then
+        echo "fuzz.sh: $t FAILED (log: $out/$t.log)" >&2
+        tail -40 "$out/$t.log" >&2
+        status=1
+    else
+        grep -E '^stat::number_of_executed_units|Done [0-9]+ runs' "$out/$t.log" | tail -1 || true
+        echo "fuzz.sh: $t ok"
+    fi
+done
+exit $status
