@@ -241,7 +241,8 @@ std::vector<CapturedFrame> all_opcodes() {
 
 // pcaps/ipv6_vlan.pcapng: every opcode again over IPv6 with 0, 1 and 2 VLAN tags (802.1Q
 // and 802.1ad), then IPv4 with tags and with header options, then IPv6 with extension
-// headers. Written as pcapng with nanosecond if_tsresol.
+// headers (hop-by-hop, destination options, routing, an atomic fragment header). Written
+// as pcapng with nanosecond if_tsresol.
 std::vector<CapturedFrame> ipv6_vlan() {
     Trace tr;
     unsigned i = 0;
@@ -284,7 +285,7 @@ std::vector<CapturedFrame> ipv6_vlan() {
         tr.add(std::move(f), 1'000);
         ++k;
     }
-    for (uint8_t ext : {uint8_t{0}, uint8_t{60}, uint8_t{43}}) {
+    for (uint8_t ext : {uint8_t{0}, uint8_t{60}, uint8_t{43}, uint8_t{44}}) {
         FrameSpec s;
         s.src_ip = ip("fd00:20::1");
         s.dst_ip = ip("fd00:20::2");
