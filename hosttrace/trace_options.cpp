@@ -1,0 +1,127 @@
+#include "hosttrace/trace_options.hpp"
+
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdio>
+
+namespace insert::hosttrace {
+
+namespace {
+
+constexpr uint32_t kMinRingbufKb = 4;          // one page
+constexpr uint32_t kMaxRingbufKb = 1u << 20;   // 1 GiB
+
+bool parse_datapath(const std::string& text, uint32_t& sample)
+{
+    if (text == "off") {
+        sample = 0;
+        return true;
+    }
+    if (text == "all") {
+        sample = 1;
+        return true;
+    }
+    if (text.starts_with("sample:")) {
+        const char* b = text.data() + 7;
+        const char* e = text.data() + text.size();
+        auto [p, ec] = std::from_chars(b, e, sample);
+        return ec == std::errc() && p == e && sample >= 1;
+    }
+    return false;
+}
+
+// A cgroup v2 id is the inode number of the cgroup's directory.
+bool parse_cgroup(const std::string& text, uint64_t& id, std::string& error)
+{
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec == std::errc() && p == text.data() + text.size() && id != 0)
+        return true;
+    struct stat st;
+    if (stat(text.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        error = "--cgroup " + text + ": neither a cgroup id nor a cgroup directory";
+        return false;
+    }
+    id = st.st_ino;
+    return true;
+}
+
+}  // namespace
+
+std::string datapath_text(uint32_t sample)
+{
+    if (sample == 0)
+        return "off";
+    if (sample == 1)
+        return "all";
+    return "sample:" + std::to_string(sample);
+}
+
+int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& error)
+{
+    CLI::App app{"insert-trace: eBPF tracing of RDMA verbs (libibverbs) on this host"};
+    app.footer(
+        "Examples:\n"
+        "  insert-trace                                  # every process using the system libibverbs\n"
+        "  insert-trace -p 4242 -o verbs.jsonl           # one running process\n"
+        "  insert-trace -l build/hosttrace/softverbs/libibverbs.so.1 --datapath sample:100\n"
+        "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n");
+    std::string datapath = "all";
+    std::string cgroup;
+    uint32_t ringbuf_kb = out.ringbuf_bytes / 1024;
+    int pid = 0;
+    app.add_option("-o,--output", out.output, "JSON Lines destination file, '-' for stdout");
+    app.add_option("--unix", out.unix_socket, "write to this Unix stream socket instead");
+    app.add_option("-p,--pid", pid, "trace only this process (its mapped libibverbs)");
+    app.add_option("--comm", out.comm, "trace only processes with this command name");
+    app.add_option("--cgroup", cgroup, "trace only this cgroup v2 (directory or id)");
+    app.add_option("-l,--lib", out.libraries,
+                   "libibverbs.so copy to probe (repeatable); default: the system's");
+    app.add_option("--datapath", datapath, "post_send/post_recv/poll_cq: off, all, sample:N");
+    app.add_option("--ringbuf-kb", ringbuf_kb, "ring buffer size in KiB (power of two)");
+    app.add_option("--scan-ms", out.scan_ms,
+                   "look for processes mapping other libibverbs copies every N ms (0: off)");
+    app.add_option("--duration", out.duration_s, "stop after this many seconds");
+    app.add_flag("-v,--verbose", out.verbose, "libbpf diagnostics on stderr");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        error = e.what();
+        return 2;
+    }
+    if (!parse_datapath(datapath, out.datapath_sample)) {
+        error = "--datapath " + datapath + ": expected off, all or sample:N (N >= 1)";
+        return 2;
+    }
+    if (pid < 0) {
+        error = "--pid " + std::to_string(pid) + ": not a process id";
+        return 2;
+    }
+    out.pid = pid;
+    if (out.comm.size() > 15) {
+        error = "--comm " + out.comm + ": longer than the kernel's 15-character comm";
+        return 2;
+    }
+    if (!cgroup.empty() && !parse_cgroup(cgroup, out.cgroup_id, error))
+        return 2;
+    if (ringbuf_kb < kMinRingbufKb || ringbuf_kb > kMaxRingbufKb || (ringbuf_kb & (ringbuf_kb - 1))) {
+        error = "--ringbuf-kb " + std::to_string(ringbuf_kb) + ": power of two from 4 to 1048576";
+        return 2;
+    }
+    out.ringbuf_bytes = ringbuf_kb * 1024;
+    if (out.duration_s < 0) {
+        error = "--duration: negative";
+        return 2;
+    }
+    if (out.pid && !out.libraries.empty()) {
+        error = "--pid and --lib: the library of a process is the one it maps; give one of them";
+        return 2;
+    }
+    return -1;
+}
+
+}  // namespace insert::hosttrace

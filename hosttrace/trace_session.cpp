@@ -1,0 +1,307 @@
+#include "hosttrace/trace_session.hpp"
+
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "hosttrace/elf_symbols.hpp"
+#include "hosttrace/event_decoder.hpp"
+#include "hosttrace/output_sink.hpp"
+#include "hosttrace/proc_maps.hpp"
+#include "hosttrace/process_table.hpp"
+#include "hosttrace/tracer.hpp"
+
+namespace insert::hosttrace {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Poll timeout: bounds how late a stop request or the housekeeping tick is noticed.
+constexpr int kPollTimeoutMs = 100;
+// Housekeeping (drop counters, exited processes) interval.
+constexpr auto kHousekeeping = std::chrono::milliseconds(250);
+constexpr const char* kLibibverbsPrefix = "libibverbs.so";
+
+bool g_verbose = false;
+
+int libbpf_log(enum libbpf_print_level level, const char* format, va_list args)
+{
+    if (level == LIBBPF_DEBUG || (!g_verbose && level != LIBBPF_WARN))
+        return 0;
+    std::fputs("insert-trace: libbpf: ", stderr);
+    return std::vfprintf(stderr, format, args);
+}
+
+uint64_t monotonic_ns()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int fail(const std::string& message)
+{
+    std::fprintf(stderr, "insert-trace: %s\n", message.c_str());
+    return 2;
+}
+
+class Session {
+public:
+    Session(const TraceOptions& o, OutputSink& out) : opt_(o), out_(out), wall_offset_(wall_clock_offset_ns()) {}
+
+    int run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop);
+
+private:
+    void on_event(const insert_trace_event& e);
+    void resolve_datapath(pid_t pid, uint64_t ctx);
+    void housekeeping(bool final);
+    void scan_processes();
+    bool attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in);
+    void emit(const json& j);
+
+    const TraceOptions& opt_;
+    OutputSink& out_;
+    int64_t wall_offset_;
+    std::unique_ptr<VerbsTracer> tracer_;
+    ProcessTable table_;
+    Counters reported_;
+    uint64_t events_ = 0;
+    bool output_failed_ = false;
+};
+
+void Session::emit(const json& j)
+{
+    if (!out_.write_line(j.dump()))
+        output_failed_ = true;
+}
+
+bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in)
+{
+    std::vector<std::string> attached;
+    bool already = false;
+    std::string error;
+    if (!tracer_->attach_library(path, attach_pid, attached, already, error)) {
+        std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
+        return false;
+    }
+    if (!already)
+        emit({{"type", "attach"}, {"what", "control"}, {"t_ns", monotonic_ns()}, {"lib", path},
+              {"pid", attach_pid}, {"seen_in_pid", seen_in}, {"symbols", attached}});
+    return true;
+}
+
+void Session::on_event(const insert_trace_event& e)
+{
+    events_++;
+    emit(decode_event(e, table_, wall_offset_));
+    if (opt_.datapath_sample != 0 && table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
+        resolve_datapath(static_cast<pid_t>(e.pid), e.ctx);
+}
+
+// The data-path verbs are inline wrappers that call context->ops.post_send & co: read
+// those pointers from the process, find the file they live in, and probe that file.
+void Session::resolve_datapath(pid_t pid, uint64_t ctx)
+{
+    struct {
+        DatapathFn fn;
+        const char* name;
+        uint64_t slot;
+    } const fns[] = {{DatapathFn::PostSend, "post_send", IBV_OPS_POST_SEND},
+                     {DatapathFn::PostRecv, "post_recv", IBV_OPS_POST_RECV},
+                     {DatapathFn::PollCq, "poll_cq", IBV_OPS_POLL_CQ}};
+    std::string error;
+    auto maps = read_maps(pid, error);
+    json record = {{"type", "attach"}, {"what", "datapath"}, {"t_ns", monotonic_ns()},
+                   {"pid", pid}, {"ctx", hex_pointer(ctx)}};
+    json functions = json::object();
+    bool any_new = false;
+    for (const auto& f : fns) {
+        uint64_t addr = 0;
+        if (!maps || !read_process_memory(pid, ctx + IBV_CONTEXT_OPS + f.slot, &addr, sizeof(addr))) {
+            error = "process exited or memory unreadable";
+            functions[f.name] = {{"error", error}};
+            continue;
+        }
+        auto loc = locate(*maps, addr);
+        if (!addr || !loc) {
+            functions[f.name] = {{"error", fmt::format("0x{:x} is not in a mapped file", addr)}};
+            continue;
+        }
+        const std::string path = path_in_process_root(pid, loc->path);
+        bool already = false;
+        const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
+        if (!tracer_->attach_datapath(f.fn, path, loc->offset, attach_pid, already, error)) {
+            functions[f.name] = {{"error", error}};
+            std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
+            continue;
+        }
+        any_new |= !already;
+        functions[f.name] = {{"file", loc->path}, {"offset", loc->offset}, {"new", !already}};
+    }
+    record["functions"] = functions;
+    if (any_new || functions.dump().find("error") != std::string::npos)
+        emit(record);
+}
+
+void Session::housekeeping(bool final)
+{
+    const Counters c = tracer_->counters();
+    if (c.ringbuf_drops != reported_.ringbuf_drops)
+        emit({{"type", "lost"}, {"t_ns", monotonic_ns()},
+              {"ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops},
+              {"ringbuf_drops_total", c.ringbuf_drops}});
+    reported_ = c;
+    for (const ExitedProcess& p : table_.reap_exited())
+        emit({{"type", "process_exit"}, {"t_ns", monotonic_ns()}, {"pid", p.pid}, {"comm", p.comm},
+              {"open_qps", p.open_qps}, {"open_mrs", p.open_mrs}});
+    if (final)
+        emit({{"type", "trace_stats"}, {"final", true}, {"t_ns", monotonic_ns()}, {"events", events_},
+              {"ringbuf_drops", c.ringbuf_drops}, {"read_errors", c.read_errors},
+              {"sampled_out", c.sampled_out}, {"probes", tracer_->links()}});
+    if (!out_.flush())
+        output_failed_ = true;
+}
+
+// Processes started after the tracer are covered when they map a probed file (uprobes
+// follow the inode); this finds the ones that map another libibverbs copy.
+void Session::scan_processes()
+{
+    const pid_t self = getpid();
+    for (pid_t pid : list_pids()) {
+        if (pid == self)
+            continue;
+        std::string error;
+        auto maps = read_maps(pid, error);
+        if (!maps)
+            continue;
+        auto lib = find_mapped_library(*maps, kLibibverbsPrefix);
+        if (lib)
+            attach_library(path_in_process_root(pid, *lib), -1, pid);
+    }
+}
+
+int Session::run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop)
+{
+    TracerFilters filters;
+    filters.tgid = opt_.pid;
+    filters.cgroup_id = opt_.cgroup_id;
+    filters.comm = opt_.comm;
+    filters.datapath_sample = opt_.datapath_sample;
+    filters.ringbuf_bytes = opt_.ringbuf_bytes;
+    std::string error;
+    tracer_ = VerbsTracer::open(filters, [this](const insert_trace_event& e) { on_event(e); }, error);
+    if (!tracer_)
+        return fail(error);
+    const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
+    for (const std::string& lib : libraries) {
+        std::vector<std::string> attached;
+        bool already = false;
+        if (!tracer_->attach_library(lib, attach_pid, attached, already, error))
+            return fail(error);
+        if (!already)
+            emit({{"type", "attach"}, {"what", "control"}, {"t_ns", monotonic_ns()}, {"lib", lib},
+                  {"pid", attach_pid}, {"symbols", attached}});
+    }
+    const bool scanning = opt_.pid == 0 && opt_.scan_ms > 0;
+    if (scanning)
+        scan_processes();
+    emit({{"type", "trace_start"}, {"t_ns", monotonic_ns()}, {"wall_offset_ns", wall_offset_},
+          {"datapath", datapath_text(opt_.datapath_sample)}, {"ringbuf_bytes", opt_.ringbuf_bytes},
+          {"pid", opt_.pid ? json(opt_.pid) : json(nullptr)},
+          {"comm", opt_.comm.empty() ? json(nullptr) : json(opt_.comm)},
+          {"cgroup", opt_.cgroup_id ? json(opt_.cgroup_id) : json(nullptr)}, {"probes", tracer_->links()}});
+    if (!out_.flush())
+        return fail("writing the output failed");
+
+    const auto started = Clock::now();
+    auto next_housekeeping = started + kHousekeeping;
+    auto next_scan = started + std::chrono::milliseconds(opt_.scan_ms);
+    while (!stop.load(std::memory_order_relaxed) && !output_failed_) {
+        const int n = tracer_->poll(kPollTimeoutMs);
+        if (n < 0 && n != -EINTR)
+            return fail(std::string("reading the ring buffer: ") + std::strerror(-n));
+        const auto now = Clock::now();
+        if (now >= next_housekeeping) {
+            housekeeping(false);
+            next_housekeeping = now + kHousekeeping;
+        } else if (n > 0 && !out_.flush()) {
+            output_failed_ = true;
+        }
+        if (scanning && now >= next_scan) {
+            scan_processes();
+            next_scan = now + std::chrono::milliseconds(opt_.scan_ms);
+        }
+        if (opt_.duration_s > 0 && now - started >= std::chrono::duration<double>(opt_.duration_s))
+            break;
+        // With --pid, the run ends with the process.
+        if (opt_.pid && !process_alive(opt_.pid))
+            break;
+    }
+    tracer_->drain();
+    housekeeping(true);
+    if (output_failed_)
+        return fail("writing the output failed (reader gone or disk full)");
+    return 0;
+}
+
+}  // namespace
+
+int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop)
+{
+    g_verbose = options.verbose;
+    libbpf_set_print(libbpf_log);
+    if (geteuid() != 0)
+        return fail("needs root (CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE) to attach uprobes");
+
+    // Check every target before loading anything, so a typo costs no probes.
+    std::vector<std::string> libraries;
+    if (options.pid) {
+        std::string error;
+        auto maps = read_maps(options.pid, error);
+        if (!maps)
+            return fail(error);
+        auto lib = find_mapped_library(*maps, kLibibverbsPrefix);
+        if (!lib)
+            return fail(fmt::format("pid {}: maps no {}* (not a verbs application?)", options.pid,
+                                    kLibibverbsPrefix));
+        libraries.push_back(path_in_process_root(options.pid, *lib));
+    } else if (!options.libraries.empty()) {
+        libraries = options.libraries;
+    } else {
+        const std::string sys = system_libibverbs();
+        if (sys.empty() && options.scan_ms == 0)
+            return fail("no system libibverbs.so.1 found; give --lib PATH");
+        if (!sys.empty())
+            libraries.push_back(sys);
+    }
+    for (const std::string& lib : libraries) {
+        std::string error;
+        auto elf = ElfSymbols::load(lib, error);
+        if (!elf)
+            return fail("--lib " + error);
+        for (const VerbProbeSpec& v : kControlVerbs)
+            if (v.required && !elf->function_offset(v.symbol))
+                return fail("--lib " + lib + ": does not define " + v.symbol + " (not a libibverbs?)");
+    }
+
+    std::string error;
+    auto out = OutputSink::open(options.output, options.unix_socket, error);
+    if (!out)
+        return fail(error);
+    Session session(options, *out);
+    return session.run(libraries, stop);
+}
+
+}  // namespace insert::hosttrace

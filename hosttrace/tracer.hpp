@@ -1,0 +1,95 @@
+// The BPF side of insert-trace: loads the skeleton with the filters, attaches uprobes to
+// libibverbs copies (control path) and to provider functions (data path), and delivers
+// ring-buffer events. One instance per tracer process; no global state.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "verbs_trace.h"
+
+struct verbs_trace_bpf;
+struct ring_buffer;
+struct bpf_link;
+struct bpf_program;
+
+namespace insert::hosttrace {
+
+struct TracerFilters {
+    pid_t tgid = 0;
+    uint64_t cgroup_id = 0;
+    std::string comm;
+    uint32_t datapath_sample = 1;
+    uint32_t ringbuf_bytes = 4u << 20;
+};
+
+enum class DatapathFn { PostSend, PostRecv, PollCq };
+
+struct Counters {
+    uint64_t ringbuf_drops = 0;
+    uint64_t read_errors = 0;
+    uint64_t sampled_out = 0;
+};
+
+// Control-path functions probed in a libibverbs copy; `required` ones must resolve.
+struct VerbProbeSpec {
+    const char* symbol;
+    bool required;
+};
+extern const std::vector<VerbProbeSpec> kControlVerbs;
+
+class VerbsTracer {
+public:
+    using EventHandler = std::function<void(const insert_trace_event&)>;
+
+    static std::unique_ptr<VerbsTracer> open(const TracerFilters& filters, EventHandler handler,
+                                             std::string& error);
+    ~VerbsTracer();
+    VerbsTracer(const VerbsTracer&) = delete;
+    VerbsTracer& operator=(const VerbsTracer&) = delete;
+
+    // Probes the control-path verbs of a libibverbs file for `pid` (-1: every process).
+    // Appends the attached symbols to `attached`. Returns false with `error` when the file
+    // is not a libibverbs (a required symbol is missing) or an attach fails. Attaching the
+    // same file (device, inode) twice is a no-op that returns true.
+    bool attach_library(const std::string& path, pid_t pid, std::vector<std::string>& attached,
+                        bool& already, std::string& error);
+
+    // Probes a provider's data-path function at (file, offset); idempotent per location.
+    // `already` tells whether it was probed before.
+    bool attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset, pid_t pid,
+                         bool& already, std::string& error);
+
+    // Waits up to `timeout_ms` for events and hands them to the handler. Returns the
+    // number of events, or a negative errno (-EINTR when a signal interrupted the wait).
+    int poll(int timeout_ms);
+    int drain();
+
+    Counters counters() const;
+    size_t links() const { return links_.size(); }
+
+private:
+    VerbsTracer() = default;
+    static int on_sample(void* self, void* data, size_t size);
+    bool attach_one(::bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
+                    uint64_t offset, std::string& error);
+
+    verbs_trace_bpf* skel_ = nullptr;
+    ring_buffer* rb_ = nullptr;
+    EventHandler handler_;
+    std::vector<bpf_link*> links_;
+    std::set<std::pair<uint64_t, uint64_t>> libraries_;                  // (dev, inode)
+    std::set<std::tuple<uint64_t, uint64_t, uint64_t, int>> datapath_;   // dev, inode, offset, fn
+};
+
+// Candidates for the system's libibverbs, in the order the dynamic loader would find them.
+std::string system_libibverbs();
+
+}  // namespace insert::hosttrace

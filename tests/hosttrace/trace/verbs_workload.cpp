@@ -1,0 +1,438 @@
+// A verbs application for insert-trace's tests: two RC QPs in one process (device 0 and
+// device 1 of ibv_get_device_list), connected to each other, doing RDMA WRITEs and SENDs.
+// It prints its own ground truth as JSON Lines ({"truth": ...}) on stdout so the test can
+// compare the tracer's output with what really happened. Written only against
+// <infiniband/verbs.h>: it runs on softverbs or on a real NIC.
+//
+//   verbs_workload devices                    ibv_get_device_list, print the count
+//   verbs_workload run [--ops N] [--sync]     the scenario below; --sync waits for a line
+//                                             on stdin at each "phase" record
+//   verbs_workload spin                       set up, then post and poll until killed
+//   verbs_workload mr-loop N                  N x (ibv_reg_mr + ibv_dereg_mr), one PD
+//   verbs_workload bench-reg N | bench-post N | bench-poll N
+//                                             ns per call of a verb in a loop (cost model)
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+constexpr uint32_t kWriteBytes = 4096;
+constexpr uint32_t kSendBytes = 512;
+constexpr int kPollBatch = 16;
+constexpr auto kCompletionDeadline = std::chrono::seconds(20);
+constexpr ibv_mtu kMtu = IBV_MTU_1024;
+
+[[noreturn]] void die(const char* what)
+{
+    std::fprintf(stderr, "verbs_workload: %s: %s\n", what, std::strerror(errno));
+    std::exit(1);
+}
+
+struct Endpoint {
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_cq* cq = nullptr;
+    ibv_qp* qp = nullptr;
+    ibv_mr* mr = nullptr;
+    ibv_gid gid{};
+    std::vector<uint8_t> buf = std::vector<uint8_t>(kBufferBytes);
+};
+
+void truth(const std::string& json)
+{
+    std::printf("{\"truth\":%s}\n", json.c_str());
+    std::fflush(stdout);
+}
+
+void phase(const char* name, bool sync)
+{
+    std::printf("{\"phase\":\"%s\",\"pid\":%d}\n", name, static_cast<int>(getpid()));
+    std::fflush(stdout);
+    if (sync) {
+        std::string line;
+        std::getline(std::cin, line);
+    }
+}
+
+ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access)
+{
+    ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
+    if (!mr)
+        die("ibv_reg_mr");
+    char b[256];
+    std::snprintf(b, sizeof(b),
+                  "{\"what\":\"mr\",\"addr\":%" PRIu64 ",\"length\":%zu,\"lkey\":%u,\"rkey\":%u,\"access\":%d}",
+                  reinterpret_cast<uint64_t>(addr), len, mr->lkey, mr->rkey, access);
+    truth(b);
+    return mr;
+}
+
+void open_endpoint(ibv_device* dev, Endpoint& e)
+{
+    e.ctx = ibv_open_device(dev);
+    if (!e.ctx)
+        die("ibv_open_device");
+    if (ibv_query_gid(e.ctx, 1, 0, &e.gid))
+        die("ibv_query_gid");
+    e.pd = ibv_alloc_pd(e.ctx);
+    if (!e.pd)
+        die("ibv_alloc_pd");
+    e.cq = ibv_create_cq(e.ctx, 256, nullptr, nullptr, 0);
+    if (!e.cq)
+        die("ibv_create_cq");
+    e.mr = reg(e.pd, e.buf.data(), e.buf.size(),
+               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    ibv_qp_init_attr init{};
+    init.send_cq = e.cq;
+    init.recv_cq = e.cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = 128;
+    init.cap.max_recv_wr = 128;
+    init.cap.max_send_sge = 4;
+    init.cap.max_recv_sge = 4;
+    e.qp = ibv_create_qp(e.pd, &init);
+    if (!e.qp)
+        die("ibv_create_qp");
+    char b[128];
+    std::snprintf(b, sizeof(b), "{\"what\":\"qp\",\"qpn\":%u}", e.qp->qp_num);
+    truth(b);
+}
+
+std::string ip_of(const ibv_gid& g)
+{
+    char b[32];
+    std::snprintf(b, sizeof(b), "%u.%u.%u.%u", g.raw[12], g.raw[13], g.raw[14], g.raw[15]);
+    return b;
+}
+
+void modify(ibv_qp* qp, ibv_qp_attr& attr, int mask, const std::string& detail)
+{
+    if (ibv_modify_qp(qp, &attr, mask))
+        die("ibv_modify_qp");
+    static const char* kStates[] = {"RESET", "INIT", "RTR", "RTS"};
+    truth("{\"what\":\"modify\",\"qpn\":" + std::to_string(qp->qp_num) + ",\"state\":\"" +
+          kStates[attr.qp_state] + "\"" + detail + "}");
+}
+
+void connect(Endpoint& self, const Endpoint& peer, uint32_t rq_psn, uint32_t sq_psn)
+{
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.pkey_index = 0;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    modify(self.qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "");
+
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = kMtu;
+    a.dest_qp_num = peer.qp->qp_num;
+    a.rq_psn = rq_psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.dgid = peer.gid;
+    a.ah_attr.grh.sgid_index = 0;
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.port_num = 1;
+    modify(self.qp, a,
+           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+           ",\"dest_qpn\":" + std::to_string(peer.qp->qp_num) + ",\"rq_psn\":" + std::to_string(rq_psn) +
+               ",\"path_mtu\":1024,\"peer_ip\":\"" + ip_of(peer.gid) + "\",\"ip\":\"" + ip_of(self.gid) + "\"");
+
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = sq_psn;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    modify(self.qp, a,
+           IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+               IBV_QP_MAX_QP_RD_ATOMIC,
+           ",\"sq_psn\":" + std::to_string(sq_psn));
+}
+
+void post_send(Endpoint& e, ibv_wr_opcode op, uint64_t wr_id, uint32_t offset, uint32_t len,
+               uint64_t remote_addr, uint32_t rkey, uint32_t imm)
+{
+    ibv_sge sge{reinterpret_cast<uint64_t>(e.buf.data() + offset), len, e.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(imm);
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(e.qp, &wr, &bad))
+        die("ibv_post_send");
+    char b[256];
+    std::snprintf(b, sizeof(b),
+                  "{\"what\":\"send\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"opcode\":%d,\"len\":%u,"
+                  "\"remote_addr\":%" PRIu64 ",\"rkey\":%u,\"imm\":%u}",
+                  e.qp->qp_num, wr_id, static_cast<int>(op), len, remote_addr, rkey, imm);
+    truth(b);
+}
+
+// One chained ibv_post_recv of `count` receives: exercises the wr->next walk.
+void post_recvs(Endpoint& e, uint64_t first_wr_id, int count)
+{
+    std::vector<ibv_sge> sges(count);
+    std::vector<ibv_recv_wr> wrs(count);
+    for (int i = 0; i < count; i++) {
+        sges[i] = {reinterpret_cast<uint64_t>(e.buf.data() + kBufferBytes / 2 + i * kSendBytes), kSendBytes,
+                   e.mr->lkey};
+        wrs[i] = {};
+        wrs[i].wr_id = first_wr_id + i;
+        wrs[i].sg_list = &sges[i];
+        wrs[i].num_sge = 1;
+        wrs[i].next = i + 1 < count ? &wrs[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(e.qp, wrs.data(), &bad))
+        die("ibv_post_recv");
+    for (int i = 0; i < count; i++) {
+        char b[160];
+        std::snprintf(b, sizeof(b), "{\"what\":\"recv\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"len\":%u}",
+                      e.qp->qp_num, first_wr_id + i, kSendBytes);
+        truth(b);
+    }
+}
+
+// Polls until `want` completions arrived; every completion becomes a truth record.
+void drain(Endpoint& e, int want)
+{
+    const auto deadline = std::chrono::steady_clock::now() + kCompletionDeadline;
+    ibv_wc wc[kPollBatch];
+    int got = 0;
+    while (got < want) {
+        const int n = ibv_poll_cq(e.cq, kPollBatch, wc);
+        if (n < 0)
+            die("ibv_poll_cq");
+        for (int i = 0; i < n; i++) {
+            char b[200];
+            std::snprintf(b, sizeof(b),
+                          "{\"what\":\"wc\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"status\":%d,\"opcode\":%d,"
+                          "\"byte_len\":%u}",
+                          wc[i].qp_num, wc[i].wr_id, wc[i].status, wc[i].opcode, wc[i].byte_len);
+            truth(b);
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                std::fprintf(stderr, "verbs_workload: completion %s\n", ibv_wc_status_str(wc[i].status));
+                std::exit(1);
+            }
+        }
+        got += n;
+        if (std::chrono::steady_clock::now() > deadline) {
+            std::fprintf(stderr, "verbs_workload: %d of %d completions before the deadline\n", got, want);
+            std::exit(1);
+        }
+    }
+}
+
+void teardown(Endpoint& e)
+{
+    const uint32_t qpn = e.qp->qp_num;
+    if (ibv_destroy_qp(e.qp))
+        die("ibv_destroy_qp");
+    truth("{\"what\":\"destroy_qp\",\"qpn\":" + std::to_string(qpn) + "}");
+    const uint32_t rkey = e.mr->rkey;
+    if (ibv_dereg_mr(e.mr))
+        die("ibv_dereg_mr");
+    truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(rkey) + "}");
+    ibv_destroy_cq(e.cq);
+    ibv_dealloc_pd(e.pd);
+    ibv_close_device(e.ctx);
+}
+
+ibv_device** devices(int& n)
+{
+    ibv_device** list = ibv_get_device_list(&n);
+    if (!list)
+        die("ibv_get_device_list");
+    return list;
+}
+
+void setup_pair(Endpoint& a, Endpoint& b)
+{
+    int n = 0;
+    ibv_device** list = devices(n);
+    if (n < 1) {
+        std::fprintf(stderr, "verbs_workload: no RDMA device\n");
+        std::exit(1);
+    }
+    open_endpoint(list[0], a);
+    open_endpoint(list[n > 1 ? 1 : 0], b);
+    ibv_free_device_list(list);
+    connect(a, b, /*rq_psn=*/1000, /*sq_psn=*/2000);
+    connect(b, a, /*rq_psn=*/2000, /*sq_psn=*/1000);
+}
+
+int run(int ops, bool sync)
+{
+    Endpoint a, b;
+    setup_pair(a, b);
+    phase("setup", sync);
+    // A second MR registered after the first sync point: a tracer attached late sees it.
+    std::vector<uint8_t> extra(8192);
+    ibv_mr* extra_mr = reg(a.pd, extra.data(), extra.size(), IBV_ACCESS_LOCAL_WRITE);
+    phase("mr2", sync);
+
+    post_recvs(b, 5000, ops);
+    const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    for (int i = 0; i < ops; i++) {
+        post_send(a, IBV_WR_RDMA_WRITE, 100 + i, 0, kWriteBytes, b_addr + i * kWriteBytes, b.mr->rkey, 0);
+        post_send(a, IBV_WR_SEND_WITH_IMM, 200 + i, kWriteBytes, kSendBytes, 0, 0, 0xabc0 + i);
+    }
+    drain(a, 2 * ops);
+    drain(b, ops);
+    phase("data", false);
+
+    if (ibv_dereg_mr(extra_mr))
+        die("ibv_dereg_mr");
+    teardown(a);
+    teardown(b);
+    phase("done", false);
+    return 0;
+}
+
+int spin()
+{
+    Endpoint a, b;
+    setup_pair(a, b);
+    phase("setup", false);
+    const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    for (uint64_t i = 0;; i++) {
+        post_send(a, IBV_WR_RDMA_WRITE, i, 0, kWriteBytes, b_addr, b.mr->rkey, 0);
+        drain(a, 1);
+    }
+}
+
+int mr_loop(long n)
+{
+    int count = 0;
+    ibv_device** list = devices(count);
+    if (count < 1)
+        die("no RDMA device");
+    Endpoint e;
+    e.ctx = ibv_open_device(list[0]);
+    e.pd = e.ctx ? ibv_alloc_pd(e.ctx) : nullptr;
+    if (!e.pd)
+        die("ibv_alloc_pd");
+    for (long i = 0; i < n; i++) {
+        ibv_mr* mr = ibv_reg_mr(e.pd, e.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+        if (!mr || ibv_dereg_mr(mr))
+            die("reg/dereg");
+    }
+    std::printf("{\"mr_loop\":%ld}\n", n);
+    return 0;
+}
+
+// ns per call of one verb; prints a JSON line with the figure.
+template <typename F>
+void time_calls(const char* name, long n, F&& call)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; i++)
+        call(i);
+    const auto ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("{\"bench\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f}\n", name, n, ns / n);
+}
+
+int bench(const std::string& what, long n)
+{
+    Endpoint a, b;
+    setup_pair(a, b);
+    if (what == "bench-reg") {
+        time_calls("reg_mr+dereg_mr", n, [&](long) {
+            ibv_mr* mr = ibv_reg_mr(a.pd, a.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+            if (!mr || ibv_dereg_mr(mr))
+                die("reg/dereg");
+        });
+    } else if (what == "bench-post") {
+        // Unsignaled zero-length WRITEs in batches of 64, each batch followed by a signaled
+        // one and its completion, so the send queue never overflows.
+        ibv_sge sge{reinterpret_cast<uint64_t>(a.buf.data()), 0, a.mr->lkey};
+        ibv_send_wr wr{};
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_WRITE;
+        wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.buf.data());
+        wr.wr.rdma.rkey = b.mr->rkey;
+        time_calls("post_send", n, [&](long i) {
+            wr.wr_id = static_cast<uint64_t>(i);
+            const bool last = i % 64 == 63;
+            wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
+            ibv_send_wr* bad = nullptr;
+            if (ibv_post_send(a.qp, &wr, &bad))
+                die("ibv_post_send");
+            if (last) {
+                ibv_wc wc;
+                while (ibv_poll_cq(a.cq, 1, &wc) == 0) {
+                }
+            }
+        });
+    } else if (what == "bench-poll") {
+        ibv_wc wc[kPollBatch];
+        time_calls("poll_cq(empty)", n, [&](long) {
+            if (ibv_poll_cq(a.cq, kPollBatch, wc) != 0)
+                die("unexpected completion");
+        });
+    } else {
+        std::fprintf(stderr, "verbs_workload: unknown mode %s\n", what.c_str());
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "devices") {
+        int n = -1;
+        ibv_device** list = ibv_get_device_list(&n);
+        std::printf("{\"devices\":%d}\n", list ? n : -1);
+        if (list)
+            ibv_free_device_list(list);
+        return 0;
+    }
+    if (mode == "run") {
+        int ops = 4;
+        bool sync = false;
+        for (int i = 2; i < argc; i++) {
+            if (std::strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
+                ops = std::atoi(argv[++i]);
+            else if (std::strcmp(argv[i], "--sync") == 0)
+                sync = true;
+        }
+        if (ops < 1 || ops > 32) {
+            std::fprintf(stderr, "verbs_workload: --ops 1..32\n");
+            return 2;
+        }
+        return run(ops, sync);
+    }
+    if (mode == "spin")
+        return spin();
+    if (mode == "mr-loop" && argc > 2)
+        return mr_loop(std::atol(argv[2]));
+    if (mode.starts_with("bench-") && argc > 2)
+        return bench(mode, std::atol(argv[2]));
+    std::fprintf(stderr, "usage: verbs_workload devices|run [--ops N] [--sync]|spin|mr-loop N|bench-reg N|bench-post N|bench-poll N\n");
+    return 2;
+}
