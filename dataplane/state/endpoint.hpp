@@ -21,6 +21,8 @@ struct PendingNak {
 // A Middle/Last packet observed before the First of its message.
 struct OrphanPacket {
     uint64_t ts_ns = 0;
+    uint64_t ts_last_ns = 0;  // latest observation, duplicates included
+    uint32_t dups = 0;        // duplicates of it observed before its message existed
     uint32_t psn = 0;
     uint32_t payload_len = 0;
     uint32_t imm_or_inv = 0;

@@ -103,6 +103,8 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     OrphanPacket& o = ep.orphans[slot];
     o.used = true;
     o.ts_ns = ts;
+    o.ts_last_ns = ts;
+    o.dups = 0;
     o.psn = pkt.t.bth.psn;
     o.payload_len = static_cast<uint32_t>(pkt.payload_len);
     o.op = op;
@@ -130,9 +132,10 @@ void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
         OrphanPacket& o = ep.orphans[best];
         o.used = false;
         ++m.pkts;
+        m.retx_pkts += o.dups;
         m.bytes += o.payload_len;
         m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
-        m.t_last_ns = std::max(m.t_last_ns, o.ts_ns);
+        m.t_last_ns = std::max(m.t_last_ns, o.ts_last_ns);
         if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
         if (o.last) {
             m.last_known = true;
@@ -215,7 +218,14 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
         if (m != kNoIndex) {
             ++messages_[m].retx_pkts;
             messages_[m].t_last_ns = std::max(messages_[m].t_last_ns, ts);
+            return;
         }
+        // A duplicate of a packet still waiting for its First: it joins the message too.
+        for (OrphanPacket& o : ep.orphans)
+            if (o.used && o.psn == psn) {
+                ++o.dups;
+                o.ts_last_ns = std::max(o.ts_last_ns, ts);
+            }
         return;
     }
     switch (info.kind) {
