@@ -79,6 +79,8 @@ private:
     Counters reported_;
     uint64_t events_ = 0;
     bool output_failed_ = false;
+    std::string last_error_;
+    std::set<std::string> rejected_;
 };
 
 void Session::emit(const json& j)
@@ -89,16 +91,21 @@ void Session::emit(const json& j)
 
 bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in)
 {
-    std::vector<std::string> attached;
+    std::vector<std::pair<std::string, uint64_t>> attached;
     bool already = false;
     std::string error;
     if (!tracer_->attach_library(path, attach_pid, attached, already, error)) {
-        std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
+        last_error_ = error;
         return false;
     }
-    if (!already)
+    if (!already) {
+        json symbols = json::object();
+        for (const auto& [name, offset] : attached)
+            symbols[name] = offset;
         emit({{"type", "attach"}, {"what", "control"}, {"t_ns", monotonic_ns()}, {"lib", path},
-              {"pid", attach_pid}, {"seen_in_pid", seen_in}, {"symbols", attached}});
+              {"pid", attach_pid}, {"seen_in_pid", seen_in ? json(seen_in) : json(nullptr)},
+              {"symbols", symbols}});
+    }
     return true;
 }
 
@@ -187,8 +194,10 @@ void Session::scan_processes()
         if (!maps)
             continue;
         auto lib = find_mapped_library(*maps, kLibibverbsPrefix);
-        if (lib)
-            attach_library(path_in_process_root(pid, *lib), -1, pid);
+        // A copy that is not a complete libibverbs is reported once, not every scan.
+        if (lib && !attach_library(path_in_process_root(pid, *lib), -1, pid) &&
+            rejected_.insert(*lib).second)
+            std::fprintf(stderr, "insert-trace: %s\n", last_error_.c_str());
     }
 }
 
@@ -205,15 +214,9 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     if (!tracer_)
         return fail(error);
     const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
-    for (const std::string& lib : libraries) {
-        std::vector<std::string> attached;
-        bool already = false;
-        if (!tracer_->attach_library(lib, attach_pid, attached, already, error))
-            return fail(error);
-        if (!already)
-            emit({{"type", "attach"}, {"what", "control"}, {"t_ns", monotonic_ns()}, {"lib", lib},
-                  {"pid", attach_pid}, {"symbols", attached}});
-    }
+    for (const std::string& lib : libraries)
+        if (!attach_library(lib, attach_pid, 0))
+            return fail(last_error_);
     const bool scanning = opt_.pid == 0 && opt_.scan_ms > 0;
     if (scanning)
         scan_processes();

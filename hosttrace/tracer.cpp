@@ -139,7 +139,8 @@ bool VerbsTracer::attach_one(bpf_program* prog, bool retprobe, pid_t pid, const 
     return true;
 }
 
-bool VerbsTracer::attach_library(const std::string& path, pid_t pid, std::vector<std::string>& attached,
+bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
+                                 std::vector<std::pair<std::string, uint64_t>>& attached,
                                  bool& already, std::string& error)
 {
     uint64_t dev = 0, ino = 0;
@@ -166,13 +167,20 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid, std::vector
         }
         sites.emplace_back(v.symbol, *off);
     }
+    // All or nothing: a half-probed library would be probed twice by the next attempt.
+    const size_t first_link = links_.size();
     for (const auto& [symbol, off] : sites) {
         ProbePair p = programs_for(skel_, symbol);
-        if (!attach_one(p.entry, false, pid, path, off, error))
+        if (!attach_one(p.entry, false, pid, path, off, error) ||
+            (p.ret && !attach_one(p.ret, true, pid, path, off, error))) {
+            while (links_.size() > first_link) {
+                bpf_link__destroy(links_.back());
+                links_.pop_back();
+            }
+            attached.clear();
             return false;
-        if (p.ret && !attach_one(p.ret, true, pid, path, off, error))
-            return false;
-        attached.push_back(symbol);
+        }
+        attached.emplace_back(symbol, off);
     }
     libraries_.insert({dev, ino});
     return true;

@@ -56,10 +56,11 @@ public:
     VerbsTracer& operator=(const VerbsTracer&) = delete;
 
     // Probes the control-path verbs of a libibverbs file for `pid` (-1: every process).
-    // Appends the attached symbols to `attached`. Returns false with `error` when the file
+    // Appends the attached symbols and their file offsets to `attached`. Returns false with `error` when the file
     // is not a libibverbs (a required symbol is missing) or an attach fails. Attaching the
     // same file (device, inode) twice is a no-op that returns true.
-    bool attach_library(const std::string& path, pid_t pid, std::vector<std::string>& attached,
+    bool attach_library(const std::string& path, pid_t pid,
+                        std::vector<std::pair<std::string, uint64_t>>& attached,
                         bool& already, std::string& error);
 
     // Probes a provider's data-path function at (file, offset); idempotent per location.

@@ -5,6 +5,8 @@
 // <infiniband/verbs.h>: it runs on softverbs or on a real NIC.
 //
 //   verbs_workload devices                    ibv_get_device_list, print the count
+//   verbs_workload fake-provider [--sync]     drive the exported verbs of the library it
+//                                             runs with through a hand-made provider (below)
 //   verbs_workload run [--ops N] [--sync]     the scenario below; --sync waits for a line
 //                                             on stdin at each "phase" record
 //   verbs_workload spin                       set up, then post and poll until killed
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -302,8 +305,10 @@ int run(int ops, bool sync)
     drain(b, ops);
     phase("data", false);
 
+    const uint32_t extra_rkey = extra_mr->rkey;
     if (ibv_dereg_mr(extra_mr))
         die("ibv_dereg_mr");
+    truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(extra_rkey) + "}");
     teardown(a);
     teardown(b);
     phase("done", false);
@@ -399,6 +404,144 @@ int bench(const std::string& what, long n)
     return 0;
 }
 
+// ---- fake provider --------------------------------------------------------------------
+// On a host without RDMA devices the system's libibverbs opens no context, so nothing
+// would ever reach the probed functions. This mode builds a context by hand, as a provider
+// would: the exported verbs (ibv_alloc_pd, ibv_reg_mr, ibv_create_qp, ibv_modify_qp, ...)
+// of the real library then run for real and call into the private ops table, every slot
+// of which points at fake_op(); the inline data-path verbs call the ops of ibv_context,
+// which point at fake_post_send/fake_post_recv/fake_poll_cq in this executable - a
+// provider living in another file than libibverbs, like mlx5. fake_op() returns one
+// object for every pointer-returning op; the object sits at an address whose low 32 bits
+// are zero, so the int-returning ops (modify_qp, destroy_qp, dereg_mr) see 0: success.
+constexpr uintptr_t kFakeObjectAddress = 0x5e0000000000;
+constexpr size_t kFakeObjectBytes = 4096;
+constexpr uint32_t kFakeLkey = 0x1111;
+constexpr uint32_t kFakeRkey = 0x2222;
+constexpr uint32_t kFakeQpn = 0xabcde;
+
+void* g_fake_object = nullptr;
+
+extern "C" __attribute__((noinline)) void* fake_op()
+{
+    return g_fake_object;
+}
+
+__attribute__((noinline)) int fake_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr**)
+{
+    return 0;
+}
+
+__attribute__((noinline)) int fake_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**)
+{
+    return 0;
+}
+
+__attribute__((noinline)) int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc)
+{
+    if (n < 1)
+        return 0;
+    std::memset(wc, 0, sizeof(*wc));
+    wc->wr_id = 77;
+    wc->status = IBV_WC_SUCCESS;
+    wc->opcode = IBV_WC_RDMA_WRITE;
+    wc->byte_len = 4096;
+    wc->qp_num = kFakeQpn;
+    return 1;
+}
+
+int fake_provider(bool sync)
+{
+    int n = -1;
+    ibv_device** list = ibv_get_device_list(&n);
+    std::printf("{\"devices\":%d}\n", list ? n : -1);
+    if (list)
+        ibv_free_device_list(list);
+
+    g_fake_object = mmap(reinterpret_cast<void*>(kFakeObjectAddress), kFakeObjectBytes,
+                         PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (g_fake_object != reinterpret_cast<void*>(kFakeObjectAddress))
+        die("mmap of the fake object");
+    static void* slots[1024];  // the private ops table: 8 KiB covers every slot
+    for (void*& s : slots)
+        s = reinterpret_cast<void*>(&fake_op);
+    static verbs_context vctx{};
+    static ibv_device device{};
+    std::snprintf(device.name, sizeof(device.name), "fakedev0");
+    vctx.sz = sizeof(vctx);
+    vctx.priv = reinterpret_cast<verbs_ex_private*>(slots);
+    vctx.context.device = &device;
+    vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    vctx.context.ops.post_send = fake_post_send;
+    vctx.context.ops.post_recv = fake_post_recv;
+    vctx.context.ops.poll_cq = fake_poll_cq;
+    ibv_context* ctx = &vctx.context;
+
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    if (pd != g_fake_object)
+        die("ibv_alloc_pd through the fake provider");
+    auto* obj = static_cast<uint8_t*>(g_fake_object);
+    std::memcpy(obj + offsetof(ibv_mr, lkey), &kFakeLkey, 4);
+    std::memcpy(obj + offsetof(ibv_mr, rkey), &kFakeRkey, 4);
+    std::memcpy(obj + offsetof(ibv_qp, qp_num), &kFakeQpn, 4);
+    static uint8_t region[8192];
+    ibv_mr* mr = reg(pd, region, sizeof(region), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ibv_qp_init_attr init{};
+    init.qp_type = IBV_QPT_RC;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    if (!qp)
+        die("ibv_create_qp through the fake provider");
+    truth("{\"what\":\"qp\",\"qpn\":" + std::to_string(qp->qp_num) + "}");
+    Endpoint peer;  // only its QPN and GID are used: the address vector of RTR
+    peer.qp = qp;
+    const uint8_t peer_gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3};
+    std::memcpy(peer.gid.raw, peer_gid, 16);
+    Endpoint self;
+    self.qp = qp;
+    connect(self, peer, /*rq_psn=*/777, /*sq_psn=*/888);
+    phase("setup", sync);
+
+    ibv_sge sge{reinterpret_cast<uint64_t>(region), 4096, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 42;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = 0x10000;
+    wr.wr.rdma.rkey = 0x3333;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(qp, &wr, &bad))
+        die("ibv_post_send");
+    truth("{\"what\":\"send\",\"qpn\":" + std::to_string(kFakeQpn) +
+          ",\"wr_id\":42,\"opcode\":0,\"len\":4096,\"remote_addr\":65536,\"rkey\":13107,\"imm\":0}");
+    ibv_recv_wr rwr{};
+    rwr.wr_id = 43;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    ibv_recv_wr* rbad = nullptr;
+    if (ibv_post_recv(qp, &rwr, &rbad))
+        die("ibv_post_recv");
+    truth("{\"what\":\"recv\",\"qpn\":" + std::to_string(kFakeQpn) + ",\"wr_id\":43,\"len\":4096}");
+    ibv_cq cq{};
+    cq.context = ctx;
+    ibv_wc wc;
+    if (ibv_poll_cq(&cq, 1, &wc) != 1)
+        die("ibv_poll_cq");
+    truth("{\"what\":\"wc\",\"qpn\":" + std::to_string(wc.qp_num) + ",\"wr_id\":77,\"status\":0,"
+          "\"opcode\":1,\"byte_len\":4096}");
+    phase("data", false);
+
+    if (ibv_destroy_qp(qp))
+        die("ibv_destroy_qp");
+    truth("{\"what\":\"destroy_qp\",\"qpn\":" + std::to_string(kFakeQpn) + "}");
+    if (ibv_dereg_mr(mr))
+        die("ibv_dereg_mr");
+    truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(kFakeRkey) + "}");
+    phase("done", false);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -427,6 +570,8 @@ int main(int argc, char** argv)
         }
         return run(ops, sync);
     }
+    if (mode == "fake-provider")
+        return fake_provider(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "spin")
         return spin();
     if (mode == "mr-loop" && argc > 2)

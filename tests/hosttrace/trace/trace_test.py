@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""insert-trace system tests (meson suite 'trace', run as root).
+
+Each test starts the tracer and a verbs workload (verbs_workload.cpp, which prints its own
+ground truth), waits on conditions with deadlines (never a bare sleep), and compares the
+tracer's JSON Lines with the truth exactly.
+
+    trace_test.py TEST_NAME        (names: see TESTS at the bottom)
+Environment: INSERT_BUILD_ROOT (meson sets it).
+"""
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+
+BUILD = os.environ.get("INSERT_BUILD_ROOT", os.getcwd())
+TRACER = os.path.join(BUILD, "hosttrace", "insert-trace")
+WORKLOAD = os.path.join(BUILD, "tests", "hosttrace", "trace", "verbs_workload")
+SOFTVERBS_DIR = os.path.join(BUILD, "hosttrace", "softverbs")
+SOFTVERBS_LIB = os.path.join(SOFTVERBS_DIR, "libibverbs.so.1")
+SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1"
+REQUIRED = ["ibv_open_device", "ibv_query_gid", "ibv_alloc_pd", "ibv_create_cq", "ibv_create_qp",
+            "ibv_modify_qp", "ibv_destroy_qp", "ibv_reg_mr", "ibv_dereg_mr"]
+DEADLINE_S = 30.0
+POLL_S = 0.02
+
+WR_OPCODES = {0: "RDMA_WRITE", 1: "RDMA_WRITE_WITH_IMM", 2: "SEND", 3: "SEND_WITH_IMM", 4: "RDMA_READ"}
+WC_OPCODES = {0: "SEND", 1: "RDMA_WRITE", 2: "RDMA_READ", 128: "RECV", 129: "RECV_RDMA_WITH_IMM"}
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+def wait_until(predicate, what, deadline_s=DEADLINE_S):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(POLL_S)  # polling interval of a condition with a deadline
+    raise Failure(f"timed out after {deadline_s}s waiting for {what}")
+
+
+def softverbs_env():
+    env = dict(os.environ)
+    env["SOFTVERBS_IPS"] = "127.0.0.1,127.0.0.2"
+    env["LD_LIBRARY_PATH"] = SOFTVERBS_DIR
+    return env
+
+
+class Tracer:
+    """insert-trace writing JSON Lines to a file that the test reads as it grows."""
+
+    def __init__(self, tmp, *args):
+        self.path = os.path.join(tmp, f"trace-{time.monotonic_ns()}.jsonl")
+        self.err_path = self.path + ".err"
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen([TRACER, "-o", self.path, *args], stderr=self.err)
+        wait_until(lambda: self._started(), "trace_start record")
+
+    def _started(self):
+        if self.proc.poll() is not None:
+            raise Failure(f"insert-trace exited early ({self.proc.returncode}): {self.stderr()}")
+        return any(r.get("type") == "trace_start" for r in self.records())
+
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def records(self):
+        try:
+            with open(self.path) as f:
+                lines = f.read().split("\n")
+        except FileNotFoundError:
+            return []
+        # The last line may be partially written: only complete lines count.
+        return [json.loads(line) for line in lines[:-1] if line]
+
+    def wait_record(self, predicate, what, deadline_s=DEADLINE_S):
+        return wait_until(lambda: next((r for r in self.records() if predicate(r)), None), what, deadline_s)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Failure("insert-trace did not stop on SIGTERM")
+        self.err.close()
+        check(rc == 0, f"insert-trace exit status {rc}: {self.stderr()}")
+        final = [r for r in self.records() if r.get("type") == "trace_stats" and r.get("final")]
+        check(len(final) == 1, "no final trace_stats record")
+        return final[0]
+
+
+class Workload:
+    """verbs_workload with its stdout (truth and phases) read on a thread."""
+
+    def __init__(self, args, env=None):
+        self.proc = subprocess.Popen([WORKLOAD, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env or dict(os.environ), text=True)
+        self.pid = self.proc.pid
+        self.lines = queue.Queue()
+        self.truth = []
+        self.phases = []
+        self.other = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def _drain(self, block_s):
+        try:
+            item = self.lines.get(timeout=block_s)
+        except queue.Empty:
+            return
+        if item is None:
+            self.phases.append("<eof>")
+        elif "truth" in item:
+            self.truth.append(item["truth"])
+        elif "phase" in item:
+            self.phases.append(item["phase"])
+        else:
+            self.other.append(item)
+
+    def wait_phase(self, name):
+        end = time.monotonic() + DEADLINE_S
+        while name not in self.phases:
+            check("<eof>" not in self.phases, f"workload ended before phase {name} ({self.proc.poll()})")
+            check(time.monotonic() < end, f"timed out waiting for workload phase {name}")
+            self._drain(0.1)
+
+    def release(self):
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+    def finish(self):
+        rc = self.proc.wait(timeout=DEADLINE_S)
+        while "<eof>" not in self.phases:
+            self._drain(1.0)
+        check(rc == 0, f"workload exit status {rc}")
+
+
+def verb_events(records, pid, verb=None):
+    return [r for r in records if r.get("type") == "verb" and r["pid"] == pid and (verb is None or r["verb"] == verb)]
+
+
+def compare_with_truth(records, pid, truth):
+    """The tracer's verbs of `pid` must be exactly the objects and work the truth lists."""
+    ev = verb_events(records, pid)
+    by = lambda v: [r for r in ev if r["verb"] == v]
+    want = lambda w: [t for t in truth if t["what"] == w]
+
+    got_qps = sorted(r["qpn"] for r in by("create_qp") if r["ret"] == 0)
+    check(got_qps == sorted(t["qpn"] for t in want("qp")), f"QPs: traced {got_qps}, truth {want('qp')}")
+
+    got_mrs = Counter((r["addr"], r["length"], r["lkey"], r["rkey"], r["access"]) for r in by("reg_mr"))
+    true_mrs = Counter((t["addr"], t["length"], t["lkey"], t["rkey"], t["access"]) for t in want("mr"))
+    check(got_mrs == true_mrs, f"MRs: traced {got_mrs}, truth {true_mrs}")
+
+    def modify_key(x, traced):
+        fields = ["qpn", "state", "dest_qpn", "rq_psn", "sq_psn", "path_mtu", "peer_ip"]
+        return tuple(x.get(f) for f in fields)
+    got_mod = [modify_key(r, True) for r in by("modify_qp") if r["ret"] == 0]
+    true_mod = [modify_key(t, False) for t in want("modify")]
+    check(got_mod == true_mod, f"modify_qp: traced {got_mod}, truth {true_mod}")
+    # The host's RDMA IP from the GID, on the RTR transition of each QP.
+    for r, t in zip([r for r in by("modify_qp") if r.get("state") == "RTR"],
+                    [t for t in want("modify") if t["state"] == "RTR"]):
+        if t.get("ip") not in (None, "0.0.0.0"):
+            check(r["ip"] == t["ip"], f"host ip {r['ip']} != {t['ip']} for QP {t['qpn']}")
+    for r in by("modify_qp"):
+        if r.get("state") == "RTS":
+            check(r["from_state"] == "RTR", f"RTS from {r['from_state']}")
+
+    got_send = Counter((r["qpn"], r["wr_id"], r["opcode"], r["len"], r["remote_addr"] or 0, r["rkey"] or 0,
+                        r["imm"] or 0) for r in by("post_send"))
+    true_send = Counter((t["qpn"], t["wr_id"], WR_OPCODES[t["opcode"]], t["len"],
+                         t["remote_addr"] if t["opcode"] in (0, 1, 4) else 0,
+                         t["rkey"] if t["opcode"] in (0, 1, 4) else 0,
+                         t["imm"] if t["opcode"] in (1, 3) else 0) for t in want("send"))
+    check(got_send == true_send, f"post_send: traced {sorted(got_send)}, truth {sorted(true_send)}")
+
+    got_recv = Counter((r["qpn"], r["wr_id"], r["len"]) for r in by("post_recv"))
+    true_recv = Counter((t["qpn"], t["wr_id"], t["len"]) for t in want("recv"))
+    check(got_recv == true_recv, f"post_recv: traced {got_recv}, truth {true_recv}")
+
+    got_wc = Counter((r["qpn"], r["wr_id"], r["status_code"], r["opcode"], r["byte_len"]) for r in by("poll_cq"))
+    true_wc = Counter((t["qpn"], t["wr_id"], t["status"], WC_OPCODES[t["opcode"]], t["byte_len"]) for t in want("wc"))
+    check(got_wc == true_wc, f"poll_cq: traced {got_wc}, truth {true_wc}")
+
+    got_destroy = sorted(r["qpn"] for r in by("destroy_qp"))
+    check(got_destroy == sorted(t["qpn"] for t in want("destroy_qp")), f"destroy_qp: {got_destroy}")
+    got_dereg = sorted(r["rkey"] for r in by("dereg_mr"))
+    true_dereg = sorted(t["rkey"] for t in want("dereg_mr"))
+    check(got_dereg == true_dereg, f"dereg_mr: traced {got_dereg}, truth {true_dereg}")
+    for r in ev:
+        check(r["comm"] == "verbs_workload" and r["tid"] > 0 and r["t_ns"] > 0 and r["cgroup"] > 0,
+              f"bad common fields: {r}")
+    return ev
+
+
+def cgroup_id_of(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        path = next(line.strip().split(":", 2)[2] for line in f if line.startswith("0::"))
+    return os.stat("/sys/fs/cgroup" + path).st_ino
+
+
+def datapath_attached(tracer, pid):
+    rec = tracer.wait_record(lambda r: r.get("type") == "attach" and r.get("what") == "datapath"
+                             and r.get("pid") == pid, f"data-path attach for pid {pid}")
+    for name in ("post_send", "post_recv", "poll_cq"):
+        check("error" not in rec["functions"][name], f"data-path {name}: {rec['functions'][name]}")
+    return rec
+
+
+# ---- tests ------------------------------------------------------------------------------
+
+def test_real_libibverbs(tmp):
+    """The system's libibverbs: every verb resolves and attaches without any RDMA device, and
+    the probes fire: a hand-made provider context drives the library's exported verbs, and
+    the inline data-path verbs reach a provider in another file (the workload itself)."""
+    check(os.path.exists(SYSTEM_LIB), f"{SYSTEM_LIB} missing")
+    tracer = Tracer(tmp, "--scan-ms", "0", "--comm", "verbs_workload")
+    attach = tracer.wait_record(lambda r: r.get("type") == "attach" and r.get("what") == "control",
+                                "control attach")
+    check(attach["lib"] == SYSTEM_LIB, f"attached {attach['lib']}")
+    for sym in REQUIRED:
+        check(sym in attach["symbols"], f"{sym} not attached")
+    # Offsets cross-checked with binutils: default-version symbol value -> file offset.
+    nm = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", SYSTEM_LIB],
+                        capture_output=True, text=True, check=True).stdout
+    segs = []
+    for line in subprocess.run(["readelf", "-lW", SYSTEM_LIB], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD":
+            segs.append((int(f[2], 16), int(f[5], 16), int(f[1], 16)))  # vaddr, memsz, offset
+    for line in nm.splitlines():
+        f = line.split()
+        if len(f) == 3 and "@@" in f[2]:
+            name = f[2].split("@@")[0]
+            if name in attach["symbols"]:
+                vaddr = int(f[0], 16)
+                off = next(vaddr - v + o for v, m, o in segs if v <= vaddr < v + m)
+                check(attach["symbols"][name] == off, f"{name}: offset {attach['symbols'][name]} != {off}")
+
+    # No device: ibv_get_device_list finds nothing, and the tracer stays quiet.
+    dev = Workload(["devices"])
+    dev.finish()
+    check(dev.other and dev.other[0]["devices"] <= 0, f"devices: {dev.other}")
+
+    w = Workload(["fake-provider", "--sync"])
+    w.wait_phase("setup")
+    datapath_attached(tracer, w.pid)
+    w.release()
+    w.finish()
+    tracer.wait_record(lambda r: r.get("type") == "verb" and r["pid"] == w.pid and r["verb"] == "dereg_mr",
+                       "dereg_mr event")
+    stats = tracer.stop()
+    compare_with_truth(tracer.records(), w.pid, w.truth)
+    check(not verb_events(tracer.records(), dev.proc.pid), "events from the device-less process")
+    check(stats["ringbuf_drops"] == 0, f"drops: {stats}")
+
+
+def run_softverbs_scenario(tmp, tracer_args, ops):
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", *tracer_args)
+    w = Workload(["run", "--ops", str(ops), "--sync"], env=softverbs_env())
+    w.wait_phase("setup")
+    datapath_attached(tracer, w.pid)
+    cgroup = cgroup_id_of(w.pid)
+    w.release()
+    w.wait_phase("mr2")
+    w.release()
+    w.finish()
+    tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    stats = tracer.stop()
+    return tracer, w, stats, cgroup
+
+
+def test_softverbs_ground_truth(tmp):
+    """Two RC QPs over softverbs: QPs, MRs, transitions, WRs and completions, exactly."""
+    tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=16)
+    ev = compare_with_truth(tracer.records(), w.pid, w.truth)
+    check(all(r["cgroup"] == cgroup for r in ev), f"cgroup id != {cgroup}")
+    check(all(r["ip"] in ("127.0.0.1", "127.0.0.2") for r in ev if r["verb"] not in ("open_device",)),
+          "events without the host RDMA IP")
+    devices = sorted(r["device"] for r in verb_events(tracer.records(), w.pid, "open_device"))
+    check(devices == ["softverbs0", "softverbs1"], f"devices {devices}")
+    exit_rec = next(r for r in tracer.records() if r.get("type") == "process_exit" and r["pid"] == w.pid)
+    check(exit_rec["open_qps"] == 0 and exit_rec["open_mrs"] == 0, f"state left: {exit_rec}")
+    check(stats["ringbuf_drops"] == 0 and stats["read_errors"] == 0, f"stats {stats}")
+    # Wall clock: t_ns + offset, within a minute of now.
+    start = next(r for r in tracer.records() if r.get("type") == "trace_start")
+    check(all(r["wall_ns"] == r["t_ns"] + start["wall_offset_ns"] for r in ev), "wall_ns != t_ns + offset")
+    check(abs(ev[0]["wall_ns"] / 1e9 - time.time()) < 60, "wall clock off")
+
+
+def test_filters(tmp):
+    """--comm and --pid filters in BPF: a non-matching comm sees nothing."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--comm", "not_this_one")
+    w = Workload(["run", "--ops", "2"], env=softverbs_env())
+    w.finish()
+    stats = tracer.stop()
+    check(not [r for r in tracer.records() if r.get("type") == "verb"], "filtered events leaked")
+    check(stats["events"] == 0, f"stats {stats}")
+
+
+def test_sampling(tmp):
+    """--datapath sample:N keeps some data-path calls, counts the rest, keeps the control path."""
+    tracer, w, stats, _ = run_softverbs_scenario(tmp, ["--datapath", "sample:3"], ops=32)
+    sends = verb_events(tracer.records(), w.pid, "post_send")
+    check(0 < len(sends) < 64, f"{len(sends)} of 64 post_send kept")
+    check(stats["sampled_out"] > 0, f"stats {stats}")
+    check(len(verb_events(tracer.records(), w.pid, "reg_mr")) == 3, "control path sampled")
+
+
+def test_datapath_off(tmp):
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--datapath", "off")
+    w = Workload(["run", "--ops", "4"], env=softverbs_env())
+    w.finish()
+    tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    tracer.stop()
+    ev = verb_events(tracer.records(), w.pid)
+    check(not [r for r in ev if r["verb"] in ("post_send", "post_recv", "poll_cq")], "data path traced")
+    check(not [r for r in tracer.records() if r.get("what") == "datapath"], "data path attached")
+    check(len([r for r in ev if r["verb"] == "create_qp"]) == 2, "control path missing")
+
+
+def test_late_attach(tmp):
+    """Tracer started after the application, with --pid: sees what happens from then on and
+    stops by itself when the process exits."""
+    w = Workload(["run", "--ops", "4", "--sync"], env=softverbs_env())
+    w.wait_phase("setup")
+    tracer = Tracer(tmp, "--pid", str(w.pid))
+    w.release()
+    w.wait_phase("mr2")
+    # The second MR revealed the context; its ops table gave the data-path functions.
+    datapath_attached(tracer, w.pid)
+    w.release()
+    w.finish()
+    rc = tracer.proc.wait(timeout=DEADLINE_S)
+    check(rc == 0, f"tracer exit {rc}: {tracer.stderr()}")
+    recs = tracer.records()
+    ev = verb_events(recs, w.pid)
+    check(not [r for r in ev if r["verb"] in ("create_qp", "modify_qp", "open_device")],
+          "events from before the tracer started")
+    mrs = [t for t in w.truth if t["what"] == "mr"]
+    traced_mrs = [(r["addr"], r["rkey"]) for r in ev if r["verb"] == "reg_mr"]
+    check(traced_mrs == [(mrs[2]["addr"], mrs[2]["rkey"])], f"late MR: {traced_mrs}")
+    late_truth = [t for t in w.truth if t["what"] in ("send", "recv", "wc", "destroy_qp", "dereg_mr")]
+    late_truth += [mrs[2]]
+    compare_with_truth(recs, w.pid, late_truth)
+
+
+def test_killed_mid_run(tmp):
+    """SIGKILL while posting: the tracer keeps running and releases the process's state."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0")
+    w = Workload(["spin"], env=softverbs_env())
+    w.wait_phase("setup")
+    tracer.wait_record(lambda r: len(verb_events([r], w.pid, "poll_cq")) and r["wr_id"] >= 20,
+                       "20 completions of the spinning workload")
+    w.proc.kill()
+    w.proc.wait(timeout=DEADLINE_S)
+    rec = tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    check(rec["open_qps"] == 2 and rec["open_mrs"] == 2, f"state at exit: {rec}")
+    check(tracer.proc.poll() is None, "tracer died with the application")
+    # A later process is traced normally.
+    w2 = Workload(["run", "--ops", "2"], env=softverbs_env())
+    w2.finish()
+    tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w2.pid, "second exit")
+    tracer.stop()
+    check(len(verb_events(tracer.records(), w2.pid, "create_qp")) == 2, "second process not traced")
+
+
+def test_ringbuf_overflow(tmp):
+    """A stopped reader and a 4 KiB ring: losses are counted, and kept + lost == made."""
+    loops = 300
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--ringbuf-kb", "4", "--datapath", "off")
+    tracer.proc.send_signal(signal.SIGSTOP)
+    try:
+        w = Workload(["mr-loop", str(loops)], env=softverbs_env())
+        w.finish()
+    finally:
+        tracer.proc.send_signal(signal.SIGCONT)
+    tracer.wait_record(lambda r: r.get("type") == "lost", "lost record")
+    stats = tracer.stop()
+    kept = len(verb_events(tracer.records(), w.proc.pid))
+    made = 2 + 2 * loops  # open_device, alloc_pd, then reg_mr + dereg_mr per loop
+    check(stats["ringbuf_drops"] > 0, f"no drops: {stats}")
+    check(kept + stats["ringbuf_drops"] == made, f"kept {kept} + dropped {stats['ringbuf_drops']} != {made}")
+    lost = sum(r["ringbuf_drops"] for r in tracer.records() if r.get("type") == "lost")
+    check(lost == stats["ringbuf_drops"], f"lost records {lost} != {stats['ringbuf_drops']}")
+
+
+def test_unix_socket(tmp):
+    """--unix: the records go to a Unix stream socket (the correlator's input)."""
+    path = os.path.join(tmp, "correlator.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(DEADLINE_S)
+    proc = subprocess.Popen([TRACER, "--unix", path, "-l", SOFTVERBS_LIB, "--scan-ms", "0"])
+    conn, _ = srv.accept()
+    conn.settimeout(DEADLINE_S)
+    buf = b""
+    w = None
+    end = time.monotonic() + DEADLINE_S
+    while time.monotonic() < end:
+        buf += conn.recv(65536)
+        recs = [json.loads(l) for l in buf.split(b"\n")[:-1]]
+        if w is None and any(r.get("type") == "trace_start" for r in recs):
+            w = Workload(["run", "--ops", "2"], env=softverbs_env())
+            w.finish()
+        if w and any(r.get("type") == "verb" and r["pid"] == w.proc.pid and r["verb"] == "dereg_mr"
+                     for r in recs):
+            break
+    proc.send_signal(signal.SIGTERM)
+    check(proc.wait(timeout=DEADLINE_S) == 0, "tracer exit status")
+    check(w is not None, "no trace_start on the socket")
+    check(len([r for r in recs if r.get("type") == "verb" and r["pid"] == w.proc.pid
+               and r["verb"] == "create_qp"]) == 2, "create_qp events missing on the socket")
+
+
+def test_errors(tmp):
+    """Bad pid, bad library, bad option, not root: one line on stderr, exit 2, no output."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cases = [
+        (["--pid", str(dead.pid)], "no such process"),
+        (["--pid", str(os.getpid())], "maps no libibverbs"),
+        (["--lib", "/nonexistent/libibverbs.so.1"], "No such file"),
+        (["--lib", "/etc/hostname"], "not an ELF"),
+        (["--lib", "/bin/true"], "does not define ibv_"),
+        (["--datapath", "sometimes"], "--datapath"),
+        (["--ringbuf-kb", "1000"], "--ringbuf-kb"),
+        (["--bogus"], "bogus"),
+        (["--unix", os.path.join(tmp, "nobody-listens")], "--unix"),
+    ]
+    for args, needle in cases:
+        r = subprocess.run([TRACER, *args], capture_output=True, text=True, timeout=DEADLINE_S)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2, f"{args}: exit {r.returncode}")
+        check(len(lines) == 1 and needle in lines[0], f"{args}: stderr {r.stderr!r}")
+        check(r.stdout == "", f"{args}: stdout {r.stdout!r}")
+    # Not root: drop privileges with setpriv.
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TRACER],
+                       capture_output=True, text=True, timeout=DEADLINE_S)
+    check(r.returncode == 2 and "root" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          f"unprivileged: {r.returncode} {r.stderr!r}")
+
+
+TESTS = {
+    "real_libibverbs": test_real_libibverbs,
+    "softverbs_ground_truth": test_softverbs_ground_truth,
+    "filters": test_filters,
+    "sampling": test_sampling,
+    "datapath_off": test_datapath_off,
+    "late_attach": test_late_attach,
+    "killed_mid_run": test_killed_mid_run,
+    "ringbuf_overflow": test_ringbuf_overflow,
+    "unix_socket": test_unix_socket,
+    "errors": test_errors,
+}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in TESTS:
+        print(f"usage: {sys.argv[0]} {'|'.join(TESTS)}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("SKIP: insert-trace tests need root", file=sys.stderr)
+        return 77
+    with tempfile.TemporaryDirectory(prefix="insert-trace-test-") as tmp:
+        try:
+            TESTS[sys.argv[1]](tmp)
+        except Failure as e:
+            print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
+            return 1
+    print(f"PASS {sys.argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
