@@ -10,6 +10,8 @@
 #                                                shared parser (ICRC), tshark and insert-dp
 #   softverbs_netns_test.sh perftest_loss ARGS   ib_write_bw with 1% loss: completes, and
 #                                                the capture shows retransmissions
+#   softverbs_netns_test.sh perftest_ecn ARGS    ib_write_bw with 5% of packets ECN-marked:
+#                                                the receiver answers with CNPs
 # Needs root (exit 77 = skipped otherwise). Every step is bounded with timeout; the
 # namespaces are deleted on exit whatever happens.
 set -u
@@ -158,8 +160,19 @@ case "$mode" in
         dup=$(awk '$1=="dup_psn"{print $2}' "$WORK/check.txt")
         [ "$dup" -gt 0 ] || fail "1% loss but no retransmitted PSN in the capture"
         ;;
+    perftest_ecn)
+        export SOFTVERBS_ECN=0.05
+        start_capture
+        run_perftest ib_write_bw "$@"
+        stop_capture
+        check_capture
+        ce=$(awk '$1=="ecn_ce"{print $2}' "$WORK/check.txt")
+        cnp=$(awk '$1=="opcode" && $2=="0x81"{print $4}' "$WORK/check.txt")
+        [ "$ce" -gt 0 ] || fail "SOFTVERBS_ECN=0.05 but no CE-marked packet in the capture"
+        [ "${cnp:-0}" -gt 0 ] || fail "CE-marked packets but no CNP in the capture"
+        ;;
     *)
-        echo "usage: $0 peer|peer_loss|perftest TOOL ARGS|perftest_loss ARGS" >&2
+        echo "usage: $0 loopback|peer|peer_loss|perftest TOOL ARGS|perftest_loss ARGS|perftest_ecn ARGS" >&2
         exit 2
         ;;
 esac
