@@ -111,6 +111,10 @@ EalPlan plan_eal(const EalRequest& request) {
     const uint64_t need = request.memory_bytes + kEalOverheadBytes;
     if (user_has(user, {"--no-huge"})) {
         plan.hugepages = false;
+        if (!user_has(user, {"-m"})) {
+            plan.args.push_back("-m");
+            plan.args.push_back(std::to_string((need + kMiB - 1) / kMiB));
+        }
     } else if (user_has(user, {"-m", "--socket-mem", "--huge-dir"})) {
         plan.hugepages = true;  // the user chose the memory set-up
     } else if (free_hugepage_bytes() >= need) {
@@ -121,7 +125,9 @@ EalPlan plan_eal(const EalRequest& request) {
         plan.args.push_back(std::to_string((need + kMiB - 1) / kMiB));
     }
     // No shared config and no hugepage files left behind if the process is killed.
-    if (!user_has(user, {"--in-memory", "--proc-type"})) plan.args.push_back("--in-memory");
+    // (--no-huge implies legacy memory, which EAL refuses to combine with --in-memory.)
+    if (plan.hugepages && !user_has(user, {"--in-memory", "--proc-type", "--legacy-mem"}))
+        plan.args.push_back("--in-memory");
     if (!request.want_pci && !user_has(user, {"-a", "--allow", "-b", "--block", "--no-pci"}))
         plan.args.push_back("--no-pci");
     if (!user_has(user, {"--telemetry", "--no-telemetry"})) plan.args.push_back("--no-telemetry");

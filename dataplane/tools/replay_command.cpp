@@ -31,6 +31,7 @@ struct ReplayOptions {
     std::string shard = "ip-pair";
     uint32_t max_endpoints = 1u << 20;
     double idle_timeout_s = 0;
+    unsigned record_ring = 4096;
     bool progress = false;
     bool quiet = false;
     std::vector<std::string> eal_args;
@@ -87,11 +88,15 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
                    "ports)")
         ->check(CLI::IsMember({"ip-pair", "ip-pair-sport"}));
     app.add_option("--max-endpoints", opt.max_endpoints,
-                   "endpoint table capacity per worker (default 1048576)")
+                   "endpoint capacity in total, split over the workers (default 1048576)")
         ->check(CLI::Range(1u, 1u << 28));
     app.add_option("--idle-timeout", opt.idle_timeout_s,
                    "evict endpoints idle for S seconds of capture time (default: never)")
         ->check(CLI::PositiveNumber);
+    app.add_option("--record-ring", opt.record_ring,
+                   "records per worker ring, a power of two (default 4096); a full ring makes "
+                   "its worker wait, never drops")
+        ->check(CLI::Range(16u, 1u << 20));
     app.add_flag("--progress", opt.progress, "progress line on stderr even when not a terminal");
     app.add_flag("--quiet", opt.quiet, "no terminal summary");
     try {
@@ -102,6 +107,10 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
         return 1;
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "%s: %s (try --help)\n", kName, e.what());
+        return 2;
+    }
+    if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
+        std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", kName, opt.record_ring);
         return 2;
     }
     return 0;
@@ -165,13 +174,17 @@ int run_replay(int argc, char** argv) {
                                                    error);
         pipeline::PipelineConfig config;
         config.make_engine = &state::Engine::create;
-        config.engine.max_endpoints = opt.max_endpoints;
+        // --max-endpoints bounds the whole run's memory: each worker's table gets its share
+        // (the shard hash spreads endpoints evenly; table_full in the summary says when a
+        // skewed share did not fit).
+        config.engine.max_endpoints = (opt.max_endpoints + opt.workers - 1) / opt.workers;
         config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
         config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
         // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.
         config.worker.tick_ns = config.engine.idle_timeout_ns / 8;
         if (config.engine.idle_timeout_ns && config.worker.tick_ns == 0) config.worker.tick_ns = 1;
         config.full_policy = pipeline::FullPolicy::wait;
+        config.record_ring_size = opt.record_ring;
         config.exporter.records = records;
         config.exporter.progress = opt.progress || ::isatty(STDERR_FILENO);
         config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);

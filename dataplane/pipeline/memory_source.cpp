@@ -1,0 +1,85 @@
+#include "dataplane/pipeline/memory_source.hpp"
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+
+namespace insert::pipeline {
+
+namespace {
+
+constexpr unsigned kPoolCache = 256;
+constexpr unsigned kMaxBurst = 64;
+std::atomic<unsigned> g_sequence{0};
+
+void keep_bytes(void*, void*) {}
+
+}  // namespace
+
+std::unique_ptr<MemorySource> MemorySource::create(std::span<const MemoryFrame> frames,
+                                                   unsigned workers, ShardPolicy policy,
+                                                   const MbufTimestamp& timestamp,
+                                                   std::string& error) {
+    if (workers == 0) {
+        error = "memory source: need at least one worker";
+        return nullptr;
+    }
+    std::unique_ptr<MemorySource> src(new MemorySource());
+    src->timestamp_ = timestamp;
+    src->total_ = frames.size();
+    for (unsigned q = 0; q < workers; ++q) src->queues_.push_back(std::make_unique<Queue>());
+    for (const MemoryFrame& f : frames) {
+        const unsigned q =
+            workers == 1 ? 0
+                         : shard_index(shard_hash({f.data, f.len}, policy), workers);
+        src->queues_[q]->frames.push_back(f);
+        src->end_ns_ = std::max(src->end_ns_, f.ts_ns);
+    }
+    const unsigned count = workers * (kMaxBurst + kPoolCache * 2) + 2048;
+    const std::string name = "insert_mem" + std::to_string(g_sequence++);
+    src->pool_ = rte_pktmbuf_pool_create(
+        name.c_str(), count, kPoolCache,
+        RTE_ALIGN_CEIL(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN), 0,
+        static_cast<int>(rte_socket_id()));
+    if (src->pool_ == nullptr) {
+        error = std::string("cannot allocate the mbuf pool: ") + rte_strerror(rte_errno);
+        return nullptr;
+    }
+    return src;
+}
+
+MemorySource::~MemorySource() { rte_mempool_free(pool_); }
+
+uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
+    Queue& queue = *queues_[q];
+    const std::size_t pos = queue.pos.load(std::memory_order_relaxed);
+    const std::size_t left = queue.frames.size() - std::min(pos, queue.frames.size());
+    const unsigned take = static_cast<unsigned>(std::min<std::size_t>({left, n, kMaxBurst}));
+    if (take == 0 || rte_pktmbuf_alloc_bulk(pool_, pkts, take) != 0) return 0;
+    for (unsigned i = 0; i < take; ++i) {
+        const MemoryFrame& f = queue.frames[pos + i];
+        rte_mbuf* m = pkts[i];
+        auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(m));
+        shinfo->free_cb = keep_bytes;
+        shinfo->fcb_opaque = nullptr;
+        rte_mbuf_ext_refcnt_set(shinfo, 1);
+        const uint16_t len = static_cast<uint16_t>(std::min<uint32_t>(f.len, UINT16_MAX));
+        rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(f.data), RTE_BAD_IOVA, len, shinfo);
+        m->data_len = len;
+        m->pkt_len = len;
+        timestamp_.set(m, f.ts_ns);
+    }
+    queue.pos.store(pos + take, std::memory_order_relaxed);
+    return static_cast<uint16_t>(take);
+}
+
+SourceProgress MemorySource::progress() const noexcept {
+    SourceProgress p;
+    for (const auto& q : queues_) p.frames += q->pos.load(std::memory_order_relaxed);
+    p.fraction = total_ ? static_cast<double>(p.frames) / static_cast<double>(total_) : 1.0;
+    return p;
+}
+
+}  // namespace insert::pipeline

@@ -1,0 +1,67 @@
+// Top QPs for live stats (/insert/top_qps, the terminal view) without touching the engine:
+// a RecordSink decorator in front of each worker's record ring sees every `qp` record the
+// engine emits (--interval reports and finals) and keeps that worker's K busiest endpoints
+// by bytes; readers on other threads copy the board under a seqlock (never block the worker).
+// The engine, worker and exporter stay as they are: the decorator is handed to the engine
+// through the pipeline's EngineFactory.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/state/engine.hpp"
+#include "dataplane/state/records.hpp"
+
+namespace insert::pipeline {
+
+class QpBoard {
+public:
+    static constexpr std::size_t kTop = 16;
+    struct Entry {
+        state::QpRecord qp;
+        bool used = false;
+    };
+    // Worker side: one qp record.
+    void offer(const state::QpRecord& qp) noexcept;
+    // Any thread: a consistent copy of the used entries.
+    std::vector<state::QpRecord> snapshot() const;
+
+private:
+    std::atomic<uint64_t> seq_{0};
+    std::array<Entry, kTop> entries_{};
+};
+
+// The sink decorator: forwards every record to the ring, offers qp records to the board.
+class BoardSink final : public state::RecordSink {
+public:
+    bool push(const state::Record& r) override {
+        if (r.type == state::RecordType::qp) board.offer(r.qp);
+        return inner->push(r);
+    }
+    state::RecordSink* inner = nullptr;
+    QpBoard board;
+};
+
+// Boards for the engines the next Pipeline::create() makes: install() before it, and the
+// factory make_engine_with_board() wraps each worker's sink in the next BoardSink.
+class QpBoards {
+public:
+    explicit QpBoards(unsigned workers);
+    void install();    // becomes the boards the factory uses (one set per process at a time)
+    void uninstall();
+    static std::unique_ptr<state::Engine> make_engine_with_board(const state::EngineConfig& config,
+                                                                 state::RecordSink& sink,
+                                                                 std::string& error);
+    // The K busiest endpoints over every worker, by bytes.
+    std::vector<state::QpRecord> top(std::size_t k) const;
+
+private:
+    std::vector<std::unique_ptr<BoardSink>> sinks_;
+    std::atomic<unsigned> next_{0};
+};
+
+}  // namespace insert::pipeline

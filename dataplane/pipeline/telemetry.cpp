@@ -1,0 +1,284 @@
+#include "dataplane/pipeline/telemetry.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_telemetry.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace insert::pipeline {
+
+namespace {
+
+std::atomic<const LiveStats*> g_stats{nullptr};
+std::atomic<unsigned> g_readers{0};
+constexpr std::size_t kTopQps = 10;
+
+// Holds the published stats for one command; publish(nullptr) waits for it to end.
+class Reader {
+public:
+    Reader() {
+        g_readers.fetch_add(1);
+        stats_ = g_stats.load();
+    }
+    ~Reader() { g_readers.fetch_sub(1); }
+    const LiveStats* get() const { return stats_; }
+
+private:
+    const LiveStats* stats_;
+};
+
+void add_u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
+
+void add_str(rte_tel_data* d, const char* name, const std::string& v) {
+    rte_tel_data_add_dict_string(d, name, v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
+}
+
+int not_running(rte_tel_data* d) {
+    rte_tel_data_start_dict(d);
+    add_str(d, "status", "no pipeline running");
+    return 0;
+}
+
+int cmd_stats(const char*, const char*, rte_tel_data* d) {
+    Reader r;
+    if (!r.get()) return not_running(d);
+    const LiveTotals t = r.get()->totals();
+    rte_tel_data_start_dict(d);
+    add_str(d, "mode", r.get()->mode());
+    add_u64(d, "uptime_ms", static_cast<uint64_t>(t.uptime_s * 1000));
+    add_u64(d, "frames", t.frames);
+    add_u64(d, "pkts", t.pkts);
+    add_u64(d, "roce_pkts", t.roce);
+    add_u64(d, "non_roce_pkts", t.non_roce);
+    add_u64(d, "malformed_pkts", t.malformed);
+    add_u64(d, "passthrough", t.passthrough);
+    add_u64(d, "msgs", t.msgs);
+    add_u64(d, "endpoints", t.endpoints);
+    add_u64(d, "endpoints_live", t.endpoints_live);
+    add_u64(d, "connections", t.connections);
+    add_u64(d, "records_dropped", t.records_dropped);
+    add_u64(d, "table_full", t.table_full);
+    add_u64(d, "evicted", t.evicted);
+    add_u64(d, "tx", t.tx);
+    add_u64(d, "tx_dropped", t.tx_dropped);
+    add_u64(d, "tx_retries", t.tx_retries);
+    add_u64(d, "ring_waits", t.ring_waits);
+    add_u64(d, "rx_missed", t.rx_missed);
+    add_u64(d, "rx_bytes", t.rx_bytes);
+    return 0;
+}
+
+int cmd_ports(const char*, const char*, rte_tel_data* d) {
+    Reader r;
+    if (!r.get()) return not_running(d);
+    rte_tel_data_start_dict(d);
+    const PortSource* src = r.get()->source();
+    if (src == nullptr) return 0;
+    for (const PortInfo& p : src->ports()) {
+        rte_tel_data* c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        rte_eth_stats s{};
+        rte_eth_stats_get(p.id, &s);
+        add_u64(c, "port_id", p.id);
+        add_str(c, "driver", p.driver);
+        add_u64(c, "queues", p.queues);
+        add_str(c, "peer", p.peer == UINT16_MAX ? std::string("none") : std::to_string(p.peer));
+        add_u64(c, "hw_timestamp", p.hw_timestamp);
+        add_u64(c, "ipackets", s.ipackets);
+        add_u64(c, "opackets", s.opackets);
+        add_u64(c, "ibytes", s.ibytes);
+        add_u64(c, "obytes", s.obytes);
+        add_u64(c, "imissed", s.imissed);
+        add_u64(c, "ierrors", s.ierrors);
+        add_u64(c, "oerrors", s.oerrors);
+        add_u64(c, "rx_nombuf", s.rx_nombuf);
+        rte_tel_data_add_dict_container(d, p.name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
+    }
+    return 0;
+}
+
+int cmd_workers(const char*, const char*, rte_tel_data* d) {
+    Reader r;
+    if (!r.get()) return not_running(d);
+    const Pipeline& pipe = r.get()->pipeline();
+    const PortSource* src = r.get()->source();
+    const double hz = static_cast<double>(rte_get_tsc_hz());
+    rte_tel_data_start_dict(d);
+    for (unsigned w = 0; w < pipe.workers(); ++w) {
+        rte_tel_data* c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        const WorkerCounters& wc = pipe.worker(w).counters;
+        const state::EngineCounters& ec = pipe.engine(w).counters();
+        add_u64(c, "frames", wc.frames.load(std::memory_order_relaxed));
+        add_u64(c, "roce_pkts", wc.roce.load(std::memory_order_relaxed));
+        add_u64(c, "non_roce_pkts", wc.non_roce.load(std::memory_order_relaxed));
+        uint64_t mal = 0;
+        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m)
+            mal += wc.malformed[m].load(std::memory_order_relaxed);
+        add_u64(c, "malformed_pkts", mal);
+        add_u64(c, "bursts", wc.bursts.load(std::memory_order_relaxed));
+        add_u64(c, "busy_us", static_cast<uint64_t>(wc.busy_cycles.load(std::memory_order_relaxed) / hz * 1e6));
+        add_u64(c, "endpoints_live", ec.endpoints_live.load(std::memory_order_relaxed));
+        add_u64(c, "table_full", ec.table_full.load(std::memory_order_relaxed));
+        add_u64(c, "evicted", ec.evicted.load(std::memory_order_relaxed));
+        add_u64(c, "msgs", ec.msgs.load(std::memory_order_relaxed));
+        add_u64(c, "records_dropped", ec.records_dropped.load(std::memory_order_relaxed));
+        if (src && w < src->lanes()) {
+            const LaneCounters& l = src->lane(w);
+            add_u64(c, "tx", l.tx.load(std::memory_order_relaxed));
+            add_u64(c, "tx_dropped", l.tx_dropped.load(std::memory_order_relaxed));
+            add_u64(c, "tx_retries", l.tx_retries.load(std::memory_order_relaxed));
+        }
+        rte_tel_data_add_dict_container(d, ("worker" + std::to_string(w)).c_str(), c, 0);
+    }
+    return 0;
+}
+
+int cmd_top_qps(const char*, const char*, rte_tel_data* d) {
+    Reader r;
+    if (!r.get()) return not_running(d);
+    rte_tel_data_start_dict(d);
+    if (r.get()->boards() == nullptr) return 0;
+    for (const state::QpRecord& q : r.get()->boards()->top(kTopQps)) {
+        rte_tel_data* c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        uint64_t msgs = 0;
+        for (uint64_t m : q.msgs) msgs += m;
+        add_u64(c, "pkts", q.pkts);
+        add_u64(c, "bytes", q.bytes);
+        add_u64(c, "msgs", msgs);
+        add_u64(c, "dup_pkts", q.dup_pkts);
+        add_u64(c, "ooo_pkts", q.ooo_pkts);
+        add_u64(c, "gaps", q.gaps);
+        add_u64(c, "naks", q.naks.seq + q.naks.rnr + q.naks.inv + q.naks.access + q.naks.op);
+        add_u64(c, "cnps", q.cnps);
+        add_u64(c, "ecn_ce", q.ecn_ce);
+        if (q.pair_by != state::PairBy::none) {
+            add_str(c, "peer_ip", q.peer_ip.to_string());
+            add_u64(c, "peer_qpn", q.peer_qpn);
+        }
+        char key[96];
+        std::snprintf(key, sizeof key, "%s/%u", q.ip.to_string().c_str(), q.qpn);
+        rte_tel_data_add_dict_container(d, key, c, 0);
+    }
+    return 0;
+}
+
+int cmd_offload(const char*, const char*, rte_tel_data* d) {
+    Reader r;
+    if (!r.get()) return not_running(d);
+    rte_tel_data_start_dict(d);
+    const PortSource* src = r.get()->source();
+    if (src == nullptr) return 0;
+    for (unsigned i = 0; i < src->ports().size(); ++i) {
+        const offload::OffloadState& o = src->offload(i);
+        rte_tel_data* c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        add_str(c, "steering", src->steer() == SteerMode::hardware ? "hardware"
+                                : o.emulated                       ? "emulated"
+                                                                   : "software-rss");
+        add_u64(c, "rules", o.rules);
+        add_u64(c, "refused", o.refused);
+        add_str(c, "reason", o.reason.empty() ? std::string("-") : o.reason);
+        for (std::size_t k = 0; k < o.descriptions.size(); ++k) {
+            char name[32];
+            std::snprintf(name, sizeof name, "rule%zu_hits", k);
+            add_u64(c, name, k < o.hits.size() ? o.hits[k].load(std::memory_order_relaxed) : 0);
+            std::snprintf(name, sizeof name, "rule%zu", k);
+            add_str(c, name, o.descriptions[k]);
+        }
+        rte_tel_data_add_dict_container(d, src->ports()[i].name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
+    }
+    return 0;
+}
+
+}  // namespace
+
+LiveStats::LiveStats(std::string mode, const Pipeline& pipeline, const PortSource* source,
+                     const QpBoards* boards)
+    : mode_(std::move(mode)), pipeline_(pipeline), source_(source), boards_(boards), start_tsc_(rte_rdtsc()) {}
+
+LiveTotals LiveStats::totals() const {
+    LiveTotals t;
+    t.uptime_s = static_cast<double>(rte_rdtsc() - start_tsc_) / static_cast<double>(rte_get_tsc_hz());
+    uint64_t worker_frames = 0;
+    for (unsigned w = 0; w < pipeline_.workers(); ++w) {
+        const WorkerCounters& c = pipeline_.worker(w).counters;
+        worker_frames += c.frames.load(std::memory_order_relaxed);
+        t.roce += c.roce.load(std::memory_order_relaxed);
+        t.non_roce += c.non_roce.load(std::memory_order_relaxed);
+        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m)
+            t.malformed += c.malformed[m].load(std::memory_order_relaxed);
+        const state::EngineCounters& e = pipeline_.engine(w).counters();
+        t.msgs += e.msgs.load(std::memory_order_relaxed);
+        t.endpoints += e.endpoints.load(std::memory_order_relaxed);
+        t.endpoints_live += e.endpoints_live.load(std::memory_order_relaxed);
+        t.connections += e.connections.load(std::memory_order_relaxed);
+        t.records_dropped += e.records_dropped.load(std::memory_order_relaxed);
+        t.table_full += e.table_full.load(std::memory_order_relaxed);
+        t.evicted += e.evicted.load(std::memory_order_relaxed);
+    }
+    t.frames = worker_frames;
+    if (source_) {
+        t.frames = source_->received();
+        t.passthrough = source_->passthrough();
+        for (unsigned l = 0; l < source_->lanes(); ++l) {
+            const LaneCounters& c = source_->lane(l);
+            t.tx += c.tx.load(std::memory_order_relaxed);
+            t.tx_dropped += c.tx_dropped.load(std::memory_order_relaxed);
+            t.tx_retries += c.tx_retries.load(std::memory_order_relaxed);
+            t.ring_waits += c.ring_waits.load(std::memory_order_relaxed);
+        }
+        for (const PortInfo& p : source_->ports()) {
+            rte_eth_stats s{};
+            if (rte_eth_stats_get(p.id, &s) == 0) {
+                t.rx_missed += s.imissed + s.rx_nombuf;
+                t.rx_bytes += s.ibytes;
+            }
+        }
+    }
+    t.non_roce += t.passthrough;
+    t.pkts = worker_frames + t.passthrough;
+    return t;
+}
+
+exporter::SummaryCounts LiveStats::summary(double wall_s) const {
+    exporter::SummaryCounts s = pipeline_.totals(wall_s);
+    const uint64_t pass = source_ ? source_->passthrough() : 0;
+    s.pkts += pass;
+    s.non_roce_pkts += pass;
+    s.mpps = wall_s > 0 ? static_cast<double>(s.pkts) / wall_s / 1e6 : 0.0;
+    return s;
+}
+
+void register_telemetry() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        rte_telemetry_register_cmd("/insert/stats", cmd_stats,
+                                   "INSERT totals: frames, RoCE, msgs, endpoints, drops. No parameters");
+        rte_telemetry_register_cmd("/insert/ports", cmd_ports,
+                                   "INSERT ports: ethdev counters per port. No parameters");
+        rte_telemetry_register_cmd("/insert/workers", cmd_workers,
+                                   "INSERT workers: packets, busy time, table occupancy, drops. No parameters");
+        rte_telemetry_register_cmd("/insert/top_qps", cmd_top_qps,
+                                   "INSERT busiest endpoints (ip/qpn) by bytes. No parameters");
+        rte_telemetry_register_cmd("/insert/offload", cmd_offload,
+                                   "INSERT rte_flow plan per port: hardware or emulated, refusals, hits. No parameters");
+    });
+}
+
+void publish(const LiveStats* stats) {
+    g_stats.store(stats);
+    if (stats == nullptr)
+        while (g_readers.load() != 0) std::this_thread::yield();
+}
+
+}  // namespace insert::pipeline

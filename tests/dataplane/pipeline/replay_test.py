@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Whole-system tests of `insert-dp replay` (suite 'pipeline').
+
+usage: replay_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS
+
+Every case runs the real binary with EAL on 4 KB pages (--no-huge); the tool gives each
+process its own --file-prefix and removes its runtime directory, which `clean_runtime`
+checks. Cases: determinism, hostile, records, errors.
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EAL = ["--", "--no-huge", "-m", "256"]
+TIMEOUT = 300
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def runtime_dirs():
+    return set(glob.glob("/var/run/dpdk/insert-dp-replay-*"))
+
+
+def replay(insert_dp, pcap, *args, eal=EAL, check=True):
+    cmd = [insert_dp, "replay", pcap, "--quiet", *args, *eal]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    if check and p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def records(insert_dp, pcap, workers, *args):
+    p = replay(insert_dp, pcap, "--workers", str(workers), "--records", "-", *args)
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    if not out or out[-1]["type"] != "summary":
+        fail(f"{pcap} --workers {workers}: no summary record last")
+    return out
+
+
+def comparable(recs):
+    """msg records, final qp records and the summary (SPEC invariant 1), order-free."""
+    msgs = sorted(json.dumps(r, sort_keys=True) for r in recs if r["type"] == "msg")
+    qps = sorted(json.dumps(r, sort_keys=True) for r in recs if r["type"] == "qp" and r.get("final"))
+    summary = dict(recs[-1])
+    for wall_clock in ("wall_s", "mpps"):
+        summary.pop(wall_clock, None)
+    return msgs, qps, summary
+
+
+def final_qp(recs, ip, qpn):
+    found = [r for r in recs if r["type"] == "qp" and r.get("final") and r["ip"] == ip and r["qpn"] == qpn]
+    if len(found) != 1:
+        fail(f"expected one final qp record for {ip}/{qpn}, got {len(found)}")
+    return found[0]
+
+
+def case_determinism(insert_dp, d):
+    for name in ("mixed.pcap", "hostile.pcap"):
+        pcap = os.path.join(d, name)
+        base = comparable(records(insert_dp, pcap, 1))
+        if not base[0]:
+            fail(f"{name}: no msg records at all")
+        for workers in (2, 4):  # 4 workers: more lcores than this VM's 2 cores
+            other = comparable(records(insert_dp, pcap, workers))
+            for what, a, b in zip(("msg", "final qp", "summary"), base, other):
+                if a != b:
+                    fail(f"{name}: {what} records differ between --workers 1 and {workers}")
+        # The sport shard policy must also keep the result (the workload's source ports
+        # are symmetric).
+        other = comparable(records(insert_dp, pcap, 2, "--shard", "ip-pair-sport"))
+        if other != base:
+            fail(f"{name}: --shard ip-pair-sport changes the records")
+        print(f"{name}: {len(base[0])} msgs, {len(base[1])} qps identical for 1, 2, 4 workers")
+
+
+def check_victims(recs, label):
+    for req, req_qpn, resp, resp_qpn in (("10.9.9.1", 0x900, "10.9.9.2", 0x901),
+                                         ("fd00::91", 0x910, "fd00::92", 0x911)):
+        r = final_qp(recs, resp, resp_qpn)
+        expect = {"pkts": 10, "bytes": 1000, "dup_pkts": 0, "ooo_pkts": 0, "gaps": 0, "missing": 0,
+                  "peer_ip": req, "peer_qpn": req_qpn}
+        for k, v in expect.items():
+            if r[k] != v:
+                fail(f"{label}: victim {resp}/{resp_qpn} {k} = {r[k]}, expected {v}")
+        if r["msgs"]["WRITE"] != 10:
+            fail(f"{label}: victim {resp}/{resp_qpn} has {r['msgs']['WRITE']} WRITE msgs, expected 10")
+        msgs = [m for m in recs if m["type"] == "msg" and m["dst_ip"] == resp and m["dst_qpn"] == resp_qpn]
+        if len(msgs) != 10 or any(m["status"] != "ok" or m["latency_ns"] != 1000 for m in msgs):
+            fail(f"{label}: victim {resp}/{resp_qpn} msgs not 10 x ok with 1000 ns latency")
+        a = final_qp(recs, req, req_qpn)
+        if a["pkts"] != 10 or a["bytes"] != 0:
+            fail(f"{label}: victim requester {req}/{req_qpn} counters wrong: {a['pkts']} pkts")
+
+
+def case_hostile(insert_dp, d):
+    pcap = os.path.join(d, "hostile.pcap")
+    recs = records(insert_dp, pcap, 2)
+    s = recs[-1]
+    if s["malformed"] != {"length_mismatch": 5, "truncated": 7, "reserved_opcode": 3}:
+        fail(f"malformed counters {s['malformed']}")
+    if s["non_roce_pkts"] != 7:
+        fail(f"non_roce_pkts {s['non_roce_pkts']}, expected 7")
+    if s["pkts"] != s["roce_pkts"] + s["non_roce_pkts"] + sum(s["malformed"].values()):
+        fail("summary pkts is not roce + non_roce + malformed")
+    check_victims(recs, "hostile")
+    storm = final_qp(recs, "10.8.0.2", 0x800)
+    if storm["pkts"] != 3000:
+        fail(f"PSN storm endpoint counted {storm['pkts']} packets, expected 3000")
+
+    # Truncated capture: the frames before the cut are analysed, a warning names the file.
+    data = open(pcap, "rb").read()
+    cut = os.path.join(d, "cut.pcap")
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) - 37])
+    p = replay(insert_dp, cut, "--workers", "2", "--records", "-")
+    if "cut.pcap" not in p.stderr:
+        fail(f"truncated capture: no warning naming the file: {p.stderr!r}")
+    s2 = json.loads(p.stdout.splitlines()[-1])
+    if s2["pkts"] != s["pkts"] - 1:
+        fail(f"truncated capture: {s2['pkts']} frames, expected {s['pkts'] - 1}")
+
+    # Endpoint-table overflow: a tiny table never crashes, and every frame is still counted.
+    recs = records(insert_dp, pcap, 2, "--max-endpoints", "4")
+    s3 = recs[-1]
+    if s3["pkts"] != s["pkts"] or s3["endpoints"] > 8:
+        fail(f"overflow: pkts {s3['pkts']} endpoints {s3['endpoints']}")
+    # Idle eviction in capture time: results stay identical for any worker count.
+    a = comparable(records(insert_dp, pcap, 1, "--idle-timeout", "0.000005"))
+    b = comparable(records(insert_dp, pcap, 4, "--idle-timeout", "0.000005"))
+    if a != b:
+        fail("--idle-timeout: records differ between 1 and 4 workers")
+    print(f"hostile: counters exact, victims intact, storm contained, truncation and overflow handled")
+
+
+def case_records(insert_dp, d):
+    pcap = os.path.join(d, "many.pcap")
+    for workers, extra in ((1, []), (2, ["--record-ring", "16"]), (4, ["--record-ring", "16", "--interval", "0.0005"])):
+        recs = records(insert_dp, pcap, workers, *extra)
+        s = recs[-1]
+        msgs = sum(1 for r in recs if r["type"] == "msg")
+        if msgs != s["msgs"] or msgs < 40000:
+            fail(f"--workers {workers} {extra}: {msgs} msg records, summary says {s['msgs']}")
+        finals = sum(1 for r in recs if r["type"] == "qp" and r.get("final"))
+        if finals != s["endpoints"]:
+            fail(f"--workers {workers}: {finals} final qp records for {s['endpoints']} endpoints")
+        periodic = sum(1 for r in recs if r["type"] == "qp" and not r.get("final"))
+        if "--interval" in extra and periodic == 0:
+            fail("--interval produced no periodic qp records")
+    # Records to a file: the summary goes to stdout, the file holds every record.
+    out = os.path.join(d, "out.jsonl")
+    p = subprocess.run([insert_dp, "replay", pcap, "--workers", "2", "--records", out, *EAL],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    lines = open(out).read().splitlines()
+    if p.returncode != 0 or "Top" not in p.stdout or json.loads(lines[-1])["msgs"] != msgs:
+        fail(f"--records FILE: exit {p.returncode}, summary on stdout: {'Top' in p.stdout}")
+    print(f"records: {msgs} msgs, none lost with 16-record rings")
+
+
+def case_errors(insert_dp, d):
+    text = os.path.join(d, "not_a_capture.txt")
+    with open(text, "w") as f:
+        f.write("hello, this is not a pcap\n" * 10)
+    wrong_link = os.path.join(d, "linktype.pcap")
+    with open(wrong_link, "wb") as f:  # nanosecond pcap header, link type 101 (raw IP)
+        f.write(bytes.fromhex("4d3cb2a1020004000000000000000000ffff000065000000"))
+    cases = [
+        ([os.path.join(d, "missing.pcap")], "missing.pcap"),
+        ([text], "not_a_capture.txt"),
+        ([wrong_link], "linktype.pcap"),
+        ([os.path.join(d, "mixed.pcap"), "--workers", "0"], "--workers"),
+        ([os.path.join(d, "mixed.pcap"), "--shard", "5-tuple"], "--shard"),
+        ([os.path.join(d, "mixed.pcap"), "--bogus"], "--bogus"),
+        ([os.path.join(d, "mixed.pcap"), "--records", "/nonexistent/dir/x.jsonl"], "--records"),
+        ([], "FILE"),
+    ]
+    for args, needle in cases:
+        p = subprocess.run([insert_dp, "replay", *args], capture_output=True, text=True, timeout=TIMEOUT)
+        lines = p.stderr.strip().splitlines()
+        if p.returncode != 2 or p.stdout or len(lines) != 1 or needle not in lines[0]:
+            fail(f"replay {args}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+    p = subprocess.run([insert_dp, "replay", "--help"], capture_output=True, text=True)
+    if p.returncode != 0 or "Examples" not in p.stdout or "--workers" not in p.stdout:
+        fail("replay --help")
+    print("errors: one line naming the file/option, exit 2, nothing on stdout")
+
+
+def main():
+    case, insert_dp, make_pcaps = sys.argv[1:4]
+    before = runtime_dirs()
+    with tempfile.TemporaryDirectory(prefix="insert-pipeline-") as d:
+        subprocess.run([make_pcaps, d], check=True)
+        {"determinism": case_determinism, "hostile": case_hostile, "records": case_records,
+         "errors": case_errors}[case](insert_dp, d)
+    leftovers = runtime_dirs() - before
+    if leftovers:
+        fail(f"runtime directories left behind: {sorted(leftovers)}")
+
+
+if __name__ == "__main__":
+    main()
