@@ -54,6 +54,24 @@ def wait_until(predicate, what, deadline_s=DEADLINE_S):
     raise Failure(f"timed out after {deadline_s}s waiting for {what}")
 
 
+# Every process a test starts, killed at the end whatever happens: a tracer left running
+# would keep meson's output pipe open until the test's timeout.
+SPAWNED = []
+
+
+def spawn(args, **kwargs):
+    proc = subprocess.Popen(args, **kwargs)
+    SPAWNED.append(proc)
+    return proc
+
+
+def system_env():
+    """The environment without LD_LIBRARY_PATH: meson points it at softverbs' directory."""
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
 def softverbs_env():
     env = dict(os.environ)
     env["SOFTVERBS_IPS"] = "127.0.0.1,127.0.0.2"
@@ -68,7 +86,7 @@ class Tracer:
         self.path = os.path.join(tmp, f"trace-{time.monotonic_ns()}.jsonl")
         self.err_path = self.path + ".err"
         self.err = open(self.err_path, "w")
-        self.proc = subprocess.Popen([TRACER, "-o", self.path, *args], stderr=self.err)
+        self.proc = spawn([TRACER, "-o", self.path, *args], stdout=subprocess.DEVNULL, stderr=self.err)
         wait_until(lambda: self._started(), "trace_start record")
 
     def _started(self):
@@ -111,8 +129,8 @@ class Workload:
     """verbs_workload with its stdout (truth and phases) read on a thread."""
 
     def __init__(self, args, env=None):
-        self.proc = subprocess.Popen([WORKLOAD, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env or dict(os.environ), text=True)
+        self.proc = spawn([WORKLOAD, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          env=env or system_env(), text=True)
         self.pid = self.proc.pid
         self.lines = queue.Queue()
         self.truth = []
@@ -416,7 +434,7 @@ def test_unix_socket(tmp):
     srv.bind(path)
     srv.listen(1)
     srv.settimeout(DEADLINE_S)
-    proc = subprocess.Popen([TRACER, "--unix", path, "-l", SOFTVERBS_LIB, "--scan-ms", "0"])
+    proc = spawn([TRACER, "--unix", path, "-l", SOFTVERBS_LIB, "--scan-ms", "0"], stdout=subprocess.DEVNULL)
     conn, _ = srv.accept()
     conn.settimeout(DEADLINE_S)
     buf = b""
@@ -493,6 +511,12 @@ def main():
         except Failure as e:
             print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
             return 1
+        finally:
+            for proc in SPAWNED:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGCONT)
+                    proc.kill()
+                    proc.wait()
     print(f"PASS {sys.argv[1]}")
     return 0
 
