@@ -111,7 +111,9 @@ bool CaptureFile::open(const std::string& path) {
         swapped_ =
             magic == __builtin_bswap32(kPcapMagicUs) || magic == __builtin_bswap32(kPcapMagicNs);
         ns_per_tick_ = (rd32(base_) == kPcapMagicNs) ? 1 : 1000;
-        const uint32_t link = rd32(base_ + 20) & 0x0FFFFFFF;  // high bits: FCS info
+        // Low 16 bits: link type; the high bits carry FCS length and the P flag
+        // (draft-ietf-opsawg-pcap), which only say that frames end with an FCS.
+        const uint32_t link = rd32(base_ + 20) & 0xFFFF;
         if (link != kLinkTypeEthernet)
             return fail("link type " + std::to_string(link) + " is not Ethernet (1)");
         first_record_ = kPcapFileHeaderLen;

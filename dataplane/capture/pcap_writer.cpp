@@ -15,7 +15,9 @@ void put32(std::vector<uint8_t>& b, uint32_t v) {
 }
 }  // namespace
 
-PcapWriter::~PcapWriter() { close(); }
+PcapWriter::~PcapWriter() {
+    close();
+}
 
 bool PcapWriter::open(const std::string& path, uint32_t snaplen) {
     path_ = path;

@@ -10,7 +10,7 @@
 namespace insert::capture {
 
 class PcapWriter {
-public:
+  public:
     PcapWriter() = default;
     ~PcapWriter();
     PcapWriter(const PcapWriter&) = delete;
@@ -24,7 +24,7 @@ public:
     const std::string& error() const { return error_; }
     uint64_t frames() const { return frames_; }
 
-private:
+  private:
     void flush();
     std::FILE* file_ = nullptr;
     std::vector<uint8_t> buf_;

@@ -33,8 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     check(p.payload_len >= 0);
     check(p.bth_offset == p.l4_offset + 8u);
     check(p.payload_offset == p.bth_offset + kBthLen + info.ext_len);
-    check(p.payload_offset + static_cast<uint32_t>(p.payload_len) + p.t.bth.pad ==
-          p.icrc_offset);
+    check(p.payload_offset + static_cast<uint32_t>(p.payload_len) + p.t.bth.pad == p.icrc_offset);
     check(p.icrc_offset + kIcrcLen == p.l4_offset + p.udp_len);
     check(p.icrc_offset + kIcrcLen <= size);
     check(p.t.ext == info.ext);

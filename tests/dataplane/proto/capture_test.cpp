@@ -176,6 +176,14 @@ TEST(CaptureFile, non_ethernet_pcap_is_refused_at_open) {
     EXPECT_NE(file.error().find("link type 101"), std::string::npos) << file.error();
 }
 
+TEST(CaptureFile, pcap_link_type_with_fcs_flags_is_still_ethernet) {
+    // FCS length 2 (16-bit words) in bits 28-31 and the P bit (26): Ethernet with FCS.
+    TempFile tmp(pcap_image(sample_frames(), {.link_type = 0x24000001}));
+    CaptureFile file;
+    ASSERT_TRUE(file.open(tmp.path())) << file.error();
+    EXPECT_EQ(read_all(file).size(), 3u);
+}
+
 TEST(CaptureFile, non_ethernet_pcapng_interface_is_an_error_that_is_not_truncation) {
     TempFile tmp(pcapng_image(sample_frames(), {.link_type = 113}));  // Linux cooked
     CaptureFile file;
