@@ -47,6 +47,9 @@ namespace {
 
 bool supported_opcode(const Qp& qp, ibv_wr_opcode op) {
     if (qp.type == IBV_QPT_UD) return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+    if (qp.type == IBV_QPT_UC)
+        return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+               op == IBV_WR_RDMA_WRITE_WITH_IMM;
     switch (op) {
         case IBV_WR_RDMA_WRITE:
         case IBV_WR_RDMA_WRITE_WITH_IMM:

@@ -250,6 +250,13 @@ void Engine::dispatch(uint8_t* frame, uint32_t len, const sockaddr_in& from, uin
     switch (info.transport) {
         case proto::Transport::cnp: ++qp->cnps_received; return;
         case proto::Transport::ud: ud_receive(*this, *qp, in); return;
+        case proto::Transport::uc:
+            if (qp->type != IBV_QPT_UC || in.src_ipv4 != qp->remote_ipv4) {
+                ++counters_.rx_wrong_state;
+                return;
+            }
+            uc_receive(*this, *qp, in);
+            return;
         case proto::Transport::rc:
             if (qp->type != IBV_QPT_RC || in.src_ipv4 != qp->remote_ipv4) {
                 ++counters_.rx_wrong_state;

@@ -30,8 +30,9 @@ void requester_timers(Engine& e, Qp& qp);
 void responder_receive(Engine& e, Qp& qp, const Inbound& in);
 bool responder_transmit(Engine& e, Qp& qp);
 
-// UD receive (responder.cpp).
+// UD and UC receive (responder.cpp).
 void ud_receive(Engine& e, Qp& qp, const Inbound& in);
+void uc_receive(Engine& e, Qp& qp, const Inbound& in);
 
 // Completions (completion.cpp).
 void push_completion(Cq& cq, const ibv_wc& wc);

@@ -90,10 +90,12 @@ bool transition_allowed(ibv_qp_state from, ibv_qp_state to) {
 ibv_qp* sv_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     Context& ctx = *to_ctx(context);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq || !attr->recv_cq ||
-        (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
+        (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) ||
         !valid_caps(attr->cap, attr->srq != nullptr) ||
         ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~kSendOps))) {
-        errno = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UD ? EINVAL : EOPNOTSUPP;
+        errno = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC || attr->qp_type == IBV_QPT_UD
+                    ? EINVAL
+                    : EOPNOTSUPP;
         return nullptr;
     }
     auto* qp = new (std::nothrow) Qp;
@@ -184,7 +186,7 @@ SV_EXPORT int ibv_modify_qp(ibv_qp* handle, ibv_qp_attr* attr, int mask) {
         const ibv_qp_state from = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : qp.state;
         const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : qp.state;
         if ((mask & IBV_QP_STATE) && !transition_allowed(from, to)) return EINVAL;
-        if (to == IBV_QPS_RTR && from == IBV_QPS_INIT && qp.type == IBV_QPT_RC) {
+        if (to == IBV_QPS_RTR && from == IBV_QPS_INIT && qp.type != IBV_QPT_UD) {
             constexpr int kRequired = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
             if ((mask & kRequired) != kRequired) return EINVAL;
         }

@@ -278,11 +278,13 @@ bool requester_transmit(Engine& e, Qp& qp) {
                 const bool first = k == 0;
                 const bool last = k + 1 == w.npkts;
                 t.bth.opcode = send_opcode(w, first, last);
+                if (qp.type == IBV_QPT_UC) t.bth.opcode |= proto::op::kUcBase;
                 t.bth.se = last && (w.flags & IBV_SEND_SOLICITED) != 0;
                 // AckReq on the last packet, periodically inside long messages, and when the
                 // window is about to close, so the responder's coalesced ACKs keep it open.
-                t.bth.ack_req = last || (psn % kAckReqEvery) == 0 ||
-                                psn_sub(qp.psn_next, qp.psn_una) + 1 >= kMaxInflightPkts;
+                t.bth.ack_req = qp.type == IBV_QPT_RC &&
+                                (last || (psn % kAckReqEvery) == 0 ||
+                                 psn_sub(qp.psn_next, qp.psn_una) + 1 >= kMaxInflightPkts);
                 if (first && (w.opcode == IBV_WR_RDMA_WRITE || w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
                     t.reth.va = w.remote_addr;
                     t.reth.rkey = w.rkey;
@@ -300,12 +302,23 @@ bool requester_transmit(Engine& e, Qp& qp) {
         }
         e.emit(qp, qp.remote_ipv4, t, payload);
         qp.psn_next = next_psn;
+        --budget;
         if (qp.send_pkt >= w.npkts) {
             ++qp.send_next;
             qp.send_pkt = 0;
+            if (qp.type == IBV_QPT_UC) {
+                // Unreliable: complete as soon as the last packet is on the wire.
+                w.done = true;
+                qp.psn_una = qp.psn_next;
+                retire(qp);
+                continue;
+            }
+        }
+        if (qp.type == IBV_QPT_UC) {
+            qp.psn_una = qp.psn_next;
+            continue;
         }
         if (!qp.deadline_ns) arm_timer(e, qp);
-        --budget;
     }
     return budget == 0;
 }

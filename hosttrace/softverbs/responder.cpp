@@ -137,8 +137,16 @@ bool do_atomic(Engine& e, Qp& qp, const Inbound& in, uint64_t& original) {
     return true;
 }
 
-// Handles the packet with the expected PSN. Returns false when it was refused (NAKed).
+// Handles the packet with the expected PSN. Returns false when it was refused: NAKed on
+// RC, silently dropped on UC (which has no responses).
 bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
+    const bool reliable = qp.type == IBV_QPT_RC;
+    auto nak = [&](Engine& eng, Qp& q, proto::NakCode code, uint32_t psn) {
+        if (reliable) insert::softverbs::nak(eng, q, code, psn);
+    };
+    auto send_aeth = [&](Engine& eng, Qp& q, uint8_t syndrome, uint32_t psn) {
+        if (reliable) insert::softverbs::send_aeth(eng, q, syndrome, psn);
+    };
     const proto::TransportHeaders& t = in.p.t;
     const proto::OpcodeInfo& info = in.p.info();
     const uint32_t psn = t.bth.psn;
@@ -153,15 +161,23 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                     nak(e, qp, proto::NakCode::invalid_request, psn);
                     return false;
                 }
-                Ring<RecvWqe>& rq = recv_queue(qp);
-                if (rq.empty()) {
-                    send_aeth(e, qp, proto::aeth_rnr_nak(qp.min_rnr_timer), psn);
-                    return false;
+                // UC drops a message whose packet was lost; its receive WQE is kept for the
+                // next message rather than completed.
+                RecvWqe wqe;
+                if (m.have_wqe) {
+                    wqe = m.wqe;
+                } else {
+                    Ring<RecvWqe>& rq = recv_queue(qp);
+                    if (rq.empty()) {
+                        send_aeth(e, qp, proto::aeth_rnr_nak(qp.min_rnr_timer), psn);
+                        return false;
+                    }
+                    wqe = rq.front();
+                    rq.pop();
                 }
                 m = InboundMessage{};
                 m.kind = RecvKind::send;
-                m.wqe = rq.front();
-                rq.pop();
+                m.wqe = wqe;
                 m.have_wqe = true;
             } else if (m.kind != RecvKind::send) {
                 nak(e, qp, proto::NakCode::invalid_request, psn);
@@ -170,6 +186,7 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
             if (!scatter(*qp.ctx, m.wqe, m.offset, in.payload, in.payload_len)) {
                 complete_recv(qp, m.wqe, IBV_WC_RECV, IBV_WC_LOC_LEN_ERR, m.offset, t, false, false);
                 m.kind = RecvKind::none;
+                m.have_wqe = false;
                 nak(e, qp, proto::NakCode::invalid_request, psn);
                 return false;
             }
@@ -178,6 +195,7 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                 complete_recv(qp, m.wqe, IBV_WC_RECV, IBV_WC_SUCCESS, m.offset, t, info.has_imm,
                               info.has_inv);
                 m.kind = RecvKind::none;
+                m.have_wqe = false;
                 ++qp.msn;
             }
             return true;
@@ -188,6 +206,8 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                     nak(e, qp, proto::NakCode::invalid_request, psn);
                     return false;
                 }
+                const bool keep_wqe = m.have_wqe;
+                const RecvWqe kept = m.wqe;
                 Mr* mr = find_mr_rkey(*qp.ctx, qp.pd, t.reth.rkey, t.reth.va, t.reth.dma_len,
                                       IBV_ACCESS_REMOTE_WRITE);
                 if ((!mr && t.reth.dma_len > 0) || !(qp.access & IBV_ACCESS_REMOTE_WRITE)) {
@@ -195,6 +215,8 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                     return false;
                 }
                 m = InboundMessage{};
+                m.have_wqe = keep_wqe;
+                m.wqe = kept;
                 m.kind = RecvKind::write;
                 m.mr = mr;
                 m.va = t.reth.va;
@@ -208,7 +230,7 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                 nak(e, qp, proto::NakCode::invalid_request, psn);
                 return false;
             }
-            if (last && info.has_imm && recv_queue(qp).empty()) {
+            if (last && info.has_imm && !m.have_wqe && recv_queue(qp).empty()) {
                 send_aeth(e, qp, proto::aeth_rnr_nak(qp.min_rnr_timer), psn);
                 return false;
             }
@@ -216,9 +238,13 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
             m.offset += in.payload_len;
             if (last) {
                 if (info.has_imm) {
-                    Ring<RecvWqe>& rq = recv_queue(qp);
-                    const RecvWqe wqe = rq.front();
-                    rq.pop();
+                    RecvWqe wqe = m.wqe;
+                    if (!m.have_wqe) {
+                        Ring<RecvWqe>& rq = recv_queue(qp);
+                        wqe = rq.front();
+                        rq.pop();
+                    }
+                    m.have_wqe = false;
                     complete_recv(qp, wqe, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, m.dma_len, t,
                                   true, false);
                 }
@@ -271,6 +297,23 @@ void responder_receive(Engine& e, Qp& qp, const Inbound& in) {
     if (in.p.t.bth.ack_req && info.kind != proto::OpKind::read_request &&
         info.kind != proto::OpKind::cmp_swap && info.kind != proto::OpKind::fetch_add)
         qp.ack_pending = true;
+}
+
+void uc_receive(Engine& e, Qp& qp, const Inbound& in) {
+    if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+    const uint32_t psn = in.p.t.bth.psn;
+    const proto::Position pos = in.p.info().position;
+    const bool first = pos == proto::Position::first || pos == proto::Position::only;
+    if (psn != qp.epsn) {
+        // A packet was lost: the message in progress is dropped, and reception resumes at
+        // the next First/Only (IBTA 9.8.4: UC has no retransmission).
+        qp.in.kind = RecvKind::none;
+        qp.epsn = psn_add(psn, 1);
+        if (!first) return;
+    } else {
+        qp.epsn = psn_add(psn, 1);
+    }
+    if (!handle_in_order(e, qp, in)) qp.in.kind = RecvKind::none;
 }
 
 bool responder_transmit(Engine& e, Qp& qp) {

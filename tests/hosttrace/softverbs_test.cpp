@@ -345,6 +345,29 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     EXPECT_EQ(ibv_destroy_qp(qp), 0);
 }
 
+TEST(SoftverbsUc, send_and_write_with_immediate_arrive_without_acks) {
+    Pair p;
+    ASSERT_TRUE(p.open(IBV_QPT_UC)) << p.a.error() << p.b.error();
+    ASSERT_EQ(p.b.post_recv(0, 8192, 1), 0);
+    ASSERT_EQ(p.b.post_recv(0, 0, 2), 0);
+    fill_pattern(p.a.buf(), 6000, 4);
+    ASSERT_EQ(p.a.post_send(IBV_WR_SEND, 0, 6000, 0, 0, 10), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(p.a.wait(wc));  // completes once sent: UC has no ACKs
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    ASSERT_TRUE(p.b.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.byte_len, 6000u);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf(), 6000), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr + 10000, p.b.info().rkey, 11, 5), 0);
+    ASSERT_TRUE(p.b.wait(wc));
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf() + 10000, 3000), 0);
+    // READ is not a UC operation.
+    EXPECT_EQ(p.a.post_send(IBV_WR_RDMA_READ, 0, 64, p.b.info().addr, p.b.info().rkey, 12), EINVAL);
+}
+
 TEST(SoftverbsUd, datagram_arrives_behind_a_grh_with_the_sender_address) {
     Pair p;
     ASSERT_TRUE(p.open(IBV_QPT_UD)) << p.a.error() << p.b.error();

@@ -96,7 +96,7 @@ bool Endpoint::connect(const PeerInfo& peer, ibv_mtu mtu, uint8_t timeout, uint8
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     int mask = IBV_QP_STATE;
-    if (type_ == IBV_QPT_RC) {
+    if (type_ != IBV_QPT_UD) {
         a.path_mtu = mtu;
         a.dest_qp_num = peer.qpn;
         a.rq_psn = peer.psn;
@@ -106,8 +106,9 @@ bool Endpoint::connect(const PeerInfo& peer, ibv_mtu mtu, uint8_t timeout, uint8
         a.ah_attr.port_num = 1;
         std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
         a.ah_attr.grh.hop_limit = 64;
-        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        // Responder resources and RNR timer exist on RC only.
+        if (type_ == IBV_QPT_RC) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     }
     if (int rc = ibv_modify_qp(qp_, &a, mask)) {
         errno = rc;
