@@ -484,6 +484,120 @@ def test_errors(tmp):
           f"unprivileged: {r.returncode} {r.stderr!r}")
 
 
+def perftest_addresses(log):
+    """perftest's own printout: {"local"|"remote": {"qpn", "psn", "rkey", "vaddr"}}."""
+    out = {}
+    for line in log.splitlines():
+        f = line.split()
+        if len(f) >= 12 and f[1] == "address:" and f[0] in ("local", "remote"):
+            kv = dict(zip(f[2::2], f[3::2]))
+            out[f[0]] = {"qpn": int(kv["QPN"], 16), "psn": int(kv["PSN"], 16),
+                         "rkey": int(kv["RKey"], 16), "vaddr": int(kv["VAddr"], 16)}
+    return out
+
+
+class Netns:
+    """Two namespaces joined by a veth pair (like scripts/netns-softverbs.sh), always removed."""
+
+    def __init__(self):
+        tag = os.getpid()
+        self.a, self.b = f"tra{tag}", f"trb{tag}"
+        self.ip_a, self.ip_b = "10.78.0.1", "10.78.0.2"
+        cmds = [["ip", "netns", "add", self.a], ["ip", "netns", "add", self.b],
+                ["ip", "link", "add", f"v{self.a}", "type", "veth", "peer", "name", f"v{self.b}"],
+                ["ip", "link", "set", f"v{self.a}", "netns", self.a],
+                ["ip", "link", "set", f"v{self.b}", "netns", self.b]]
+        for ns, ip in ((self.a, self.ip_a), (self.b, self.ip_b)):
+            cmds += [["ip", "-n", ns, "link", "set", "lo", "up"],
+                     ["ip", "-n", ns, "link", "set", f"v{ns}", "mtu", "9000", "up"],
+                     ["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", f"v{ns}"]]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True)
+            if r.returncode != 0:
+                self.close()
+                raise Failure(f"{' '.join(c)}: {r.stderr.strip()}")
+        wait_until(lambda: all("LOWER_UP" in subprocess.run(["ip", "-n", ns, "link", "show", f"v{ns}"],
+                                                           capture_output=True, text=True).stdout
+                               for ns in (self.a, self.b)), "veth carrier")
+
+    def run(self, ns, args, **kwargs):
+        env = system_env()  # softverbs lists the namespace's own addresses
+        env.pop("SOFTVERBS_IPS", None)
+        return spawn(["ip", "netns", "exec", ns, "env", f"LD_LIBRARY_PATH={SOFTVERBS_DIR}", *args],
+                     env=env, **kwargs)
+
+    def listening(self, ns, port):
+        out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnH"], capture_output=True, text=True).stdout
+        return f":{port} " in out
+
+    def close(self):
+        for ns in (self.a, self.b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_perftest_netns(tmp):
+    """Unmodified ib_write_bw over softverbs between two namespaces: the traced QPNs, PSNs,
+    rkeys and VAs are the ones perftest prints, and every WRITE it posted is traced."""
+    iterations = 200
+    size = 65536
+    net = Netns()
+    try:
+        tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--comm", "ib_write_bw")
+        args = ["ib_write_bw", "-F", "-n", str(iterations), "-s", str(size)]
+        slog, clog = os.path.join(tmp, "server.log"), os.path.join(tmp, "client.log")
+        with open(slog, "w") as so, open(clog, "w") as co:
+            server = net.run(net.a, args, stdout=so, stderr=subprocess.STDOUT)
+            wait_until(lambda: net.listening(net.a, 18515) or server.poll() is not None, "perftest server")
+            client = net.run(net.b, args + [net.ip_a], stdout=co, stderr=subprocess.STDOUT)
+            crc, src = client.wait(timeout=90), server.wait(timeout=90)
+        with open(slog) as f:
+            server_log = f.read()
+        with open(clog) as f:
+            client_log = f.read()
+        check(crc == 0 and src == 0, f"ib_write_bw client {crc} server {src}:\n{client_log}\n{server_log}")
+        for pid in (server.pid, client.pid):
+            tracer.wait_record(lambda r, pid=pid: r.get("type") == "process_exit" and r["pid"] == pid,
+                               f"process_exit of {pid}")
+        stats = tracer.stop()
+    finally:
+        net.close()
+    recs = tracer.records()
+    check(stats["ringbuf_drops"] == 0, f"stats {stats}")
+    for pid, log, ip, peer_ip in ((server.pid, server_log, net.ip_a, net.ip_b),
+                                  (client.pid, client_log, net.ip_b, net.ip_a)):
+        p = perftest_addresses(log)
+        check("local" in p and "remote" in p, f"no addresses in perftest's output:\n{log}")
+        loc, rem = p["local"], p["remote"]
+        ev = verb_events(recs, pid)
+        by = lambda v: [r for r in ev if r["verb"] == v]
+        check([r["qpn"] for r in by("create_qp")] == [loc["qpn"]], f"QPs {by('create_qp')} vs {loc}")
+        # perftest advertises an address inside its one MR (the server: the second half).
+        mrs = by("reg_mr")
+        check(len(mrs) == 1 and mrs[0]["rkey"] == loc["rkey"]
+              and mrs[0]["addr"] <= loc["vaddr"] < mrs[0]["addr"] + mrs[0]["length"], f"MRs {mrs} vs {loc}")
+        rtr = [r for r in by("modify_qp") if r.get("state") == "RTR"]
+        check(len(rtr) == 1 and rtr[0]["dest_qpn"] == rem["qpn"] and rtr[0]["rq_psn"] == rem["psn"]
+              and rtr[0]["peer_ip"] == peer_ip and rtr[0]["ip"] == ip, f"RTR {rtr} vs remote {rem}")
+        for r in by("modify_qp"):
+            if r.get("state") == "RTS":
+                check(r["sq_psn"] == loc["psn"], f"RTS sq_psn {r['sq_psn']} vs local PSN {loc['psn']}")
+        check([r["device"] for r in by("open_device")] == ["softverbs0"], "open_device")
+        exit_rec = next(r for r in recs if r.get("type") == "process_exit" and r["pid"] == pid)
+        check(exit_rec["open_qps"] == 0 and exit_rec["open_mrs"] == 0, f"left open: {exit_rec}")
+        if pid == client.pid:
+            sends = by("post_send")
+            check(len(sends) == iterations, f"{len(sends)} post_send for {iterations} iterations")
+            for s in sends:
+                check(s["opcode"] == "RDMA_WRITE" and s["len"] == size and s["rkey"] == rem["rkey"]
+                      and s["qpn"] == loc["qpn"] and s["ip"] == ip, f"WRITE {s} vs remote {rem}")
+                check(rem["vaddr"] <= s["remote_addr"] < rem["vaddr"] + 2 * size, f"remote_addr {s}")
+            wcs = by("poll_cq")
+            check(len(wcs) == iterations and all(w["status"] == "SUCCESS" and w["opcode"] == "RDMA_WRITE"
+                                                 and w["qpn"] == loc["qpn"] for w in wcs),
+                  f"{len(wcs)} completions")
+            check(sorted(w["wr_id"] for w in wcs) == sorted(s["wr_id"] for s in sends), "wr_id mismatch")
+
+
 TESTS = {
     "real_libibverbs": test_real_libibverbs,
     "softverbs_ground_truth": test_softverbs_ground_truth,
@@ -495,6 +609,7 @@ TESTS = {
     "ringbuf_overflow": test_ringbuf_overflow,
     "unix_socket": test_unix_socket,
     "errors": test_errors,
+    "perftest_netns": test_perftest_netns,
 }
 
 
