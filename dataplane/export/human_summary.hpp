@@ -22,6 +22,7 @@ struct RunInfo {
     std::string shard_policy;              // "ip-pair"
     std::vector<uint64_t> worker_frames;   // frames per worker
     std::vector<double> worker_busy_s;     // seconds of busy cycles per worker
+    std::vector<double> worker_cpu_s;      // thread CPU seconds per worker
     uint64_t records_dropped = 0;          // sink refusals summed over the engines
     uint64_t table_full = 0;               // packets of endpoints that found no room
     uint64_t evicted = 0;                  // endpoints evicted idle

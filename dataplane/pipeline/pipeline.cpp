@@ -111,6 +111,7 @@ exporter::RunInfo Pipeline::run_info() const {
         info.worker_frames.push_back(c.frames.load(std::memory_order_relaxed));
         info.worker_busy_s.push_back(hz > 0 ? c.busy_cycles.load(std::memory_order_relaxed) / hz
                                             : 0.0);
+        info.worker_cpu_s.push_back(c.cpu_ns.load(std::memory_order_relaxed) / 1e9);
         const state::EngineCounters& e = engines_[w]->counters();
         info.records_dropped += e.records_dropped.load(std::memory_order_relaxed);
         info.table_full += e.table_full.load(std::memory_order_relaxed);

@@ -1,3 +1,5 @@
+// rte_eth_read_clock() (device clock for Rx timestamps) is experimental in 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
 #include "dataplane/pipeline/port_source.hpp"
 
 #include <rte_cycles.h>
@@ -545,6 +547,8 @@ bool PortSource::run(std::string&) {
     done_.store(true, std::memory_order_release);
     return true;
 }
+
+const LaneCounters& PortSource::lane(unsigned i) const { return lanes_[i]->counters; }
 
 uint64_t PortSource::received() const {
     uint64_t n = 0;

@@ -106,7 +106,7 @@ public:
     const std::vector<PortInfo>& ports() const { return ports_; }
     const offload::OffloadState& offload(unsigned port_index) const { return *offload_[port_index]; }
     unsigned lanes() const { return static_cast<unsigned>(lanes_.size()); }
-    const LaneCounters& lane(unsigned i) const { return lanes_[i]->counters; }
+    const LaneCounters& lane(unsigned i) const;
     // Frames the source took from the ports and frames it forwarded without a worker.
     uint64_t received() const;
     uint64_t passthrough() const;
