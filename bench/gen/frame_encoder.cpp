@@ -20,6 +20,17 @@ constexpr std::size_t kMinFrame = 60;
 constexpr uint16_t kEtherTypeArp = 0x0806;
 constexpr uint8_t kIpProtoTcp = 6;
 
+// The bytes build_frame() writes for a null payload (i * 7 + 1), precomputed so that the
+// builder copies them instead of generating them byte by byte.
+const std::array<uint8_t, kMaxFrameBytes>& payload_pattern() {
+    static const std::array<uint8_t, kMaxFrameBytes> pattern = [] {
+        std::array<uint8_t, kMaxFrameBytes> p{};
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(i * 7 + 1);
+        return p;
+    }();
+    return pattern;
+}
+
 proto::MacAddress host_mac(uint16_t host) {
     return {0x02, 0x1E, 0x47, 0x00, static_cast<uint8_t>(host >> 8), static_cast<uint8_t>(host)};
 }
@@ -87,6 +98,7 @@ std::size_t FrameEncoder::encode_roce(const SimPacket& p, uint8_t* out) {
     spec.src_port = p.sport;
     spec.t = p.t;
     spec.payload_len = p.payload_len;
+    spec.payload = payload_pattern().data();
     std::array<uint8_t, kMadBytes> mad;
     if (p.cm != CmKind::none) {
         const ConnInfo& ci = sim_.conns()[p.conn];

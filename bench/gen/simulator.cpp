@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/builder.hpp"
@@ -25,8 +26,6 @@ constexpr uint32_t kCmQkey = 0x80010000;
 constexpr uint32_t kMadLen = 256;
 constexpr uint32_t kUdQkey = 0x1111C0DE;
 constexpr uint32_t kMaxRateDivider = 16;  // CNP reaction floor: 1/16 of the link rate
-// Capture timestamps start here (2023-11-14) rather than at 1970, as a real capture would.
-constexpr uint64_t kEpochNs = 1'700'000'000'000'000'000ull;
 constexpr uint8_t kRnrTimerCode = 0x0E;    // encoded RNR timer (IBTA table 45), informative
 
 // Soft-RoCE's source port: 0xC000 + 14 bits of hash_32(qpn) (rxe_qp.c).
@@ -127,6 +126,7 @@ void Simulator::setup() {
 
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
+    std::unordered_map<uint64_t, std::unordered_set<uint16_t>> used_sports;
     for (std::size_t i = 0; i < specs.size(); ++i) {
         ConnInfo& ci = conn_info_[i];
         ci.spec = specs[i];
@@ -135,9 +135,19 @@ void Simulator::setup() {
         ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
         ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
         switch (sc_.sport_policy) {
-            case SportPolicy::symmetric:
-                ci.sport_req = ci.sport_resp = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
+            case SportPolicy::symmetric: {
+                // mlx5 hashes the connection into 0xC000-0xFFFF; distinct ports between two
+                // hosts (while there are ports left) so that the sport rule can pair them.
+                const uint32_t lo = std::min(ci.spec.a, ci.spec.b), hi = std::max(ci.spec.a, ci.spec.b);
+                auto& used = used_sports[(uint64_t{lo} << 32) | hi];
+                uint16_t port = 0;
+                for (int attempt = 0; attempt < 64; ++attempt) {
+                    port = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
+                    if (used.insert(port).second) break;
+                }
+                ci.sport_req = ci.sport_resp = port;
                 break;
+            }
             case SportPolicy::per_qp:
                 ci.sport_req = rxe_sport(ci.qpn_a);
                 ci.sport_resp = rxe_sport(ci.qpn_b);
@@ -530,21 +540,33 @@ void Simulator::pop_done(uint32_t conn) {
     while (!cs.sq.empty() && msgs_[cs.sq.front()].done) cs.sq.pop_front();
 }
 
+// The requester's local ACK timer. Restarting it only moves a deadline; the queue holds at
+// most one timer event per QP, which re-queues itself while the deadline lies ahead (on
+// large scenarios every ACK restarts the timer, and stale events would fill the queue).
 void Simulator::arm_retx(uint32_t conn, bool restart) {
     ConnState& cs = conn_[conn];
     if (cs.sq.empty() || cs.paused || cs.error) {
-        ++cs.retx_gen;
         cs.retx_armed = false;
         return;
     }
     if (cs.retx_armed && !restart) return;
     cs.retx_armed = true;
-    schedule(now_ + sc_.timing.retx_timeout_ns, Ev::retx_timer, conn, ++cs.retx_gen);
+    cs.retx_deadline = now_ + sc_.timing.retx_timeout_ns;
+    if (!cs.retx_event_pending) {
+        cs.retx_event_pending = true;
+        schedule(cs.retx_deadline, Ev::retx_timer, conn, 0);
+    }
 }
 
-void Simulator::on_retx_timer(uint32_t conn, uint32_t gen) {
+void Simulator::on_retx_timer(uint32_t conn, uint32_t) {
     ConnState& cs = conn_[conn];
-    if (gen != cs.retx_gen || !cs.retx_armed) return;
+    cs.retx_event_pending = false;
+    if (!cs.retx_armed) return;
+    if (now_ < cs.retx_deadline) {
+        cs.retx_event_pending = true;
+        schedule(cs.retx_deadline, Ev::retx_timer, conn, 0);
+        return;
+    }
     cs.retx_armed = false;
     if (cs.sq.empty() || cs.paused || cs.error) return;
     ++stats_.timeouts;

@@ -16,6 +16,9 @@
 
 namespace insert::gen {
 
+// Simulation time 0 is this capture timestamp (2023-11-14), not 1970, as in a real capture.
+constexpr uint64_t kEpochNs = 1'700'000'000'000'000'000ull;
+
 class ObservedSink {
 public:
     virtual ~ObservedSink() = default;
@@ -99,8 +102,9 @@ private:
         uint32_t next_psn = 0;
         bool paused = false;  // waiting out an RNR NAK
         bool error = false;   // after a fatal NAK
-        uint32_t retx_gen = 0;
         bool retx_armed = false;
+        bool retx_event_pending = false;  // one timer event in the queue per QP at most
+        uint64_t retx_deadline = 0;
         uint32_t rnr_gen = 0;
         uint32_t rnr_psn = 0;
         uint32_t rate_div = 1;

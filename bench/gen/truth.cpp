@@ -51,7 +51,7 @@ const char* pair_rule_name(PairRule r) {
 }
 
 TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
-    : sc_(scenario), sim_(sim), ms_(sim.messages().size()) {}
+    : sc_(scenario), sim_(sim), ms_(sim.messages().size()), conn_ep_(sim.conns().size() * 2, kNone) {}
 
 int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
     const auto it = ep_index_.find(ep_key(host, qpn));
@@ -84,7 +84,15 @@ void TruthObserver::observe(const SimPacket& p) {
         return;  // "creates no endpoint and never touches any state"
     }
     ++summary_.roce_pkts;
-    const uint32_t e = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+    uint32_t e;
+    if (p.conn != kNone && p.cm == CmKind::none) {
+        // A connection's packets of one direction all go to one endpoint.
+        uint32_t& cached = conn_ep_[p.conn * 2 + p.dir];
+        if (cached == kNone) cached = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+        e = cached;
+    } else {
+        e = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+    }
     {
         // semantics.md "Endpoints and counters": every well-formed packet, its payload_len.
         TruthEndpoint& ep = eps_[e];

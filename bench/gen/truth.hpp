@@ -131,6 +131,7 @@ private:
     std::vector<MsgState> ms_;
     std::vector<TruthEndpoint> eps_;
     std::unordered_map<uint64_t, uint32_t> ep_index_;  // host << 32 | qpn
+    std::vector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
     // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_sport_;
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_ip_;
