@@ -55,6 +55,24 @@ for path in sys.argv[2:]:
 PY
 fi
 
+# Objects shared by every target: compiled once, again only when a source or header of
+# dataplane/ changed since (a header change may affect any object).
+obj="$out/obj"
+stamp="$obj/.stamp"
+if [ ! -f "$stamp" ] || [ -n "$(find "$root/dataplane" "$root/tests/fuzz" -newer "$stamp" \( -name '*.cpp' -o -name '*.hpp' \) | head -1)" ]; then
+    rm -rf "$obj"
+    mkdir -p "$obj"
+fi
+compile() {  # compile SRC: prints the object path
+    local src=$1 o
+    o="$obj/$(echo "${src#"$root"/}" | tr / _).o"
+    if [ ! -f "$o" ]; then
+        echo "fuzz.sh: compiling ${src#"$root"/}" >&2
+        "$cxx" "${flags[@]}" -c "$src" -o "$o"
+    fi
+    echo "$o"
+}
+
 per_target=$(( seconds / ${#targets[@]} ))
 [ "$per_target" -lt 1 ] && per_target=1
 status=0
@@ -67,14 +85,10 @@ for t in "${targets[@]}"; do
         capture) seed="$seeds/files" ;;
         state) sources+=("$root"/dataplane/state/*.cpp); seed="" ;;
     esac
+    objects=()
+    for s in "$src" "${sources[@]}"; do objects+=("$(compile "$s")"); done
     bin="$out/${t}_fuzz"
-    # Rebuild when any source or header it may include is newer than the binary.
-    if [ ! -x "$bin" ] || [ -n "$(find "$root/dataplane/proto" "$root/dataplane/capture" \
-            "$root/dataplane/state" "$src" -newer "$bin" \( -name '*.cpp' -o -name '*.hpp' \) \
-            2>/dev/null | head -1)" ]; then
-        echo "fuzz.sh: building $bin"
-        "$cxx" "${flags[@]}" "$src" "${sources[@]}" -lz -o "$bin"
-    fi
+    "$cxx" "${flags[@]}" "${objects[@]}" -lz -o "$bin"
     corpus="$out/corpus/$t"
     mkdir -p "$corpus"
     echo "fuzz.sh: running $t for ${per_target}s"
