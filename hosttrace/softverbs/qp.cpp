@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -289,6 +290,12 @@ SV_EXPORT int ibv_destroy_qp(ibv_qp* handle) {
         ctx.qps[handle->handle] = nullptr;
         std::erase(ctx.live_qps, qp);
     }
+    if (ctx.config.debug)
+        std::fprintf(stderr,
+                     "softverbs QP 0x%06x: rewinds %lu timeouts %lu naks %lu cnps %lu psn_next 0x%06x "
+                     "una 0x%06x epsn 0x%06x\n",
+                     handle->qp_num, qp->retransmitted, qp->timeouts, qp->naks_received,
+                     qp->cnps_received, qp->psn_next, qp->psn_una, qp->epsn);
     if (qp->tx_fd >= 0) close(qp->tx_fd);
     pthread_mutex_destroy(&handle->mutex);
     pthread_cond_destroy(&handle->cond);

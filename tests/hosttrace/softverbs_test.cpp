@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "tests/hosttrace/verbs_endpoint.hpp"
 
@@ -343,6 +344,88 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf(), 2048), 0);
     EXPECT_EQ(ibv_destroy_qp(qp), 0);
+}
+
+TEST(SoftverbsRc, shared_receive_queue_feeds_the_qp) {
+    Endpoint a;
+    ASSERT_TRUE(a.open(kDevA, IBV_QPT_RC, kBuf)) << a.error();
+    // B: a QP whose receives come from an SRQ.
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    ASSERT_GE(n, 2);
+    ibv_context* ctx = ibv_open_device(list[kDevB]);
+    ibv_free_device_list(list);
+    ASSERT_NE(ctx, nullptr);
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+    std::vector<uint8_t> buf(8192);
+    ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_srq_init_attr sattr{};
+    sattr.attr.max_wr = 8;
+    sattr.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(pd, &sattr);
+    ASSERT_NE(srq, nullptr);
+    ibv_qp_init_attr init{};
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.srq = srq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = 4;
+    init.cap.max_send_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    ASSERT_NE(qp, nullptr);
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.port_num = 1;
+    qa.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    qa = {};
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = IBV_MTU_1024;
+    qa.dest_qp_num = a.qp()->qp_num;
+    qa.rq_psn = a.info().psn;
+    qa.ah_attr.is_global = 1;
+    qa.ah_attr.port_num = 1;
+    std::memcpy(qa.ah_attr.grh.dgid.raw, a.info().gid, 16);
+    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+    qa = {};
+    qa.qp_state = IBV_QPS_RTS;
+    qa.sq_psn = 0;
+    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+    PeerInfo b_info{qp->qp_num, 0, 0, 0, {}};
+    ibv_gid gid;
+    ibv_query_gid(ctx, 1, 0, &gid);
+    std::memcpy(b_info.gid, gid.raw, 16);
+    ASSERT_TRUE(a.connect(b_info, IBV_MTU_1024));
+    // Plain post_recv is refused on a QP that has an SRQ.
+    ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data()), 4096, mr->lkey};
+    ibv_recv_wr rwr{};
+    rwr.wr_id = 77;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    EXPECT_EQ(ibv_post_recv(qp, &rwr, &bad), EINVAL);
+    ASSERT_EQ(ibv_post_srq_recv(srq, &rwr, &bad), 0);
+    fill_pattern(a.buf(), 3000, 2);
+    ASSERT_EQ(a.post_send(IBV_WR_SEND, 0, 3000, 0, 0, 1), 0);
+    ibv_wc wc{};
+    bool got = false;
+    for (int i = 0; i < 2000000 && !got; ++i) got = ibv_poll_cq(cq, 1, &wc) == 1;
+    ASSERT_TRUE(got);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.wr_id, 77u);
+    EXPECT_EQ(wc.byte_len, 3000u);
+    EXPECT_EQ(std::memcmp(a.buf(), buf.data(), 3000), 0);
+    ibv_srq_attr q{};
+    ASSERT_EQ(ibv_query_srq(srq, &q), 0);
+    EXPECT_EQ(q.max_wr, 8u);
+    EXPECT_EQ(ibv_destroy_srq(srq), EBUSY);  // still used by the QP
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    EXPECT_EQ(ibv_destroy_srq(srq), 0);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
+    EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+    EXPECT_EQ(ibv_close_device(ctx), 0);
 }
 
 TEST(SoftverbsUc, send_and_write_with_immediate_arrive_without_acks) {
