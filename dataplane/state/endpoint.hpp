@@ -66,6 +66,8 @@ struct Endpoint {
     uint8_t orphan_next = 0;
     bool live = false;
     uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
+    uint32_t next_same_source = kNoIndex;   // next endpoint at this IP receiving from src_ip
+    uint32_t read_dma_len = 0;              // DMA length of the READ at max_psn
     OrphanPacket orphans[kOrphans];
     PsnWindow window;
 };

@@ -172,6 +172,7 @@ void EngineImpl::handle_request(uint32_t idx, const ParsedPacket& pkt, uint64_t 
             note_next_request(ep, psn);
             ep.last_request_read = pkt.info().kind == OpKind::read_request;
             ep.read_last_known = false;
+            ep.read_dma_len = ep.last_request_read ? pkt.t.reth.dma_len : 0;
             apply_request_data(ep, pkt, false, ts);
             break;
         }
@@ -220,6 +221,7 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
         }
     }
     Endpoint* peer = peer_of(ep);
+    if (!peer && ep.pair_by == PairBy::none && try_pair_by_psn(idx, psn, ts)) peer = peer_of(ep);
     if (!peer) {
         if (!ep.reported_unknown) {
             ep.reported_unknown = true;

@@ -17,7 +17,8 @@ namespace insert::state {
 
 struct PairCount {
     uint32_t count = 0;
-    uint32_t rep = kNoIndex;  // the endpoint, when count == 1
+    uint32_t rep = kNoIndex;   // the endpoint, when count == 1
+    uint32_t head = kNoIndex;  // all of them, linked through Endpoint::next_same_source
 };
 
 struct CmRequestKey {
@@ -68,6 +69,8 @@ private:
     // engine_pairing.cpp
     void note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept;
     void try_pair(uint32_t idx, uint64_t ts) noexcept;
+    bool try_pair_by_psn(uint32_t idx, uint32_t psn, uint64_t ts) noexcept;
+    bool psn_outstanding(const Endpoint& f, uint32_t psn) const noexcept;
     bool eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept;
     void make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept;
     void forget_source(Endpoint& ep) noexcept;

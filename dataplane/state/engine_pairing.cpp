@@ -5,6 +5,10 @@ namespace insert::state {
 
 namespace {
 constexpr uint32_t kPortKeyFlag = 0x10000;  // HostPairKey.sport for the per-port table
+constexpr uint32_t kSmallestPathMtu = 256;
+// The psn rule looks at every endpoint between two hosts on a response; past this many
+// it gives up rather than spend unbounded time per packet.
+constexpr uint32_t kMaxPsnCandidates = 64;
 }
 
 void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
@@ -34,6 +38,10 @@ void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexc
         }
         ++pc->count;
         pc->rep = pc->count == 1 ? idx : kNoIndex;
+        if (sport == 0) {
+            ep.next_same_source = pc->head;
+            pc->head = idx;
+        }
     }
 }
 
@@ -43,6 +51,12 @@ void EngineImpl::forget_source(Endpoint& ep) noexcept {
         const HostPairKey key{ep.key.ip, ep.src_ip, sport};
         PairCount* pc = hosts_.find(key);
         if (!pc) continue;
+        if (sport == 0) {
+            const uint32_t me = static_cast<uint32_t>(&ep - endpoints_.get());
+            uint32_t* link = &pc->head;
+            while (*link != kNoIndex && *link != me) link = &endpoints_[*link].next_same_source;
+            if (*link == me) *link = ep.next_same_source;
+        }
         if (--pc->count == 0)
             hosts_.erase(key);
         else
@@ -87,6 +101,39 @@ void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     if (mine && mine->count == 1 && theirs && theirs->count == 1 && theirs->rep != kNoIndex &&
         theirs->rep != idx && eligible(endpoints_[theirs->rep], x))
         make_pair(idx, theirs->rep, PairBy::ip, ts);
+}
+
+bool EngineImpl::psn_outstanding(const Endpoint& f, uint32_t psn) const noexcept {
+    // The request window (SPEC 4: the last 1024 PSNs) plus the responses a READ at max_psn
+    // may still produce (its observed last response, else its length at the smallest
+    // path MTU, 256 B).
+    if (f.window.empty()) return false;
+    const uint32_t max_psn = f.window.max_psn();
+    uint32_t extra = 0;
+    if (f.last_request_read)
+        extra = f.read_last_known ? proto::psn_sub(f.read_last_psn, max_psn)
+                                  : (f.read_dma_len + kSmallestPathMtu - 1) / kSmallestPathMtu;
+    const uint32_t end = proto::psn_add(max_psn, extra);
+    return !proto::psn_newer(psn, end) && proto::psn_sub(end, psn) < PsnWindow::kSize + extra;
+}
+
+bool EngineImpl::try_pair_by_psn(uint32_t idx, uint32_t psn, uint64_t ts) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    if (!ep.has_source || ep.multi_source_ip || cm_pairs_.find(ep.key)) return false;
+    const PairCount* theirs = hosts_.find({ep.src_ip, ep.key.ip, 0});
+    if (!theirs) return false;
+    uint32_t match = kNoIndex;
+    uint32_t seen = 0;
+    for (uint32_t f = theirs->head; f != kNoIndex; f = endpoints_[f].next_same_source) {
+        if (++seen > kMaxPsnCandidates) return false;  // too many to decide per packet
+        const Endpoint& cand = endpoints_[f];
+        if (f == idx || !eligible(cand, ep.key.ip) || !psn_outstanding(cand, psn)) continue;
+        if (match != kNoIndex) return false;  // two candidates: ambiguous
+        match = f;
+    }
+    if (match == kNoIndex) return false;
+    make_pair(idx, match, PairBy::psn, ts);
+    return true;
 }
 
 void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept {

@@ -96,6 +96,31 @@ TEST(EnginePairing, per_qp_source_ports_fall_back_to_ip_for_a_single_connection)
     EXPECT_EQ(h.qp(kB, 0x22).peer_qpn, 0x11u);
 }
 
+TEST(EnginePairing, response_psn_inside_one_request_window_pairs_by_psn) {
+    // Two connections between A and B with per-QP source ports (Soft-RoCE style): neither
+    // sport nor ip applies, but their PSN spaces are far apart.
+    EngineHarness h;
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 1000, 4, 1000}, 1);
+    h.send(Pkt{kA, kB, kSendOnly, 0x23, 500000, 4, 1001}, 2);
+    h.send(Pkt{kB, kA, kAck, 0x12, 500000, 0, 3001, proto::aeth_ack()}, 3);
+    h.send(Pkt{kB, kA, kAck, 0x11, 1000, 0, 3000, proto::aeth_ack()}, 4);
+    h.finish(5);
+    EXPECT_EQ(h.qp(kA, 0x11).pair_by, PairBy::psn);
+    EXPECT_EQ(h.qp(kA, 0x11).peer_qpn, 0x22u);
+    EXPECT_EQ(h.qp(kA, 0x12).pair_by, PairBy::psn);
+    EXPECT_EQ(h.qp(kA, 0x12).peer_qpn, 0x23u);
+    for (const auto& m : h.msgs()) EXPECT_TRUE(m.has_ack);
+}
+
+TEST(EnginePairing, response_psn_in_two_windows_stays_unpaired) {
+    EngineHarness h;
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 1000, 4, 1000}, 1);
+    h.send(Pkt{kA, kB, kSendOnly, 0x23, 1500, 4, 1001}, 2);
+    h.send(Pkt{kB, kA, kAck, 0x11, 1000, 0, 3000, proto::aeth_ack()}, 3);
+    h.finish(4);
+    EXPECT_EQ(h.qp(kA, 0x11).pair_by, PairBy::none);
+}
+
 // A CM MAD as a UD SEND Only payload to QP 1.
 std::vector<uint8_t> cm_mad(uint16_t attr, uint32_t local_comm, uint32_t remote_comm, uint32_t qpn) {
     std::vector<uint8_t> mad(256, 0);
