@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "hosttrace/proc_maps.hpp"
 
@@ -23,15 +24,66 @@ std::optional<std::string> gid_to_ip(const Gid& gid)
     return std::string(text);
 }
 
+namespace {
+
+// GIDs read from sysfs per device: enough for the IPv4 entries RoCE puts after the
+// link-local ones.
+constexpr int kMaxSysfsGids = 16;
+
+bool parse_gid_text(const std::string& text, Gid& out)
+{
+    // "0000:0000:0000:0000:0000:ffff:0a00:0001": eight groups of four hex digits.
+    if (text.size() < 39)
+        return false;
+    for (int i = 0; i < 8; i++) {
+        const std::string group = text.substr(i * 5, 4);
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(group.c_str(), &end, 16);
+        if (end != group.c_str() + 4)
+            return false;
+        out[2 * i] = static_cast<uint8_t>(v >> 8);
+        out[2 * i + 1] = static_cast<uint8_t>(v);
+    }
+    return true;
+}
+
+// A real RDMA device publishes its GID table in sysfs, so its IP is known from the
+// device open on, before the application queries anything. (softverbs has no sysfs
+// entries: there the application's ibv_query_gid is the source.)
+void load_sysfs_gids(const std::string& device, ContextState& c)
+{
+    if (device.empty() || device.find('/') != std::string::npos || device.starts_with("."))
+        return;
+    for (int i = 0; i < kMaxSysfsGids; i++) {
+        std::ifstream in("/sys/class/infiniband/" + device + "/ports/1/gids/" + std::to_string(i));
+        std::string text;
+        if (!in || !std::getline(in, text))
+            break;
+        Gid g;
+        if (parse_gid_text(text, g))
+            c.gids.try_emplace(i, g);
+    }
+}
+
+bool ipv4_mapped(const Gid& g)
+{
+    static constexpr uint8_t kV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(g.data(), kV4Prefix, sizeof(kV4Prefix)) == 0;
+}
+
+}  // namespace
+
 int ProcessTable::apply(const insert_trace_event& e)
 {
     ProcessState& p = procs_[static_cast<pid_t>(e.pid)];
     p.comm.assign(e.comm, strnlen(e.comm, sizeof(e.comm)));
     switch (e.kind) {
     case INSERT_EV_OPEN_DEVICE:
-        if (e.obj)
-            p.contexts[e.obj].device.assign(e.u.open_device.dev_name,
-                                            strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN));
+        if (e.obj) {
+            ContextState& c = p.contexts[e.obj];
+            c.device.assign(e.u.open_device.dev_name, strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN));
+            load_sysfs_gids(c.device, c);
+        }
         break;
     case INSERT_EV_QUERY_GID:
         if (e.ret == 0) {
@@ -94,6 +146,11 @@ std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64
     if (sgid_index >= 0)
         if (auto g = gids.find(sgid_index); g != gids.end())
             if (auto ip = gid_to_ip(g->second))
+                return ip;
+    // RoCEv2 over IPv4 is the common case; link-local (RoCE v1) GIDs come first in tables.
+    for (const auto& [index, gid] : gids)
+        if (ipv4_mapped(gid))
+            if (auto ip = gid_to_ip(gid))
                 return ip;
     for (const auto& [index, gid] : gids)
         if (auto ip = gid_to_ip(gid))

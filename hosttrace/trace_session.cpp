@@ -65,7 +65,7 @@ public:
 
 private:
     void on_event(const insert_trace_event& e);
-    void resolve_datapath(pid_t pid, uint64_t ctx);
+    void resolve_context_ops(pid_t pid, uint64_t ctx);
     void housekeeping(bool final);
     void scan_processes();
     bool attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in);
@@ -113,37 +113,54 @@ void Session::on_event(const insert_trace_event& e)
 {
     events_++;
     emit(decode_event(e, table_, wall_offset_));
-    if (opt_.datapath_sample != 0 && table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
-        resolve_datapath(static_cast<pid_t>(e.pid), e.ctx);
+    if (table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
+        resolve_context_ops(static_cast<pid_t>(e.pid), e.ctx);
 }
 
-// The data-path verbs are inline wrappers that call context->ops.post_send & co: read
-// those pointers from the process, find the file they live in, and probe that file.
-void Session::resolve_datapath(pid_t pid, uint64_t ctx)
+// The data-path verbs (and ibv_create_qp_ex) are inline wrappers that call through the
+// context's ops tables: read those pointers from the process, find the file each lives in,
+// and probe that file. Providers' functions are static and stripped: this is the only way
+// to find them.
+void Session::resolve_context_ops(pid_t pid, uint64_t ctx)
 {
-    struct {
+    struct Slot {
         DatapathFn fn;
         const char* name;
-        uint64_t slot;
-    } const fns[] = {{DatapathFn::PostSend, "post_send", IBV_OPS_POST_SEND},
-                     {DatapathFn::PostRecv, "post_recv", IBV_OPS_POST_RECV},
-                     {DatapathFn::PollCq, "poll_cq", IBV_OPS_POLL_CQ}};
+        uint64_t addr_of_pointer;
+    };
+    std::vector<Slot> slots;
+    if (opt_.datapath_sample != 0) {
+        slots.push_back({DatapathFn::PostSend, "post_send", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_SEND});
+        slots.push_back({DatapathFn::PostRecv, "post_recv", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_RECV});
+        slots.push_back({DatapathFn::PollCq, "poll_cq", ctx + IBV_CONTEXT_OPS + IBV_OPS_POLL_CQ});
+    }
+    // verbs_get_ctx_op(): an extended context whose size covers the field.
+    uint64_t abi_compat = 0, vctx_size = 0;
+    if (read_process_memory(pid, ctx + IBV_CONTEXT_ABI_COMPAT, &abi_compat, sizeof(abi_compat)) &&
+        abi_compat == ~0ull &&
+        read_process_memory(pid, ctx + VERBS_CONTEXT_SZ_FROM_CONTEXT, &vctx_size, sizeof(vctx_size)) &&
+        vctx_size >= VERBS_CONTEXT_CREATE_QP_EX_MIN_SZ)
+        slots.push_back({DatapathFn::CreateQpEx, "create_qp_ex", ctx + VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT});
+    if (slots.empty())
+        return;
+
     std::string error;
     auto maps = read_maps(pid, error);
-    json record = {{"type", "attach"}, {"what", "datapath"}, {"t_ns", monotonic_ns()},
-                   {"pid", pid}, {"ctx", hex_pointer(ctx)}};
     json functions = json::object();
-    bool any_new = false;
-    for (const auto& f : fns) {
+    bool report = false;
+    for (const Slot& f : slots) {
         uint64_t addr = 0;
-        if (!maps || !read_process_memory(pid, ctx + IBV_CONTEXT_OPS + f.slot, &addr, sizeof(addr))) {
-            error = "process exited or memory unreadable";
-            functions[f.name] = {{"error", error}};
+        if (!maps || !read_process_memory(pid, f.addr_of_pointer, &addr, sizeof(addr))) {
+            functions[f.name] = {{"error", "process exited or memory unreadable"}};
+            report = true;
             continue;
         }
+        if (!addr && f.fn == DatapathFn::CreateQpEx)
+            continue;  // the provider has no create_qp_ex: ibv_create_qp_ex fails without a call
         auto loc = locate(*maps, addr);
-        if (!addr || !loc) {
+        if (!loc) {
             functions[f.name] = {{"error", fmt::format("0x{:x} is not in a mapped file", addr)}};
+            report = true;
             continue;
         }
         const std::string path = path_in_process_root(pid, loc->path);
@@ -152,14 +169,15 @@ void Session::resolve_datapath(pid_t pid, uint64_t ctx)
         if (!tracer_->attach_datapath(f.fn, path, loc->offset, attach_pid, already, error)) {
             functions[f.name] = {{"error", error}};
             std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
+            report = true;
             continue;
         }
-        any_new |= !already;
+        report |= !already;
         functions[f.name] = {{"file", loc->path}, {"offset", loc->offset}, {"new", !already}};
     }
-    record["functions"] = functions;
-    if (any_new || functions.dump().find("error") != std::string::npos)
-        emit(record);
+    if (report)
+        emit({{"type", "attach"}, {"what", "ops"}, {"t_ns", monotonic_ns()}, {"pid", pid},
+              {"ctx", hex_pointer(ctx)}, {"functions", functions}});
 }
 
 void Session::housekeeping(bool final)

@@ -211,6 +211,10 @@ bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64
         ok = attach_one(p.poll_cq_entry, false, pid, path, offset, error) &&
              attach_one(p.poll_cq_return, true, pid, path, offset, error);
         break;
+    case DatapathFn::CreateQpEx:
+        ok = attach_one(p.create_qp_entry, false, pid, path, offset, error) &&
+             attach_one(p.create_qp_return, true, pid, path, offset, error);
+        break;
     }
     if (ok)
         datapath_.insert(key);

@@ -30,7 +30,9 @@ struct TracerFilters {
     uint32_t ringbuf_bytes = 4u << 20;
 };
 
-enum class DatapathFn { PostSend, PostRecv, PollCq };
+// Functions found through a context's ops tables rather than by symbol: the data path of
+// context->ops and the control-path verbs_context.create_qp_ex (ibv_create_qp_ex is inline).
+enum class DatapathFn { PostSend, PostRecv, PollCq, CreateQpEx };
 
 struct Counters {
     uint64_t ringbuf_drops = 0;
@@ -63,7 +65,7 @@ public:
                         std::vector<std::pair<std::string, uint64_t>>& attached,
                         bool& already, std::string& error);
 
-    // Probes a provider's data-path function at (file, offset); idempotent per location.
+    // Probes a provider function at (file, offset); idempotent per location.
     // `already` tells whether it was probed before.
     bool attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset, pid_t pid,
                          bool& already, std::string& error);

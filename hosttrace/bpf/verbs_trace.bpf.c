@@ -436,23 +436,40 @@ int BPF_KPROBE(post_send_entry, void *qp, void *wr)
         if (!e)
             return 0;
         struct insert_ev_post_send *p = &e->u.post_send;
+        /* One copy of the work request's fixed part instead of a read per field: each
+         * bpf_probe_read_user costs about as much as the rest of the program. */
+        struct {
+            __u64 wr_id, next, sg_list;
+            __u32 num_sge, opcode, send_flags, imm_data;
+            __u64 remote_addr; /* wr.rdma / wr.atomic / wr.ud.ah */
+            __u32 word48;      /* wr.rdma.rkey / wr.ud.remote_qpn / low half of compare_add */
+            __u32 word52;
+            __u64 word56, word64;
+        } wrv = {};
+        _Static_assert(__builtin_offsetof(typeof(wrv), num_sge) == IBV_SEND_WR_NUM_SGE, "wr layout");
+        _Static_assert(__builtin_offsetof(typeof(wrv), imm_data) == IBV_SEND_WR_IMM_DATA, "wr layout");
+        _Static_assert(__builtin_offsetof(typeof(wrv), remote_addr) == IBV_SEND_WR_REMOTE_ADDR, "wr layout");
+        _Static_assert(__builtin_offsetof(typeof(wrv), word48) == IBV_SEND_WR_RDMA_RKEY, "wr layout");
+        _Static_assert(__builtin_offsetof(typeof(wrv), word64) == IBV_SEND_WR_ATOMIC_RKEY, "wr layout");
+        if (bpf_probe_read_user(&wrv, sizeof(wrv), (const void *)w))
+            count(INSERT_CNT_READ_ERRORS);
         e->obj = q;
         e->ctx = vctx;
         p->qp_num = qp_num;
         p->chain_index = i;
-        p->wr_id = read_u64(w + IBV_SEND_WR_WR_ID);
-        p->num_sge = read_u32(w + IBV_SEND_WR_NUM_SGE);
-        p->opcode = read_u32(w + IBV_SEND_WR_OPCODE);
-        p->send_flags = read_u32(w + IBV_SEND_WR_SEND_FLAGS);
-        p->imm_data = read_u32(w + IBV_SEND_WR_IMM_DATA);
-        p->remote_addr = read_u64(w + IBV_SEND_WR_REMOTE_ADDR);
+        p->wr_id = wrv.wr_id;
+        p->num_sge = wrv.num_sge;
+        p->opcode = wrv.opcode;
+        p->send_flags = wrv.send_flags;
+        p->imm_data = wrv.imm_data;
+        p->remote_addr = wrv.remote_addr;
         bool atomic = p->opcode == IBV_WR_ATOMIC_CMP_AND_SWP_VALUE ||
                       p->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD_VALUE;
-        p->rkey = read_u32(w + (atomic ? IBV_SEND_WR_ATOMIC_RKEY : IBV_SEND_WR_RDMA_RKEY));
-        p->remote_qpn = read_u32(w + IBV_SEND_WR_UD_REMOTE_QPN);
+        p->rkey = atomic ? (__u32)wrv.word64 : wrv.word48;
+        p->remote_qpn = wrv.word48;
         __u16 truncated = 0;
-        p->total_len = sge_total(read_u64(w + IBV_SEND_WR_SG_LIST), p->num_sge, &truncated);
-        w = read_u64(w + IBV_SEND_WR_NEXT);
+        p->total_len = sge_total(wrv.sg_list, p->num_sge, &truncated);
+        w = wrv.next;
         if (w && i == INSERT_MAX_WR_CHAIN - 1)
             truncated = 1;
         p->truncated = truncated;

@@ -38,6 +38,12 @@ enum insert_trace_kind {
 #define IBV_OPS_POLL_CQ 88
 #define IBV_OPS_POST_SEND 200
 #define IBV_OPS_POST_RECV 208
+#define IBV_CONTEXT_ABI_COMPAT 320
+/* struct verbs_context ends with struct ibv_context: its extension fields sit at negative
+ * offsets from the ibv_context pointer that applications hold. */
+#define VERBS_CONTEXT_SZ_FROM_CONTEXT (-8)
+#define VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT (-56)
+#define VERBS_CONTEXT_CREATE_QP_EX_MIN_SZ 384 /* vctx->sz needed for create_qp_ex to exist */
 #define IBV_DEVICE_NAME 24
 #define IBV_QP_CONTEXT 0
 #define IBV_QP_PD 16

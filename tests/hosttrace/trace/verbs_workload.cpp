@@ -83,7 +83,7 @@ ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access)
     return mr;
 }
 
-void open_endpoint(ibv_device* dev, Endpoint& e)
+void open_endpoint(ibv_device* dev, Endpoint& e, bool use_ex)
 {
     e.ctx = ibv_open_device(dev);
     if (!e.ctx)
@@ -98,7 +98,9 @@ void open_endpoint(ibv_device* dev, Endpoint& e)
         die("ibv_create_cq");
     e.mr = reg(e.pd, e.buf.data(), e.buf.size(),
                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-    ibv_qp_init_attr init{};
+    // ibv_create_qp_ex is inline (verbs_context.create_qp_ex): the tracer finds it through
+    // the context, like the data path.
+    ibv_qp_init_attr_ex init{};
     init.send_cq = e.cq;
     init.recv_cq = e.cq;
     init.qp_type = IBV_QPT_RC;
@@ -106,9 +108,11 @@ void open_endpoint(ibv_device* dev, Endpoint& e)
     init.cap.max_recv_wr = 128;
     init.cap.max_send_sge = 4;
     init.cap.max_recv_sge = 4;
-    e.qp = ibv_create_qp(e.pd, &init);
+    init.comp_mask = IBV_QP_INIT_ATTR_PD;
+    init.pd = e.pd;
+    e.qp = use_ex ? ibv_create_qp_ex(e.ctx, &init) : ibv_create_qp(e.pd, reinterpret_cast<ibv_qp_init_attr*>(&init));
     if (!e.qp)
-        die("ibv_create_qp");
+        die(use_ex ? "ibv_create_qp_ex" : "ibv_create_qp");
     char b[128];
     std::snprintf(b, sizeof(b), "{\"what\":\"qp\",\"qpn\":%u}", e.qp->qp_num);
     truth(b);
@@ -280,8 +284,8 @@ void setup_pair(Endpoint& a, Endpoint& b)
         std::fprintf(stderr, "verbs_workload: no RDMA device\n");
         std::exit(1);
     }
-    open_endpoint(list[0], a);
-    open_endpoint(list[n > 1 ? 1 : 0], b);
+    open_endpoint(list[0], a, false);
+    open_endpoint(list[n > 1 ? 1 : 0], b, true);
     ibv_free_device_list(list);
     connect(a, b, /*rq_psn=*/1000, /*sq_psn=*/2000);
     connect(b, a, /*rq_psn=*/2000, /*sq_psn=*/1000);
