@@ -72,9 +72,15 @@ def system_env():
     return env
 
 
-def softverbs_env():
+# softverbs binds UDP 4791 on each of its addresses: loopback addresses of our own keep
+# these tests clear of other softverbs users on the host (e.g. the softverbs suite).
+TEST_IPS = "127.77.0.1,127.77.0.2"
+OTHER_IPS = "127.77.0.3,127.77.0.4"
+
+
+def softverbs_env(ips=TEST_IPS):
     env = dict(os.environ)
-    env["SOFTVERBS_IPS"] = "127.0.0.1,127.0.0.2"
+    env["SOFTVERBS_IPS"] = ips
     env["LD_LIBRARY_PATH"] = SOFTVERBS_DIR
     return env
 
@@ -128,9 +134,9 @@ class Tracer:
 class Workload:
     """verbs_workload with its stdout (truth and phases) read on a thread."""
 
-    def __init__(self, args, env=None):
-        self.proc = spawn([WORKLOAD, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          env=env or system_env(), text=True)
+    def __init__(self, args, env=None, program=WORKLOAD):
+        self.proc = spawn(([program] if program else []) + list(args), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=env or system_env(), text=True)
         self.pid = self.proc.pid
         self.lines = queue.Queue()
         self.truth = []
@@ -234,10 +240,21 @@ def compare_with_truth(records, pid, truth):
     return ev
 
 
+def cgroup2_mount():
+    """The cgroup v2 hierarchy (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts)."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1]
+    raise Failure("no cgroup2 mount")
+
+
 def cgroup_id_of(pid):
+    """What bpf_get_current_cgroup_id() returns: the inode of the task's cgroup v2 directory."""
     with open(f"/proc/{pid}/cgroup") as f:
         path = next(line.strip().split(":", 2)[2] for line in f if line.startswith("0::"))
-    return os.stat("/sys/fs/cgroup" + path).st_ino
+    return os.stat(cgroup2_mount() + path).st_ino
 
 
 def datapath_attached(tracer, pid):
@@ -317,7 +334,7 @@ def test_softverbs_ground_truth(tmp):
     tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=16)
     ev = compare_with_truth(tracer.records(), w.pid, w.truth)
     check(all(r["cgroup"] == cgroup for r in ev), f"cgroup id != {cgroup}")
-    check(all(r["ip"] in ("127.0.0.1", "127.0.0.2") for r in ev if r["verb"] not in ("open_device",)),
+    check(all(r["ip"] in TEST_IPS.split(",") for r in ev if r["verb"] not in ("open_device",)),
           "events without the host RDMA IP")
     devices = sorted(r["device"] for r in verb_events(tracer.records(), w.pid, "open_device"))
     check(devices == ["softverbs0", "softverbs1"], f"devices {devices}")
@@ -599,6 +616,37 @@ def test_perftest_netns(tmp):
             check(sorted(w["wr_id"] for w in wcs) == sorted(s["wr_id"] for s in sends), "wr_id mismatch")
 
 
+def test_cgroup_filter(tmp):
+    """--cgroup DIR: only processes of that cgroup v2 are traced, and events carry its id."""
+    cg = os.path.join(cgroup2_mount(), f"insert-trace-test-{os.getpid()}")
+    os.mkdir(cg)
+    cg_id = os.stat(cg).st_ino
+    try:
+        tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--cgroup", cg)
+        inside = Workload(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {WORKLOAD} run --ops 2 --sync"],
+                          env=softverbs_env(), program=None)
+        inside.wait_phase("setup")
+        datapath_attached(tracer, inside.pid)
+        outside = Workload(["run", "--ops", "2"], env=softverbs_env(OTHER_IPS))
+        outside.finish()
+        inside.release()
+        inside.wait_phase("mr2")
+        inside.release()
+        inside.finish()
+        tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == inside.pid, "process_exit")
+        tracer.stop()
+    finally:
+        for proc in SPAWNED:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        os.rmdir(cg)
+    recs = tracer.records()
+    check(not verb_events(recs, outside.pid), "a process outside the cgroup was traced")
+    ev = compare_with_truth(recs, inside.pid, inside.truth)
+    check(all(r["cgroup"] == cg_id for r in ev), f"cgroup id != {cg_id}")
+
+
 TESTS = {
     "real_libibverbs": test_real_libibverbs,
     "softverbs_ground_truth": test_softverbs_ground_truth,
@@ -611,6 +659,7 @@ TESTS = {
     "unix_socket": test_unix_socket,
     "errors": test_errors,
     "perftest_netns": test_perftest_netns,
+    "cgroup_filter": test_cgroup_filter,
 }
 
 
