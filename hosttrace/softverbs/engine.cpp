@@ -262,6 +262,7 @@ void Engine::dispatch(uint8_t* frame, uint32_t len, const sockaddr_in& from, uin
                 ++counters_.rx_wrong_state;
                 return;
             }
+            qp->peer_heard = true;
             if (info.request)
                 responder_receive(*this, *qp, in);
             else

@@ -171,6 +171,7 @@ struct Qp {
     uint64_t deadline_ns = 0;   // retransmission timer, 0 = stopped
     uint64_t resume_ns = 0;     // RNR wait: no transmission before this
     uint32_t retries = 0;
+    bool peer_heard = false;  // a packet from the peer arrived since the last timeout
     uint32_t rnr_retries = 0;
     uint32_t read_rewind_psn = 0;  // last PSN a READ gap rewound to (one rewind per gap)
     bool read_rewound = false;

@@ -2,6 +2,7 @@
 // go-back-N retransmission on NAK (sequence error), on a gap in READ responses and on
 // timeout, RNR waits, and in-order completion of send work requests.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "dataplane/proto/aeth.hpp"
@@ -415,8 +416,16 @@ void requester_timers(Engine& e, Qp& qp) {
         return;
     }
     ++qp.timeouts;
-    // retry_cnt 7 is not "infinite" for transport retries (only rnr_retry 7 is).
-    if (++qp.retries > qp.retry_cnt) {
+    if (qp.ctx->config.debug)
+        std::fprintf(stderr, "softverbs QP 0x%06x: timeout una 0x%06x next 0x%06x sq %zu send_next %zu\n",
+                     qp_num(qp), qp.psn_una, qp.psn_next, qp.sq.size(), qp.send_next);
+    // retry_cnt 7 is not "infinite" for transport retries (only rnr_retry 7 is). A timeout
+    // while the peer is still sending to us is not counted: on a shared CPU a starved peer
+    // (or our own thread) can be late by more than the timeout without losing anything.
+    // A peer that has gone silent still exhausts retry_cnt.
+    const bool counted = !qp.peer_heard;
+    qp.peer_heard = false;
+    if (counted && ++qp.retries > qp.retry_cnt) {
         fail(qp, IBV_WC_RETRY_EXC_ERR);
         return;
     }
