@@ -33,9 +33,32 @@ struct OrphanPacket {
     bool has_inv = false;
 };
 
+// Packets held for one endpoint while their First is missing; taken from a per-worker
+// pool only when reordering needs it (most endpoints never do).
+struct OrphanBlock {
+    static constexpr int kSlots = 8;
+    OrphanPacket slots[kSlots];
+    uint8_t next_victim = 0;  // round-robin replacement when all slots are used
+};
+
+// The per-endpoint counters of the `qp` record (SPEC 7).
+struct EndpointCounters {
+    uint64_t pkts = 0;
+    uint64_t bytes = 0;
+    uint64_t msgs[5] = {};  // indexed by MsgOp
+    uint64_t dup_pkts = 0;
+    uint64_t ooo_pkts = 0;
+    uint64_t gaps = 0;
+    uint64_t missing = 0;
+    uint64_t cnps = 0;
+    uint64_t ecn_ce = 0;
+    uint64_t t_first_ns = 0;
+    uint64_t t_last_ns = 0;
+    NakCounts naks;
+};
+
 struct Endpoint {
     static constexpr int kPendingNaks = 4;
-    static constexpr int kOrphans = 8;
     static constexpr uint32_t kMaxOpenMessages = 16;
 
     EndpointKey key;
@@ -60,15 +83,14 @@ struct Endpoint {
     uint32_t read_last_psn = 0;      // Last/Only response PSN of the READ at max_psn
     bool read_last_known = false;
 
-    QpRecord counters;  // ip/qpn/peer/transport are filled when a record is made
+    EndpointCounters counters;
     PendingNak pending[kPendingNaks];
     uint8_t pending_next = 0;
-    uint8_t orphan_next = 0;
+    uint32_t orphans = kNoIndex;  // OrphanBlock in the worker's pool, when needed
     bool live = false;
     uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
     uint32_t next_same_source = kNoIndex;   // next endpoint at this IP receiving from src_ip
     uint32_t read_dma_len = 0;              // DMA length of the READ at max_psn
-    OrphanPacket orphans[kOrphans];
     PsnWindow window;
 };
 

@@ -14,11 +14,21 @@ using proto::Transport;
 
 namespace {
 
-// Tables other than the endpoints are sized from the endpoint capacity: one host-pair
-// entry per endpoint and source port at most, a few CM exchanges per endpoint, and open
-// messages for about one endpoint in two (responders) with room for pipelining.
-constexpr uint32_t kMessagesPerEndpoint = 2;
-constexpr uint32_t kCmPerEndpoint = 1;
+// Tables other than the endpoints are sized from the endpoint capacity (1M endpoints must
+// fit in well under 1 GB): host-pair entries, one per endpoint (endpoints between the same
+// hosts share the per-IP entry); CM exchanges for one endpoint in four (two endpoints per
+// connection, both sides' requesters); one open message per endpoint on average (about half
+// the endpoints are responders, each with a couple in flight); orphan blocks for one
+// endpoint in sixteen (only reordered multi-packet messages use them, briefly).
+constexpr uint32_t kHostPairsPerEndpoint = 1;
+constexpr uint32_t kCmRequestsDivisor = 4;
+constexpr uint32_t kMessagesPerEndpoint = 1;
+constexpr uint32_t kOrphanBlocksDivisor = 16;
+constexpr uint32_t kMinPoolSlots = 64;
+
+uint32_t pool_size(uint32_t endpoints, uint32_t divisor) {
+    return std::max(kMinPoolSlots, endpoints / divisor);
+}
 
 TransportFamily family_of(Transport t) {
     switch (t) {
@@ -54,21 +64,23 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       endpoints_(new (std::nothrow) Endpoint[config.max_endpoints]),
       free_endpoints_(new (std::nothrow) uint32_t[config.max_endpoints]),
       index_(config.max_endpoints),
-      hosts_(std::size_t{config.max_endpoints} * 2),
-      cm_requests_(std::size_t{config.max_endpoints} * kCmPerEndpoint),
-      cm_pairs_(std::size_t{config.max_endpoints} * kCmPerEndpoint * 2),
-      messages_(config.max_endpoints * kMessagesPerEndpoint) {}
+      hosts_(std::size_t{config.max_endpoints} * kHostPairsPerEndpoint),
+      cm_requests_(pool_size(config.max_endpoints, kCmRequestsDivisor)),
+      cm_pairs_(pool_size(config.max_endpoints, kCmRequestsDivisor / 2)),
+      messages_(std::max(kMinPoolSlots, config.max_endpoints * kMessagesPerEndpoint)),
+      orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)) {}
 
 bool EngineImpl::valid() const {
     return endpoints_ && free_endpoints_ && index_.valid() && hosts_.valid() &&
-           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid();
+           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() &&
+           orphan_blocks_.valid();
 }
 
 std::size_t EngineImpl::bytes_per_endpoint() const {
     const std::size_t total = sizeof(Endpoint) * capacity_ + sizeof(uint32_t) * capacity_ +
                               index_.memory_bytes() + hosts_.memory_bytes() +
                               cm_requests_.memory_bytes() + cm_pairs_.memory_bytes() +
-                              messages_.memory_bytes();
+                              messages_.memory_bytes() + orphan_blocks_.memory_bytes();
     return total / capacity_;
 }
 
@@ -120,7 +132,7 @@ void EngineImpl::process(const ParsedPacket& pkt, uint64_t ts) noexcept {
         return;
     }
     Endpoint& ep = endpoints_[idx];
-    QpRecord& c = ep.counters;
+    EndpointCounters& c = ep.counters;
     if (c.pkts == 0) c.t_first_ns = ts;
     ++c.pkts;
     c.bytes += static_cast<uint64_t>(pkt.payload_len);

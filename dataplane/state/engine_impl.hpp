@@ -57,6 +57,7 @@ private:
     void absorb_orphans(Endpoint& ep, uint32_t m) noexcept;
     bool absorb_pending_naks(Endpoint& ep, uint32_t m) noexcept;  // true: frozen by a fatal NAK
     void add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept;
+    void release_orphans_if_empty(Endpoint& ep) noexcept;
     void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void note_next_request(Endpoint& ep, uint32_t psn) noexcept;
     void apply_request_data(Endpoint& ep, const proto::ParsedPacket& pkt, bool dup, uint64_t ts) noexcept;
@@ -99,6 +100,7 @@ private:
     FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash> cm_requests_;
     FixedHashMap<EndpointKey, EndpointKey, EndpointKeyHash> cm_pairs_;
     MessagePool messages_;
+    SlotPool<OrphanBlock> orphan_blocks_;
 };
 
 }  // namespace insert::state

@@ -88,19 +88,27 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
 }
 
 void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept {
+    if (ep.orphans == kNoIndex) {
+        ep.orphans = orphan_blocks_.acquire();
+        if (ep.orphans == kNoIndex) {
+            counters_.orphans_dropped.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
+    OrphanBlock& block = orphan_blocks_[ep.orphans];
     int slot = -1;
-    for (int i = 0; i < Endpoint::kOrphans; ++i)
-        if (!ep.orphans[i].used) {
+    for (int i = 0; i < OrphanBlock::kSlots; ++i)
+        if (!block.slots[i].used) {
             slot = i;
             break;
         }
     if (slot < 0) {
-        slot = ep.orphan_next;
-        ep.orphan_next = static_cast<uint8_t>((ep.orphan_next + 1) % Endpoint::kOrphans);
+        slot = block.next_victim;
+        block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
         counters_.orphans_dropped.fetch_add(1, std::memory_order_relaxed);
     }
     const proto::OpcodeInfo& info = pkt.info();
-    OrphanPacket& o = ep.orphans[slot];
+    OrphanPacket& o = block.slots[slot];
     o.used = true;
     o.ts_ns = ts;
     o.ts_last_ns = ts;
@@ -114,22 +122,35 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     o.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
 }
 
+void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
+    if (ep.orphans == kNoIndex) return;
+    for (const OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
+        if (o.used) return;
+    orphan_blocks_.release(ep.orphans);
+    ep.orphans = kNoIndex;
+}
+
 void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
+    if (ep.orphans == kNoIndex) return;
+    OrphanPacket* orphans = orphan_blocks_[ep.orphans].slots;
     OpenMessage& m = messages_[mi];
     const bool bounded_by_next = m.next != kNoIndex;
     const uint32_t next_first = bounded_by_next ? messages_[m.next].psn_first : 0;
     // Take matching orphans in PSN order; a Last among them ends the message.
     for (;;) {
         int best = -1;
-        for (int i = 0; i < Endpoint::kOrphans; ++i) {
-            const OrphanPacket& o = ep.orphans[i];
+        for (int i = 0; i < OrphanBlock::kSlots; ++i) {
+            const OrphanPacket& o = orphans[i];
             if (!o.used || o.op != m.op || !psn_newer(o.psn, m.psn_first)) continue;
             if (bounded_by_next && !psn_newer(next_first, o.psn)) continue;
             if (!within(m, o.psn)) continue;
-            if (best < 0 || psn_newer(ep.orphans[best].psn, o.psn)) best = i;
+            if (best < 0 || psn_newer(orphans[best].psn, o.psn)) best = i;
         }
-        if (best < 0) return;
-        OrphanPacket& o = ep.orphans[best];
+        if (best < 0) {
+            release_orphans_if_empty(ep);
+            return;
+        }
+        OrphanPacket& o = orphans[best];
         o.used = false;
         ++m.pkts;
         m.retx_pkts += o.dups;
@@ -221,7 +242,8 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
             return;
         }
         // A duplicate of a packet still waiting for its First: it joins the message too.
-        for (OrphanPacket& o : ep.orphans)
+        if (ep.orphans == kNoIndex) return;
+        for (OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
             if (o.used && o.psn == psn) {
                 ++o.dups;
                 o.ts_last_ns = std::max(o.ts_last_ns, ts);

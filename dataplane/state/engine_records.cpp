@@ -96,8 +96,21 @@ void EngineImpl::freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept 
 void EngineImpl::emit_qp(const Endpoint& ep, bool final) noexcept {
     Record r;
     r.type = RecordType::qp;
-    r.qp = ep.counters;
+    r.qp = QpRecord{};
     QpRecord& q = r.qp;
+    const EndpointCounters& c = ep.counters;
+    q.pkts = c.pkts;
+    q.bytes = c.bytes;
+    for (int i = 0; i < 5; ++i) q.msgs[i] = c.msgs[i];
+    q.dup_pkts = c.dup_pkts;
+    q.ooo_pkts = c.ooo_pkts;
+    q.gaps = c.gaps;
+    q.missing = c.missing;
+    q.naks = c.naks;
+    q.cnps = c.cnps;
+    q.ecn_ce = c.ecn_ce;
+    q.t_first_ns = c.t_first_ns;
+    q.t_last_ns = c.t_last_ns;
     q.ip = ep.key.ip;
     q.qpn = ep.key.qpn;
     q.pair_by = ep.pair_by;
@@ -127,6 +140,8 @@ void EngineImpl::evict(uint32_t idx) noexcept {
     freeze_open(ep, true, ep.counters.t_last_ns);
     emit_qp(ep, true);
     forget_source(ep);
+    if (ep.orphans != kNoIndex) orphan_blocks_.release(ep.orphans);
+    ep.orphans = kNoIndex;
     index_.erase(ep.key);
     ep.live = false;
     free_endpoints_[free_count_++] = idx;

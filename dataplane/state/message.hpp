@@ -3,14 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <new>
 
 #include "dataplane/state/records.hpp"
+#include "dataplane/state/slot_pool.hpp"
 
 namespace insert::state {
-
-constexpr uint32_t kNoIndex = UINT32_MAX;
 
 struct OpenMessage {
     uint32_t next = kNoIndex;  // next open message of the endpoint (newer psn_first)
@@ -44,36 +41,6 @@ struct OpenMessage {
     bool unreliable = false;    // UC: complete once all PSNs were observed
 };
 
-// Free-list pool of open messages, allocated once per worker.
-class MessagePool {
-public:
-    explicit MessagePool(uint32_t capacity)
-        : capacity_(capacity), slots_(new (std::nothrow) OpenMessage[capacity]) {
-        if (!slots_) return;
-        for (uint32_t i = 0; i < capacity; ++i) slots_[i].next = i + 1 < capacity ? i + 1 : kNoIndex;
-        free_ = capacity ? 0 : kNoIndex;
-    }
-    bool valid() const { return slots_ != nullptr; }
-    std::size_t memory_bytes() const { return std::size_t{capacity_} * sizeof(OpenMessage); }
-
-    // kNoIndex when exhausted.
-    uint32_t acquire() {
-        const uint32_t i = free_;
-        if (i == kNoIndex) return i;
-        free_ = slots_[i].next;
-        slots_[i] = OpenMessage{};
-        return i;
-    }
-    void release(uint32_t i) {
-        slots_[i].next = free_;
-        free_ = i;
-    }
-    OpenMessage& operator[](uint32_t i) { return slots_[i]; }
-
-private:
-    uint32_t capacity_;
-    std::unique_ptr<OpenMessage[]> slots_;
-    uint32_t free_ = kNoIndex;
-};
+using MessagePool = SlotPool<OpenMessage>;
 
 }  // namespace insert::state
