@@ -18,6 +18,8 @@ using proto::psn_sub;
 
 // SPEC 4: the window of request PSNs an endpoint remembers.
 constexpr uint32_t kWindow = 1024;
+// semantics.md "Messages": outstanding messages per endpoint.
+constexpr std::size_t kMaxOpenMessages = 16;
 
 uint64_t ep_key(uint16_t host, uint32_t qpn) { return (uint64_t{host} << 32) | qpn; }
 uint64_t sport_key(uint16_t x, uint16_t y, uint16_t s) {
@@ -268,7 +270,16 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
         // semantics.md: a message exists once its First/Only (or request) is observed;
         // packets seen before it join it.
         m.state = 2;
+        ep.held -= m.held;
+        if (ep.open.size() >= kMaxOpenMessages) {
+            // semantics.md: beyond 16 outstanding messages the oldest is frozen as it stands.
+            ++msgs_overflow_;
+            freeze(b, ep.open.front(), TruthStatus::incomplete, std::nullopt);
+        }
         ep.open.push_back(uid);
+    } else if (m.state == 1) {
+        ++m.held;
+        max_held_ = std::max(max_held_, ++ep.held);
     }
     const bool uc = sim_.conns()[mi.conn].spec.transport == ConnTransport::uc;
     if (uc && m.state == 2 && m.pkts == mi.npkts)

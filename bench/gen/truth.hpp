@@ -73,6 +73,7 @@ struct TruthEndpoint {
     std::vector<uint64_t> window;  // 1024-bit ring of seen request PSNs
     // Messages to this endpoint not yet frozen, in creation order.
     std::vector<uint32_t> open;
+    uint32_t held = 0;  // packets observed before their message's First/Only
     struct NakSeen {
         uint32_t psn;
         bool rnr;
@@ -99,6 +100,11 @@ public:
     const TruthSummary& summary() const { return summary_; }
     // Endpoint index of (host, qpn), or -1.
     int32_t find(uint16_t host, uint32_t qpn) const;
+    // Most packets any endpoint held waiting for their First at one time. semantics.md caps
+    // this at 8 per endpoint and the truth does not model the cap: scenarios must stay below.
+    uint32_t max_held() const { return max_held_; }
+    // Messages frozen early because 16 were open at their endpoint (semantics.md cap).
+    uint64_t msgs_overflow() const { return msgs_overflow_; }
 
 private:
     struct MsgState {
@@ -108,6 +114,7 @@ private:
         bool first_resp_seen = false, last_resp_seen = false;
         bool next_req_set = false;
         uint32_t pkts = 0, retx = 0;
+        uint32_t held = 0;
         uint64_t bytes = 0;
         uint32_t newest_off = 0;
         uint32_t resp_last_psn = 0, next_req_psn = 0;
@@ -140,6 +147,8 @@ private:
     std::unordered_map<uint64_t, uint64_t> cm_partner_;
     std::vector<TruthMsg> out_;
     TruthSummary summary_;
+    uint32_t max_held_ = 0;
+    uint64_t msgs_overflow_ = 0;
 };
 
 }  // namespace insert::gen

@@ -81,6 +81,8 @@ TEST_P(TsharkDissects, every_roce_frame_as_generated) {
     })) << error;
     EXPECT_EQ(icrc_bad, 0u);
     ASSERT_FALSE(roce.empty());
+    // The truth does not model the dataplane's cap of 8 early packets per endpoint.
+    EXPECT_LE(gen.truth().max_held(), 8u);
 
     std::string cmd = "tshark -n -r '" + pcap + "' -d udp.port==4791,infiniband";
     for (uint16_t port : low_ports) cmd += " -d udp.port==" + std::to_string(port) + ",infiniband";
