@@ -16,7 +16,7 @@ using state::EndpointKey;
 using state::EndpointKeyHash;
 
 class LatencyBook {
-public:
+  public:
     void add(const EndpointKey& endpoint, uint64_t latency_ns) { book_[endpoint].add(latency_ns); }
     // Null when the endpoint has no latency yet.
     const LatencyHistogram* find(const EndpointKey& endpoint) const {
@@ -24,7 +24,7 @@ public:
         return it == book_.end() ? nullptr : &it->second;
     }
 
-private:
+  private:
     std::unordered_map<EndpointKey, LatencyHistogram, EndpointKeyHash> book_;
 };
 

@@ -53,14 +53,16 @@ uint64_t LatencyHistogram::percentile(double p) const {
     rank = std::clamp<uint64_t>(rank, 1, count_);
     if (buckets_.empty()) {
         std::vector<uint64_t> sorted = exact_;
-        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(rank - 1), sorted.end());
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(rank - 1),
+                         sorted.end());
         return sorted[rank - 1];
     }
     uint64_t seen = 0;
     for (const auto& [bucket, n] : buckets_) {
         seen += n;
         if (seen >= rank) {
-            const uint64_t mid = bucket_low(bucket) + (bucket_high(bucket) - bucket_low(bucket)) / 2;
+            const uint64_t mid =
+                bucket_low(bucket) + (bucket_high(bucket) - bucket_low(bucket)) / 2;
             return std::clamp(mid, min_, max_);
         }
     }

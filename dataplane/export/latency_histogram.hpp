@@ -11,7 +11,7 @@
 namespace insert::exporter {
 
 class LatencyHistogram {
-public:
+  public:
     static constexpr std::size_t kExactLimit = 4096;
     static constexpr unsigned kSubBucketBits = 7;  // 128 sub-buckets per octave
 
@@ -22,14 +22,14 @@ public:
     // Smallest latency with at least p% of the samples at or below it (p in (0, 100]).
     uint64_t percentile(double p) const;
 
-private:
+  private:
     static uint32_t bucket_of(uint64_t ns);
     static uint64_t bucket_low(uint32_t bucket);
     static uint64_t bucket_high(uint32_t bucket);  // inclusive
     void spill();
 
-    std::vector<uint64_t> exact_;              // unsorted samples while count_ <= kExactLimit
-    std::map<uint32_t, uint64_t> buckets_;     // after spilling
+    std::vector<uint64_t> exact_;           // unsorted samples while count_ <= kExactLimit
+    std::map<uint32_t, uint64_t> buckets_;  // after spilling
     uint64_t count_ = 0;
     uint64_t max_ = 0;
     uint64_t min_ = UINT64_MAX;

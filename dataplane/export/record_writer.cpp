@@ -16,7 +16,7 @@ namespace {
 constexpr std::size_t kFlushBytes = 1 << 16;
 
 class JsonObject {
-public:
+  public:
     explicit JsonObject(std::string& out) : out_(out) { out_.push_back('{'); }
     ~JsonObject() { out_.push_back('}'); }
 
@@ -68,7 +68,7 @@ public:
     }
     std::string& raw() { return out_; }
 
-private:
+  private:
     std::string& out_;
     bool first_ = true;
 };
@@ -153,16 +153,21 @@ void append_event(std::string& out, const EventRecord& e) {
     o.num("t_ns", e.t_ns);
     o.num("psn", e.psn);
     switch (e.kind) {
-        case EventKind::gap: o.num("missing", e.missing); break;
+        case EventKind::gap:
+            o.num("missing", e.missing);
+            break;
         case EventKind::nak:
         case EventKind::rnr_nak:
-        case EventKind::fatal_nak: o.num("syndrome", e.syndrome); break;
+        case EventKind::fatal_nak:
+            o.num("syndrome", e.syndrome);
+            break;
         case EventKind::pair:
             o.ip("peer_ip", e.peer_ip);
             o.num("peer_qpn", e.peer_qpn);
             o.str("pair_by", pair_by_name(e.pair_by));
             break;
-        default: break;
+        default:
+            break;
     }
 }
 
@@ -170,9 +175,15 @@ void append_event(std::string& out, const EventRecord& e) {
 
 void append_json(std::string& out, const Record& r) {
     switch (r.type) {
-        case RecordType::msg: append_msg(out, r.msg); break;
-        case RecordType::qp: append_qp(out, r.qp); break;
-        case RecordType::event: append_event(out, r.event); break;
+        case RecordType::msg:
+            append_msg(out, r.msg);
+            break;
+        case RecordType::qp:
+            append_qp(out, r.qp);
+            break;
+        case RecordType::event:
+            append_event(out, r.event);
+            break;
     }
 }
 

@@ -31,7 +31,7 @@ void append_json(std::string& out, const state::Record& record);
 void append_summary_json(std::string& out, const SummaryCounts& summary);
 
 class RecordWriter {
-public:
+  public:
     // `out` may be null: records are then only aggregated (for the terminal summary).
     explicit RecordWriter(std::FILE* out) : out_(out) {}
     ~RecordWriter() { flush(); }
@@ -48,7 +48,7 @@ public:
     uint64_t records() const { return records_; }
     const LatencyBook& latencies() const { return book_; }
 
-private:
+  private:
     std::FILE* out_;
     std::string buffer_;
     LatencyBook book_;

@@ -16,18 +16,28 @@ constexpr AethClass aeth_class(uint8_t syndrome) {
 
 constexpr NakCode nak_code(uint8_t syndrome) {
     switch (syndrome & 0x1F) {
-        case 0: return NakCode::psn_seq_error;
-        case 2: return NakCode::remote_access;
-        case 3: return NakCode::remote_op;
-        default: return NakCode::invalid_request;
+        case 0:
+            return NakCode::psn_seq_error;
+        case 2:
+            return NakCode::remote_access;
+        case 3:
+            return NakCode::remote_op;
+        default:
+            return NakCode::invalid_request;
     }
 }
 
-constexpr bool nak_is_fatal(NakCode code) { return code != NakCode::psn_seq_error; }
+constexpr bool nak_is_fatal(NakCode code) {
+    return code != NakCode::psn_seq_error;
+}
 
 // Syndromes a responder sends.
-constexpr uint8_t aeth_ack(uint8_t credits = 0x1F) { return static_cast<uint8_t>(credits & 0x1F); }
-constexpr uint8_t aeth_rnr_nak(uint8_t timer) { return static_cast<uint8_t>(0x20 | (timer & 0x1F)); }
+constexpr uint8_t aeth_ack(uint8_t credits = 0x1F) {
+    return static_cast<uint8_t>(credits & 0x1F);
+}
+constexpr uint8_t aeth_rnr_nak(uint8_t timer) {
+    return static_cast<uint8_t>(0x20 | (timer & 0x1F));
+}
 constexpr uint8_t aeth_nak(NakCode code) {
     constexpr uint8_t wire[] = {0, 1, 2, 3};
     return static_cast<uint8_t>(0x60 | wire[static_cast<uint8_t>(code)]);

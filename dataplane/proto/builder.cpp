@@ -136,8 +136,8 @@ std::size_t build_frame(const FrameSpec& s, std::span<uint8_t> out) noexcept {
     const Bth& b = s.t.bth;
     uint8_t* bth = f + off;
     bth[0] = b.opcode;
-    bth[1] = static_cast<uint8_t>((b.se ? 0x80 : 0) | (b.migreq ? 0x40 : 0) |
-                                  ((b.pad & 3) << 4) | (b.tver & 0x0F));
+    bth[1] = static_cast<uint8_t>((b.se ? 0x80 : 0) | (b.migreq ? 0x40 : 0) | ((b.pad & 3) << 4) |
+                                  (b.tver & 0x0F));
     store_be16(bth + 2, b.pkey);
     bth[4] = static_cast<uint8_t>((b.fecn ? 0x80 : 0) | (b.becn ? 0x40 : 0));
     store_be24(bth + 5, b.dest_qp);

@@ -14,12 +14,12 @@ constexpr std::size_t kUdpHeaderLen = 8;
 
 constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
-constexpr uint16_t kEtherTypeVlan = 0x8100;   // 802.1Q
-constexpr uint16_t kEtherTypeQinQ = 0x88A8;   // 802.1ad
+constexpr uint16_t kEtherTypeVlan = 0x8100;  // 802.1Q
+constexpr uint16_t kEtherTypeQinQ = 0x88A8;  // 802.1ad
 
 constexpr uint8_t kIpProtoUdp = 17;
-constexpr uint8_t kIpv6HopByHop = 0, kIpv6Routing = 43, kIpv6Fragment = 44,
-                  kIpv6DestOptions = 60, kIpv6Auth = 51;
+constexpr uint8_t kIpv6HopByHop = 0, kIpv6Routing = 43, kIpv6Fragment = 44, kIpv6DestOptions = 60,
+                  kIpv6Auth = 51;
 
 constexpr uint8_t kEcnCe = 3;
 

@@ -30,12 +30,12 @@ uint32_t crc_masked(uint32_t crc, const uint8_t* data, std::size_t len,
     return crc;
 }
 
-constexpr std::array<uint8_t, 4> kIpv4Masked = {1, 8, 10, 11};      // TOS, TTL, checksum
+constexpr std::array<uint8_t, 4> kIpv4Masked = {1, 8, 10, 11};  // TOS, TTL, checksum
 // IPv6 bytes 1-3 (rest of the traffic class, flow label) and 7 (hop limit), counted
 // from byte 1 because byte 0's low nibble is masked separately.
 constexpr std::array<uint8_t, 4> kIpv6MaskedFromByte1 = {0, 1, 2, 6};
-constexpr std::array<uint8_t, 2> kUdpMasked = {6, 7};               // checksum
-constexpr std::array<uint8_t, 1> kBthMasked = {4};                  // FECN, BECN, resv6
+constexpr std::array<uint8_t, 2> kUdpMasked = {6, 7};  // checksum
+constexpr std::array<uint8_t, 1> kBthMasked = {4};     // FECN, BECN, resv6
 
 }  // namespace
 
@@ -48,8 +48,7 @@ uint32_t compute_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noe
         // Traffic class spans the low nibble of byte 0 and the high nibble of byte 1.
         uint8_t first = static_cast<uint8_t>(f[p.l3_offset] | 0x0F);
         crc = crc_update(crc, &first, 1);
-        crc = crc_masked(crc, f + p.l3_offset + 1, ip_len - 1,
-                         kIpv6MaskedFromByte1);
+        crc = crc_masked(crc, f + p.l3_offset + 1, ip_len - 1, kIpv6MaskedFromByte1);
     } else {
         crc = crc_masked(crc, f + p.l3_offset, ip_len, kIpv4Masked);
     }

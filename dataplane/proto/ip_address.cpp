@@ -17,8 +17,8 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
 
 std::size_t IpAddress::format(char* buf) const {
     const bool v4 = is_v4();
-    const char* r = inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? &bytes[12] : bytes.data(), buf,
-                              INET6_ADDRSTRLEN);
+    const char* r =
+        inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? &bytes[12] : bytes.data(), buf, INET6_ADDRSTRLEN);
     return r ? std::strlen(buf) : 0;
 }
 

@@ -81,30 +81,30 @@ struct BaseOp {
 };
 
 constexpr std::array<BaseOp, 0x18> kRcOps = {{
-    {OpKind::send, Position::first, 0},                            // 0x00
-    {OpKind::send, Position::middle, 0},                           // 0x01
-    {OpKind::send, Position::last, 0},                             // 0x02
-    {OpKind::send, Position::last, kImmDt},                        // 0x03
-    {OpKind::send, Position::only, 0},                             // 0x04
-    {OpKind::send, Position::only, kImmDt},                        // 0x05
-    {OpKind::write, Position::first, kReth},                       // 0x06
-    {OpKind::write, Position::middle, 0},                          // 0x07
-    {OpKind::write, Position::last, 0},                            // 0x08
-    {OpKind::write, Position::last, kImmDt},                       // 0x09
-    {OpKind::write, Position::only, kReth},                        // 0x0A
-    {OpKind::write, Position::only, kReth | kImmDt},               // 0x0B
-    {OpKind::read_request, Position::only, kReth},                 // 0x0C
-    {OpKind::read_response, Position::first, kAeth},               // 0x0D
-    {OpKind::read_response, Position::middle, 0},                  // 0x0E
-    {OpKind::read_response, Position::last, kAeth},                // 0x0F
-    {OpKind::read_response, Position::only, kAeth},                // 0x10
-    {OpKind::ack, Position::only, kAeth},                          // 0x11
-    {OpKind::atomic_ack, Position::only, kAeth | kAtomicAckEth},   // 0x12
-    {OpKind::cmp_swap, Position::only, kAtomicEth},                // 0x13
-    {OpKind::fetch_add, Position::only, kAtomicEth},               // 0x14
-    {OpKind::reserved, Position::only, 0},                         // 0x15
-    {OpKind::send, Position::last, kIeth},                         // 0x16
-    {OpKind::send, Position::only, kIeth},                         // 0x17
+    {OpKind::send, Position::first, 0},                           // 0x00
+    {OpKind::send, Position::middle, 0},                          // 0x01
+    {OpKind::send, Position::last, 0},                            // 0x02
+    {OpKind::send, Position::last, kImmDt},                       // 0x03
+    {OpKind::send, Position::only, 0},                            // 0x04
+    {OpKind::send, Position::only, kImmDt},                       // 0x05
+    {OpKind::write, Position::first, kReth},                      // 0x06
+    {OpKind::write, Position::middle, 0},                         // 0x07
+    {OpKind::write, Position::last, 0},                           // 0x08
+    {OpKind::write, Position::last, kImmDt},                      // 0x09
+    {OpKind::write, Position::only, kReth},                       // 0x0A
+    {OpKind::write, Position::only, kReth | kImmDt},              // 0x0B
+    {OpKind::read_request, Position::only, kReth},                // 0x0C
+    {OpKind::read_response, Position::first, kAeth},              // 0x0D
+    {OpKind::read_response, Position::middle, 0},                 // 0x0E
+    {OpKind::read_response, Position::last, kAeth},               // 0x0F
+    {OpKind::read_response, Position::only, kAeth},               // 0x10
+    {OpKind::ack, Position::only, kAeth},                         // 0x11
+    {OpKind::atomic_ack, Position::only, kAeth | kAtomicAckEth},  // 0x12
+    {OpKind::cmp_swap, Position::only, kAtomicEth},               // 0x13
+    {OpKind::fetch_add, Position::only, kAtomicEth},              // 0x14
+    {OpKind::reserved, Position::only, 0},                        // 0x15
+    {OpKind::send, Position::last, kIeth},                        // 0x16
+    {OpKind::send, Position::only, kIeth},                        // 0x17
 }};
 
 constexpr bool is_request_kind(OpKind k) {
@@ -133,8 +133,8 @@ constexpr std::array<OpcodeInfo, 256> make_opcode_table() {
         if (op.kind == OpKind::reserved) continue;
         table[0x00 + low] = make_info(Transport::rc, op, 0);
         // XRC: requests carry an XRCETH first; responses are laid out as RC's.
-        table[0xA0 + low] =
-            make_info(Transport::xrc, op, is_request_kind(op.kind) ? uint16_t{kXrcEth} : uint16_t{0});
+        table[0xA0 + low] = make_info(Transport::xrc, op,
+                                      is_request_kind(op.kind) ? uint16_t{kXrcEth} : uint16_t{0});
         // UC: SEND and WRITE only (0x20-0x2B).
         if (low <= 0x0B) table[0x20 + low] = make_info(Transport::uc, op, 0);
     }
@@ -150,15 +150,16 @@ constexpr std::array<OpcodeInfo, 256> make_opcode_table() {
 
 inline constexpr std::array<OpcodeInfo, 256> kOpcodeTable = detail::make_opcode_table();
 
-constexpr const OpcodeInfo& opcode_info(uint8_t opcode) { return kOpcodeTable[opcode]; }
+constexpr const OpcodeInfo& opcode_info(uint8_t opcode) {
+    return kOpcodeTable[opcode];
+}
 
 // Named opcodes used by tests, the builder's callers and the synthesizer.
 namespace op {
 constexpr uint8_t kSendFirst = 0x00, kSendMiddle = 0x01, kSendLast = 0x02, kSendLastImm = 0x03,
-                  kSendOnly = 0x04, kSendOnlyImm = 0x05, kWriteFirst = 0x06,
-                  kWriteMiddle = 0x07, kWriteLast = 0x08, kWriteLastImm = 0x09,
-                  kWriteOnly = 0x0A, kWriteOnlyImm = 0x0B, kReadRequest = 0x0C,
-                  kReadResponseFirst = 0x0D, kReadResponseMiddle = 0x0E,
+                  kSendOnly = 0x04, kSendOnlyImm = 0x05, kWriteFirst = 0x06, kWriteMiddle = 0x07,
+                  kWriteLast = 0x08, kWriteLastImm = 0x09, kWriteOnly = 0x0A, kWriteOnlyImm = 0x0B,
+                  kReadRequest = 0x0C, kReadResponseFirst = 0x0D, kReadResponseMiddle = 0x0E,
                   kReadResponseLast = 0x0F, kReadResponseOnly = 0x10, kAck = 0x11,
                   kAtomicAck = 0x12, kCmpSwap = 0x13, kFetchAdd = 0x14, kSendLastInv = 0x16,
                   kSendOnlyInv = 0x17;

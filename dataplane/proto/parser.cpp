@@ -7,10 +7,14 @@ namespace insert::proto {
 
 std::string_view malformed_name(Malformed m) {
     switch (m) {
-        case Malformed::none: return "none";
-        case Malformed::length_mismatch: return "length_mismatch";
-        case Malformed::truncated: return "truncated";
-        case Malformed::reserved_opcode: return "reserved_opcode";
+        case Malformed::none:
+            return "none";
+        case Malformed::length_mismatch:
+            return "length_mismatch";
+        case Malformed::truncated:
+            return "truncated";
+        case Malformed::reserved_opcode:
+            return "reserved_opcode";
     }
     return "unknown";
 }
@@ -22,7 +26,7 @@ struct L3Result {
     std::size_t l4_offset = 0;   // UDP header
     int64_t ip_payload_len = 0;  // bytes from the UDP header to the end of the datagram
     std::size_t datagram_end = 0;
-    bool beyond_frame = false;   // IP length says more than the frame holds
+    bool beyond_frame = false;  // IP length says more than the frame holds
 };
 
 L3Result parse_ipv4(const uint8_t* p, std::size_t len, std::size_t off, ParsedPacket& out) {
@@ -66,13 +70,18 @@ L3Result parse_ipv6(const uint8_t* p, std::size_t len, std::size_t off, ParsedPa
         switch (next) {
             case kIpv6HopByHop:
             case kIpv6Routing:
-            case kIpv6DestOptions: ext_len = (std::size_t{ext[1]} + 1) * 8; break;
-            case kIpv6Auth: ext_len = (std::size_t{ext[1]} + 2) * 4; break;
+            case kIpv6DestOptions:
+                ext_len = (std::size_t{ext[1]} + 1) * 8;
+                break;
+            case kIpv6Auth:
+                ext_len = (std::size_t{ext[1]} + 2) * 4;
+                break;
             case kIpv6Fragment:
                 if (load_be16(ext + 2) != 0) return r;  // offset or M: a real fragment
                 ext_len = 8;
                 break;
-            default: return r;
+            default:
+                return r;
         }
         if (len - hdr < ext_len) return r;
         next = ext[0];
@@ -86,8 +95,8 @@ L3Result parse_ipv6(const uint8_t* p, std::size_t len, std::size_t off, ParsedPa
     out.dst_ip = IpAddress::v6_bytes(ip + 24);
     r.udp = true;
     r.l4_offset = hdr;
-    r.ip_payload_len = static_cast<int64_t>(payload) -
-                       static_cast<int64_t>(hdr - off - kIpv6HeaderLen);
+    r.ip_payload_len =
+        static_cast<int64_t>(payload) - static_cast<int64_t>(hdr - off - kIpv6HeaderLen);
     r.beyond_frame = kIpv6HeaderLen + payload > len - off;
     r.datagram_end = off + kIpv6HeaderLen + payload;
     return r;
@@ -202,9 +211,9 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     const OpcodeInfo& info = opcode_info(b.opcode);
     if (!info.valid) return set_malformed(out, Malformed::reserved_opcode);
 
-    const int64_t payload = static_cast<int64_t>(out.udp_len) -
-                            static_cast<int64_t>(kUdpHeaderLen + kBthLen + info.ext_len +
-                                                 b.pad + kIcrcLen);
+    const int64_t payload =
+        static_cast<int64_t>(out.udp_len) -
+        static_cast<int64_t>(kUdpHeaderLen + kBthLen + info.ext_len + b.pad + kIcrcLen);
     if (payload < 0) return set_malformed(out, Malformed::truncated);
 
     parse_extensions(bth + kBthLen, info.ext, out.t);

@@ -34,10 +34,10 @@ struct ParsedPacket {
     IpAddress dst_ip;
     uint16_t src_port = 0;
     uint16_t dst_port = 0;
-    uint16_t l3_offset = 0;    // IP header
-    uint16_t l4_offset = 0;    // UDP header
-    uint16_t bth_offset = 0;   // BTH
-    uint32_t udp_len = 0;      // UDP length field
+    uint16_t l3_offset = 0;   // IP header
+    uint16_t l4_offset = 0;   // UDP header
+    uint16_t bth_offset = 0;  // BTH
+    uint32_t udp_len = 0;     // UDP length field
     uint32_t payload_offset = 0;
     int32_t payload_len = 0;   // SPEC: UDP len - 8 - 12 - ext - PadCnt - 4
     uint32_t icrc_offset = 0;  // position of the 4-byte ICRC in the frame

@@ -20,7 +20,8 @@ std::optional<CmMessage> parse_cm_mad(std::span<const uint8_t> mad) {
             m.remote_comm_id = load_be32(p + kCmRepRemoteCommOffset);
             m.local_qpn = load_be24(p + kCmRepLocalQpnOffset);
             return m;
-        default: return std::nullopt;
+        default:
+            return std::nullopt;
     }
 }
 

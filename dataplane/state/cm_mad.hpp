@@ -22,9 +22,9 @@ constexpr uint8_t kMgmtClassCm = 0x07;
 constexpr uint16_t kCmAttrReq = 0x0010;
 constexpr uint16_t kCmAttrRep = 0x0013;
 constexpr std::size_t kMadHeaderLen = 24;
-constexpr std::size_t kCmReqLocalQpnOffset = 56;   // MAD offset, 24 bits
+constexpr std::size_t kCmReqLocalQpnOffset = 56;  // MAD offset, 24 bits
 constexpr std::size_t kCmRepRemoteCommOffset = 28;
-constexpr std::size_t kCmRepLocalQpnOffset = 36;   // MAD offset, 24 bits
+constexpr std::size_t kCmRepLocalQpnOffset = 36;  // MAD offset, 24 bits
 
 // nullopt for anything that is not a well-formed CM REQ or REP.
 std::optional<CmMessage> parse_cm_mad(std::span<const uint8_t> mad);

@@ -71,7 +71,7 @@ struct Endpoint {
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
     bool has_source = false;
-    bool multi_source_ip = false;   // received from a second IP: no longer a sport/ip candidate
+    bool multi_source_ip = false;    // received from a second IP: no longer a sport/ip candidate
     bool multi_source_port = false;  // received from a second port: no longer a sport candidate
     bool reported_unknown = false;   // unknown_qp event already emitted
     bool last_request_read = false;  // the request at max_psn was a READ
@@ -80,7 +80,7 @@ struct Endpoint {
     uint32_t msg_head = kNoIndex;
     uint32_t msg_tail = kNoIndex;
     uint32_t msg_count = 0;
-    uint32_t read_last_psn = 0;      // Last/Only response PSN of the READ at max_psn
+    uint32_t read_last_psn = 0;  // Last/Only response PSN of the READ at max_psn
     bool read_last_known = false;
 
     EndpointCounters counters;

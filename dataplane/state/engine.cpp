@@ -32,11 +32,16 @@ uint32_t pool_size(uint32_t endpoints, uint32_t divisor) {
 
 TransportFamily family_of(Transport t) {
     switch (t) {
-        case Transport::rc: return TransportFamily::rc;
-        case Transport::uc: return TransportFamily::uc;
-        case Transport::ud: return TransportFamily::ud;
-        case Transport::xrc: return TransportFamily::xrc;
-        default: return TransportFamily::unknown;
+        case Transport::rc:
+            return TransportFamily::rc;
+        case Transport::uc:
+            return TransportFamily::uc;
+        case Transport::ud:
+            return TransportFamily::ud;
+        case Transport::xrc:
+            return TransportFamily::xrc;
+        default:
+            return TransportFamily::unknown;
     }
 }
 
@@ -72,8 +77,7 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
 
 bool EngineImpl::valid() const {
     return endpoints_ && free_endpoints_ && index_.valid() && hosts_.valid() &&
-           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() &&
-           orphan_blocks_.valid();
+           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() && orphan_blocks_.valid();
 }
 
 std::size_t EngineImpl::bytes_per_endpoint() const {
@@ -208,7 +212,8 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
     if (pkt.t.has(proto::kAeth)) {
         syndrome = pkt.t.aeth.syndrome;
         switch (proto::aeth_class(syndrome)) {
-            case proto::AethClass::ack: break;
+            case proto::AethClass::ack:
+                break;
             case proto::AethClass::rnr_nak:
                 nak = true;
                 ++ep.counters.naks.rnr;
@@ -221,10 +226,18 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
                 const proto::NakCode code =
                     reserved ? proto::NakCode::invalid_request : proto::nak_code(syndrome);
                 switch (code) {
-                    case proto::NakCode::psn_seq_error: ++ep.counters.naks.seq; break;
-                    case proto::NakCode::invalid_request: ++ep.counters.naks.inv; break;
-                    case proto::NakCode::remote_access: ++ep.counters.naks.access; break;
-                    case proto::NakCode::remote_op: ++ep.counters.naks.op; break;
+                    case proto::NakCode::psn_seq_error:
+                        ++ep.counters.naks.seq;
+                        break;
+                    case proto::NakCode::invalid_request:
+                        ++ep.counters.naks.inv;
+                        break;
+                    case proto::NakCode::remote_access:
+                        ++ep.counters.naks.access;
+                        break;
+                    case proto::NakCode::remote_op:
+                        ++ep.counters.naks.op;
+                        break;
                 }
                 emit_event(proto::nak_is_fatal(code) ? EventKind::fatal_nak : EventKind::nak, ep,
                            psn, ts, 0, syndrome);
@@ -252,8 +265,8 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
 
 void EngineImpl::handle_cm(const ParsedPacket& pkt) noexcept {
     if (pkt.payload_len <= 0) return;
-    const auto mad = parse_cm_mad({pkt.frame + pkt.payload_offset,
-                                   static_cast<std::size_t>(pkt.payload_len)});
+    const auto mad =
+        parse_cm_mad({pkt.frame + pkt.payload_offset, static_cast<std::size_t>(pkt.payload_len)});
     if (!mad) return;
     if (mad->kind == CmKind::req) {
         if (uint32_t* qpn = cm_requests_.insert({pkt.src_ip, mad->local_comm_id}, mad->local_qpn))

@@ -15,8 +15,9 @@
 namespace insert::state {
 
 struct EngineConfig {
-    uint32_t max_endpoints = 1u << 20;   // table capacity; beyond it packets are counted, not tracked
-    uint64_t idle_timeout_ns = 0;        // 0: never evict (offline replay keeps everything)
+    uint32_t max_endpoints =
+        1u << 20;                  // table capacity; beyond it packets are counted, not tracked
+    uint64_t idle_timeout_ns = 0;  // 0: never evict (offline replay keeps everything)
 };
 
 // Monotonic counters of one engine, readable from other threads.
@@ -35,7 +36,7 @@ struct EngineCounters {
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 class Engine {
-public:
+  public:
     // Allocates every table; nullptr and `error` set if memory cannot be had.
     static std::unique_ptr<Engine> create(const EngineConfig& config, RecordSink& sink,
                                           std::string& error);

@@ -27,11 +27,13 @@ struct CmRequestKey {
     friend bool operator==(const CmRequestKey&, const CmRequestKey&) = default;
 };
 struct CmRequestKeyHash {
-    std::size_t operator()(const CmRequestKey& k) const noexcept { return hash_ip(k.sender, k.comm_id); }
+    std::size_t operator()(const CmRequestKey& k) const noexcept {
+        return hash_ip(k.sender, k.comm_id);
+    }
 };
 
 class EngineImpl final : public Engine {
-public:
+  public:
     EngineImpl(const EngineConfig& config, RecordSink& sink);
     bool valid() const;
 
@@ -43,7 +45,7 @@ public:
     const EngineCounters& counters() const override { return counters_; }
     std::size_t bytes_per_endpoint() const override;
 
-private:
+  private:
     // engine.cpp
     uint32_t find_or_create(const EndpointKey& key) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
@@ -60,7 +62,8 @@ private:
     void release_orphans_if_empty(Endpoint& ep) noexcept;
     void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void note_next_request(Endpoint& ep, uint32_t psn) noexcept;
-    void apply_request_data(Endpoint& ep, const proto::ParsedPacket& pkt, bool dup, uint64_t ts) noexcept;
+    void apply_request_data(Endpoint& ep, const proto::ParsedPacket& pkt, bool dup,
+                            uint64_t ts) noexcept;
     void apply_read_response(Endpoint& f, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void complete_acked(Endpoint& f, uint32_t psn, bool nak, uint64_t ts) noexcept;
     void apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t ts) noexcept;

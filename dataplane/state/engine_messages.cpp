@@ -174,7 +174,8 @@ namespace {
 // Returns true for a fatal NAK (the message freezes).
 bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
     switch (proto::aeth_class(syndrome)) {
-        case proto::AethClass::ack: return false;
+        case proto::AethClass::ack:
+            return false;
         case proto::AethClass::rnr_nak:
             ++m.rnr_naks;
             m.nak_status = MsgStatus::nak_rnr;
@@ -183,14 +184,23 @@ bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
             ++m.naks;
             fatal_status = MsgStatus::nak_inv;
             return true;
-        case proto::AethClass::nak: break;
+        case proto::AethClass::nak:
+            break;
     }
     ++m.naks;
     switch (proto::nak_code(syndrome)) {
-        case proto::NakCode::psn_seq_error: m.nak_status = MsgStatus::nak_seq; return false;
-        case proto::NakCode::invalid_request: fatal_status = MsgStatus::nak_inv; return true;
-        case proto::NakCode::remote_access: fatal_status = MsgStatus::nak_access; return true;
-        case proto::NakCode::remote_op: fatal_status = MsgStatus::nak_op; return true;
+        case proto::NakCode::psn_seq_error:
+            m.nak_status = MsgStatus::nak_seq;
+            return false;
+        case proto::NakCode::invalid_request:
+            fatal_status = MsgStatus::nak_inv;
+            return true;
+        case proto::NakCode::remote_access:
+            fatal_status = MsgStatus::nak_access;
+            return true;
+        case proto::NakCode::remote_op:
+            fatal_status = MsgStatus::nak_op;
+            return true;
     }
     return false;
 }
@@ -323,7 +333,8 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
             absorb_pending_naks(ep, m);
             return;
         }
-        default: return;
+        default:
+            return;
     }
 }
 

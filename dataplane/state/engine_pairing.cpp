@@ -9,7 +9,7 @@ constexpr uint32_t kSmallestPathMtu = 256;
 // The psn rule looks at every endpoint between two hosts on a response; past this many
 // it gives up rather than spend unbounded time per packet.
 constexpr uint32_t kMaxPsnCandidates = 64;
-}
+}  // namespace
 
 void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
     Endpoint& ep = endpoints_[idx];

@@ -14,7 +14,7 @@ namespace insert::state {
 
 template <typename Key, typename Value, typename Hash>
 class FixedHashMap {
-public:
+  public:
     // Holds up to `capacity` entries at a load factor of at most 1/2.
     explicit FixedHashMap(std::size_t capacity)
         : mask_(std::bit_ceil(capacity < 8 ? std::size_t{16} : capacity * 2) - 1),
@@ -26,10 +26,10 @@ public:
     std::size_t capacity() const { return limit_; }
     std::size_t memory_bytes() const { return (mask_ + 1) * sizeof(Slot); }
 
-    void prefetch(const Key& key) const { __builtin_prefetch(&slots_[Hash{}(key) & mask_]); }
+    void prefetch(const Key& key) const { __builtin_prefetch(&slots_[Hash{}(key)&mask_]); }
 
     Value* find(const Key& key) {
-        for (std::size_t i = Hash{}(key) & mask_;; i = (i + 1) & mask_) {
+        for (std::size_t i = Hash{}(key)&mask_;; i = (i + 1) & mask_) {
             Slot& s = slots_[i];
             if (!s.used) return nullptr;
             if (s.key == key) return &s.value;
@@ -40,7 +40,7 @@ public:
     // Inserts `key` with `value` if absent. Returns the value slot (existing or new), or
     // null if the key is absent and the table is full.
     Value* insert(const Key& key, const Value& value, bool* inserted = nullptr) {
-        for (std::size_t i = Hash{}(key) & mask_;; i = (i + 1) & mask_) {
+        for (std::size_t i = Hash{}(key)&mask_;; i = (i + 1) & mask_) {
             Slot& s = slots_[i];
             if (s.used && s.key == key) {
                 if (inserted) *inserted = false;
@@ -59,7 +59,7 @@ public:
     }
 
     bool erase(const Key& key) {
-        std::size_t i = Hash{}(key) & mask_;
+        std::size_t i = Hash{}(key)&mask_;
         for (;; i = (i + 1) & mask_) {
             if (!slots_[i].used) return false;
             if (slots_[i].key == key) break;
@@ -80,7 +80,7 @@ public:
         return true;
     }
 
-private:
+  private:
     struct Slot {
         Key key{};
         Value value{};

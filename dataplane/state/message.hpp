@@ -12,9 +12,9 @@ namespace insert::state {
 struct OpenMessage {
     uint32_t next = kNoIndex;  // next open message of the endpoint (newer psn_first)
     uint32_t psn_first = 0;
-    uint32_t psn_last = 0;      // valid iff last_known
-    uint32_t psn_newest = 0;    // newest PSN observed (requests; READ: responses)
-    uint32_t length_hint = 0;   // WRITE: packets implied by RETH length / first payload; 0 unknown
+    uint32_t psn_last = 0;     // valid iff last_known
+    uint32_t psn_newest = 0;   // newest PSN observed (requests; READ: responses)
+    uint32_t length_hint = 0;  // WRITE: packets implied by RETH length / first payload; 0 unknown
     uint32_t next_request_psn = 0;  // READ: PSN of the following request, iff has_next_request
     uint32_t pkts = 0;
     uint32_t retx_pkts = 0;
@@ -28,8 +28,8 @@ struct OpenMessage {
     uint64_t va = 0;
     uint64_t t_first_ns = 0;
     uint64_t t_last_ns = 0;
-    uint64_t read_seen = 0;     // READ: bitmap of response PSNs below read_top
-    uint32_t read_top = 0;      // READ: newest response PSN + 1 (relative to psn_first)
+    uint64_t read_seen = 0;  // READ: bitmap of response PSNs below read_top
+    uint32_t read_top = 0;   // READ: newest response PSN + 1 (relative to psn_first)
     MsgOp op = MsgOp::send;
     MsgStatus nak_status = MsgStatus::incomplete;  // latest seq/RNR NAK that hit it
     bool last_known = false;
@@ -38,7 +38,7 @@ struct OpenMessage {
     bool has_inv = false;
     bool has_va = false;
     bool has_dma_len = false;
-    bool unreliable = false;    // UC: complete once all PSNs were observed
+    bool unreliable = false;  // UC: complete once all PSNs were observed
 };
 
 using MessagePool = SlotPool<OpenMessage>;

@@ -11,7 +11,7 @@ namespace insert::state {
 enum class PsnClass : uint8_t { fresh, late, dup };  // fresh = SPEC's `new`
 
 class PsnWindow {
-public:
+  public:
     static constexpr uint32_t kSize = 1024;
 
     bool empty() const { return !started_; }
@@ -36,7 +36,7 @@ public:
         return PsnClass::late;
     }
 
-private:
+  private:
     void advance_to(uint32_t psn) {
         const uint32_t step = proto::psn_sub(psn, max_psn_);
         if (step >= kSize) {

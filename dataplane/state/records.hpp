@@ -49,7 +49,7 @@ struct MsgRecord {
     bool has_src_qpn = false;
     bool has_imm = false;
     bool has_inv = false;
-    bool has_va = false;   // va and rkey
+    bool has_va = false;  // va and rkey
     bool has_dma_len = false;
     bool has_ack = false;
 };
@@ -92,8 +92,8 @@ struct EventRecord {
     IpAddress peer_ip;  // pair
     uint32_t qpn = 0;
     uint32_t psn = 0;
-    uint32_t peer_qpn = 0;  // pair
-    uint32_t missing = 0;   // gap
+    uint32_t peer_qpn = 0;          // pair
+    uint32_t missing = 0;           // gap
     PairBy pair_by = PairBy::none;  // pair
     uint64_t t_ns = 0;
 };
@@ -114,7 +114,7 @@ static_assert(sizeof(Record) <= 256, "keep records within four cache lines");
 // Where a worker's engine puts its records (the per-worker ring in the pipeline, a vector
 // in tests). Called per record, never per packet, so a virtual call is fine.
 class RecordSink {
-public:
+  public:
     virtual ~RecordSink() = default;
     // False when the record could not be queued; the engine counts it in records_dropped.
     virtual bool push(const Record& record) = 0;

@@ -12,7 +12,7 @@ constexpr uint32_t kNoIndex = UINT32_MAX;
 
 template <typename T>
 class SlotPool {
-public:
+  public:
     explicit SlotPool(uint32_t capacity)
         : capacity_(capacity),
           slots_(new (std::nothrow) T[capacity]),
@@ -41,7 +41,7 @@ public:
     T& operator[](uint32_t i) { return slots_[i]; }
     const T& operator[](uint32_t i) const { return slots_[i]; }
 
-private:
+  private:
     uint32_t capacity_;
     std::unique_ptr<T[]> slots_;
     std::unique_ptr<uint32_t[]> next_free_;

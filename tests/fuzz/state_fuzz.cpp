@@ -14,13 +14,13 @@
 namespace {
 
 class CountingSink : public insert::state::RecordSink {
-public:
+  public:
     bool push(const insert::state::Record& r) override {
         // Refuse some records to exercise the engine's drop accounting.
         return (++n_ % 97) != 0 || r.type != insert::state::RecordType::event;
     }
 
-private:
+  private:
     uint64_t n_ = 0;
 };
 

@@ -89,8 +89,9 @@ TEST(RecordWriter, qp_record_gets_nearest_rank_latencies_of_its_messages) {
     std::string all;
     while (std::fgets(buf, sizeof(buf), f)) all += buf;
     std::fclose(f);
-    EXPECT_NE(all.find("\"lat_p50_ns\":500,\"lat_p99_ns\":1000,\"lat_max_ns\":1000,\"final\":true}"),
-              std::string::npos);
+    EXPECT_NE(
+        all.find("\"lat_p50_ns\":500,\"lat_p99_ns\":1000,\"lat_max_ns\":1000,\"final\":true}"),
+        std::string::npos);
     EXPECT_NE(all.find("\"peer_ip\":null,\"peer_qpn\":null,\"pair_by\":null,\"transport\":null"),
               std::string::npos);
 }
@@ -98,7 +99,7 @@ TEST(RecordWriter, qp_record_gets_nearest_rank_latencies_of_its_messages) {
 TEST(LatencyHistogram, exact_while_small) {
     LatencyHistogram h;
     for (uint64_t v : {7u, 3u, 9u, 1u}) h.add(v);
-    EXPECT_EQ(h.percentile(50), 3u);   // ranks: 1 3 7 9; ceil(0.5*4) = 2nd
+    EXPECT_EQ(h.percentile(50), 3u);  // ranks: 1 3 7 9; ceil(0.5*4) = 2nd
     EXPECT_EQ(h.percentile(99), 9u);
     EXPECT_EQ(h.percentile(75), 7u);
     EXPECT_EQ(h.max(), 9u);

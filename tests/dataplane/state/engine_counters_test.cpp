@@ -122,7 +122,8 @@ TEST(EnginePairing, response_psn_in_two_windows_stays_unpaired) {
 }
 
 // A CM MAD as a UD SEND Only payload to QP 1.
-std::vector<uint8_t> cm_mad(uint16_t attr, uint32_t local_comm, uint32_t remote_comm, uint32_t qpn) {
+std::vector<uint8_t> cm_mad(uint16_t attr, uint32_t local_comm, uint32_t remote_comm,
+                            uint32_t qpn) {
     std::vector<uint8_t> mad(256, 0);
     mad[0] = 1;
     mad[1] = state::kMgmtClassCm;

@@ -14,7 +14,7 @@
 namespace insert::test {
 
 class VectorSink : public state::RecordSink {
-public:
+  public:
     bool push(const state::Record& r) override {
         records.push_back(r);
         return true;
@@ -44,7 +44,7 @@ struct Pkt {
 };
 
 class EngineHarness {
-public:
+  public:
     explicit EngineHarness(state::EngineConfig config = small_config());
     static state::EngineConfig small_config() {
         state::EngineConfig c;
