@@ -76,25 +76,46 @@ void arm_timer(Engine& e, Qp& qp) {
     qp.deadline_ns = qp.psn_una == qp.psn_next ? 0 : e.now_ns() + timeout_ns(qp.timeout);
 }
 
-// Everything up to and including `psn` has been acknowledged.
+void rewind(Qp& qp, uint32_t psn);
+
+// Everything up to and including `psn` has been acknowledged, except READ/atomic requests,
+// which complete only with their responses: an ACK beyond an unanswered READ means its
+// responses were lost (the responder answers in order), so it is asked again.
 void acknowledge(Engine& e, Qp& qp, uint32_t psn) {
-    const uint32_t next_una = psn_add(psn, 1);
+    uint32_t next_una = psn_add(psn, 1);
     if (!psn_newer(next_una, qp.psn_una) || psn_newer(next_una, qp.psn_next)) return;
+    bool reask = false;
     for (std::size_t i = 0; i < qp.send_next; ++i) {
         SendWqe& w = qp.sq.at(i);
         if (w.done) continue;
-        if (is_read_like(w.opcode)) break;  // completed only by its own response
+        if (is_read_like(w.opcode)) {
+            const uint32_t expected = psn_add(w.first_psn, w.read_pkts_done);
+            if (psn_newer(next_una, expected)) {
+                next_una = expected;
+                reask = !(qp.read_rewound && qp.read_rewind_psn == expected);
+            }
+            break;
+        }
         if (!psn_not_older(psn, last_psn(w))) break;
         w.done = true;
     }
-    qp.psn_una = next_una;
-    qp.retries = 0;
+    if (psn_newer(next_una, qp.psn_una)) {
+        qp.psn_una = next_una;
+        qp.retries = 0;
+    }
+    if (reask) {
+        rewind(qp, next_una);
+        qp.read_rewound = true;
+        qp.read_rewind_psn = next_una;
+    }
     arm_timer(e, qp);
     retire(qp);
 }
 
-// Go-back-N: resend from `psn`, which must lie in an already sent WQE.
+// Go-back-N: resend from `psn`, which must lie in an already sent WQE. Never before
+// psn_una: what is acknowledged stays acknowledged.
 void rewind(Qp& qp, uint32_t psn) {
+    if (psn_newer(qp.psn_una, psn)) psn = qp.psn_una;
     const std::size_t limit = std::min<std::size_t>(qp.send_next + 1, qp.sq.size());
     for (std::size_t i = 0; i < limit; ++i) {
         SendWqe& w = qp.sq.at(i);
@@ -373,6 +394,9 @@ void requester_receive(Engine& e, Qp& qp, const Inbound& in) {
             if (i == qp.send_next) return;  // a late duplicate
             SendWqe& w = qp.sq.at(i);
             if (!psn_in(w, psn)) return;
+            // After a rewind to an earlier PSN, answers to requests sent before it are
+            // ignored until the requests are sent again: psn_una never passes psn_next.
+            if (!psn_newer(qp.psn_next, psn)) return;
             const uint32_t expected = psn_add(w.first_psn, w.read_pkts_done);
             if (psn != expected) {
                 if (psn_newer(psn, expected) && !(qp.read_rewound && qp.read_rewind_psn == expected)) {

@@ -98,8 +98,11 @@ void handle_duplicate(Engine& e, Qp& qp, const Inbound& in) {
     const proto::TransportHeaders& t = in.p.t;
     switch (in.p.info().kind) {
         case proto::OpKind::read_request:
-            // The requester rewound to here: everything after it will be asked again.
-            qp.reads.clear();
+            // The requester rewound to here and will ask again for everything after it:
+            // drop the answers in progress from this PSN on, keep the older ones (they
+            // are the re-executions of the READs it asked again for just before).
+            while (!qp.reads.empty() && !psn_newer(t.bth.psn, qp.reads.back().first_psn))
+                qp.reads.pop_back();
             start_read(e, qp, t.bth.psn, t.reth);
             return;
         case proto::OpKind::cmp_swap:

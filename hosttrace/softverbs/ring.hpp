@@ -35,6 +35,7 @@ public:
         head_ = (head_ + 1) % slots_.size();
         --size_;
     }
+    void pop_back() { --size_; }
     void clear() {
         head_ = 0;
         size_ = 0;

@@ -8,10 +8,11 @@
 #   softverbs_netns_test.sh perftest TOOL ARGS   unmodified perftest TOOL, captured with
 #                                                tcpdump; the capture must decode in the
 #                                                shared parser (ICRC), tshark and insert-dp
-#   softverbs_netns_test.sh perftest_loss ARGS   ib_write_bw with 1% loss: completes, and
-#                                                the capture shows retransmissions
+#   softverbs_netns_test.sh perftest_loss TOOL ARGS  TOOL with 1% loss: completes, and the
+#                                                capture shows retransmissions
 #   softverbs_netns_test.sh perftest_ecn ARGS    ib_write_bw with 5% of packets ECN-marked:
 #                                                the receiver answers with CNPs
+# INSERT_DP overrides the insert-dp binary used for the decode check.
 # Needs root (exit 77 = skipped otherwise). Every step is bounded with timeout; the
 # namespaces are deleted on exit whatever happens.
 set -u
@@ -56,7 +57,7 @@ wait_listen() {
 }
 
 start_capture() {
-    ip netns exec "$SV_NS_A" timeout -k 5 120 tcpdump -i "v${SV_NS_A}" -s 0 -U -w "$WORK/cap.pcap" \
+    ip netns exec "$SV_NS_A" timeout -k 5 120 tcpdump -i "v${SV_NS_A}" -s 0 -B 65536 -U -w "$WORK/cap.pcap" \
         udp port 4791 2>"$WORK/tcpdump.log" &
     CAP_PID=$!
     for _ in $(seq 50); do
@@ -96,7 +97,7 @@ check_capture() {
     echo "tshark infiniband $ts_all malformed_or_error $ts_bad"
     [ "$ts_all" -eq "$ROCE" ] || fail "tshark decodes $ts_all InfiniBand packets, the parser $ROCE"
     [ "$ts_bad" -eq 0 ] || fail "tshark reports $ts_bad malformed/error packets"
-    local dp="$BUILD/dataplane/tools/insert-dp"
+    local dp="${INSERT_DP:-$BUILD/dataplane/tools/insert-dp}"
     if [ -x "$dp" ]; then
         if timeout 120 "$dp" decode "$WORK/cap.pcap" > "$WORK/decode.csv" 2>"$WORK/decode.err"; then
             local rows=$(($(wc -l < "$WORK/decode.csv") - 1))
@@ -154,7 +155,7 @@ case "$mode" in
     perftest_loss)
         export SOFTVERBS_DROP=0.01
         start_capture
-        run_perftest ib_write_bw "$@"
+        run_perftest "$@"
         stop_capture
         check_capture
         dup=$(awk '$1=="dup_psn"{print $2}' "$WORK/check.txt")
@@ -172,7 +173,7 @@ case "$mode" in
         [ "${cnp:-0}" -gt 0 ] || fail "CE-marked packets but no CNP in the capture"
         ;;
     *)
-        echo "usage: $0 loopback|peer|peer_loss|perftest TOOL ARGS|perftest_loss ARGS|perftest_ecn ARGS" >&2
+        echo "usage: $0 loopback|peer|peer_loss|perftest TOOL ARGS|perftest_loss TOOL ARGS|perftest_ecn ARGS" >&2
         exit 2
         ;;
 esac
