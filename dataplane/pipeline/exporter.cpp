@@ -32,6 +32,7 @@ Exporter::~Exporter() {
 
 void Exporter::start() {
     thread_ = std::thread([this] { loop(); });
+    pthread_setname_np(thread_.native_handle(), "insert-export");  // tells it apart in perf/top
     if (!config_.cpus.empty()) {
         // Threads started after rte_eal_init() inherit the main lcore's pinning; the
         // exporter belongs on whatever CPU is free, not on the reader's.

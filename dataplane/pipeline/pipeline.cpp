@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "dataplane/pipeline/backoff.hpp"
+
 namespace insert::pipeline {
 
 namespace {
@@ -72,6 +74,7 @@ bool Pipeline::launch(std::string& error) {
             launched_ = true;
             return false;
         }
+        ++started_;
     }
     launched_ = true;
     return true;
@@ -79,7 +82,13 @@ bool Pipeline::launch(std::string& error) {
 
 void Pipeline::wait() {
     if (!launched_) return;
-    for (unsigned lcore : lcores_) rte_eal_wait_lcore(lcore);
+    // rte_eal_wait_lcore() spins; on a shared core that spin would slow the workers, so
+    // wait for their `finished` flags with a sleeping backoff first.
+    for (unsigned w = 0; w < started_; ++w) {
+        Backoff backoff;
+        while (!contexts_[w]->finished.load(std::memory_order_acquire)) backoff.pause();
+    }
+    for (unsigned w = 0; w < started_; ++w) rte_eal_wait_lcore(lcores_[w]);
     exporter_->finish();
     launched_ = false;
 }

@@ -68,6 +68,7 @@ private:
     std::unique_ptr<Exporter> exporter_;
     PacketSource* source_ = nullptr;
     bool launched_ = false;
+    unsigned started_ = 0;  // workers launched
 };
 
 }  // namespace insert::pipeline

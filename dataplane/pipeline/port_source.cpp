@@ -222,7 +222,10 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
         return false;
     }
     p.queues = static_cast<uint16_t>(queues);
-    if (info.max_rx_pktlen != 0 && info.max_rx_pktlen < config_.max_frame) {
+    // af_packet reports 1518 whatever its ring slots hold; its limit is the slot size,
+    // which check_geometry() verified against the MTU.
+    const bool af_packet = p.driver == "net_af_packet";
+    if (!af_packet && info.max_rx_pktlen != 0 && info.max_rx_pktlen < config_.max_frame) {
         error = "port " + device + " (" + p.driver + ") receives frames of at most " +
                 std::to_string(info.max_rx_pktlen) + " B; the MTU needs " +
                 std::to_string(config_.max_frame);
@@ -245,7 +248,7 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
         conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
         p.hw_timestamp = true;
     }
-    if (config_.max_frame > RTE_ETHER_MAX_LEN && p.driver != "net_af_packet") {
+    if (config_.max_frame > RTE_ETHER_MAX_LEN && !af_packet) {
         // af_packet takes the interface's MTU as it is; a NIC needs its MTU raised.
         conf.rxmode.mtu = config_.max_frame - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
     }
