@@ -7,5 +7,8 @@ namespace insert::tools {
 
 int run_decode(int argc, char** argv);
 int run_replay(int argc, char** argv);
+int run_inline(int argc, char** argv);
+int run_monitor(int argc, char** argv);
+int run_bench(int argc, char** argv);
 
 }  // namespace insert::tools

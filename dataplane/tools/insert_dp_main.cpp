@@ -16,6 +16,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"decode", insert::tools::run_decode, "print every RoCEv2 packet of a capture as CSV"},
     {"replay", insert::tools::run_replay, "offline telemetry over a capture, on N worker lcores"},
+    {"inline", insert::tools::run_inline, "bump in the wire between two ports, observing RoCE"},
+    {"monitor", insert::tools::run_monitor, "receive-only telemetry on mirror ports"},
+    {"bench", insert::tools::run_bench, "synthetic traffic through the real workers: Mpps, Gb/s"},
 };
 
 void usage(std::FILE* out) {
@@ -24,7 +27,10 @@ void usage(std::FILE* out) {
     std::fprintf(out,
                  "\nexamples:\n"
                  "  insert-dp decode pcaps/rc_mixed.pcap > packets.csv\n"
-                 "  insert-dp replay pcaps/rc_mixed.pcap --workers 2 --records out.jsonl\n");
+                 "  insert-dp replay pcaps/rc_mixed.pcap --workers 2 --records out.jsonl\n"
+                 "  insert-dp inline --iface veth-a --iface veth-b --records live.jsonl\n"
+                 "  insert-dp monitor --iface span0\n"
+                 "  insert-dp bench --workers 2 --seconds 5\n");
 }
 
 }  // namespace

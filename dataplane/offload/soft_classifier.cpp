@@ -1,0 +1,331 @@
+#include "dataplane/offload/soft_classifier.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace insert::offload {
+
+namespace {
+
+constexpr uint16_t kEtherIpv4 = 0x0800;
+constexpr uint16_t kEtherIpv6 = 0x86DD;
+constexpr uint16_t kEtherVlan = 0x8100;
+constexpr uint16_t kEtherQinq = 0x88A8;
+constexpr uint8_t kProtoUdp = 17;
+constexpr std::size_t kEthLen = 14;
+constexpr std::size_t kTagLen = 4;
+constexpr std::size_t kIpv4Len = 20;
+constexpr std::size_t kIpv6Len = 40;
+constexpr std::size_t kUdpLen = 8;
+constexpr std::size_t kBthLen = 12;
+
+// The device key NICs ship with (Microsoft's RSS verification key); what a port hashes
+// with when an RSS action gives no key.
+constexpr uint8_t kDefaultKey[kDefaultRssKeyLen] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+bool is_tpid(uint16_t t) { return t == kEtherVlan || t == kEtherQinq; }
+
+// Bytes of the header an item compares, and whether the emulation knows the item.
+bool header_len(rte_flow_item_type t, uint8_t& len) {
+    switch (t) {
+        case RTE_FLOW_ITEM_TYPE_ETH: len = kEthLen; return true;
+        case RTE_FLOW_ITEM_TYPE_VLAN: len = kTagLen; return true;
+        case RTE_FLOW_ITEM_TYPE_IPV4: len = kIpv4Len; return true;
+        case RTE_FLOW_ITEM_TYPE_IPV6: len = kIpv6Len; return true;
+        case RTE_FLOW_ITEM_TYPE_UDP: len = kUdpLen; return true;
+#if INSERT_HAVE_IB_BTH
+        case RTE_FLOW_ITEM_TYPE_IB_BTH: len = kBthLen; return true;
+#endif
+        default: return false;
+    }
+}
+
+// The header bytes of an item's spec/mask struct (all start with the wire header).
+const uint8_t* header_bytes(const void* item_struct) { return static_cast<const uint8_t*>(item_struct); }
+
+bool masked_equal(const uint8_t* frame, const uint8_t* spec, const uint8_t* mask, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if ((frame[i] & mask[i]) != (spec[i] & mask[i])) return false;
+    return true;
+}
+
+}  // namespace
+
+FrameLayout layout_of(std::span<const uint8_t> frame) noexcept {
+    FrameLayout l;
+    const uint8_t* p = frame.data();
+    const std::size_t len = frame.size();
+    if (len < kEthLen) return l;
+    l.eth = true;
+    std::size_t off = 12;
+    uint16_t type = be16(p + off);
+    while (is_tpid(type) && l.tags < FrameLayout::kMaxTags && off + 2 + kTagLen <= len) {
+        l.tag_at[l.tags++] = static_cast<uint16_t>(off);
+        off += kTagLen;
+        type = be16(p + off);
+    }
+    l.l3_type = type;
+    off += 2;
+    l.l3_at = static_cast<uint16_t>(off);
+    if (type == kEtherIpv4 && len - off >= kIpv4Len && (p[off] >> 4) == 4 && (p[off] & 0x0F) >= 5) {
+        l.ipv4 = true;
+        const std::size_t ihl = std::size_t{p[off] & 0x0Fu} * 4;
+        const uint16_t frag = be16(p + off + 6);
+        const bool fragment = (frag & 0x2000) || (frag & 0x1FFF);
+        if (!fragment && p[off + 9] == kProtoUdp && len - off >= ihl + kUdpLen) {
+            l.udp = true;
+            l.l4_at = static_cast<uint16_t>(off + ihl);
+        }
+    } else if (type == kEtherIpv6 && len - off >= kIpv6Len && (p[off] >> 4) == 6) {
+        l.ipv6 = true;
+        // Extension headers as the parser skips them (proto/parser.cpp): a RoCE packet
+        // behind Hop-by-Hop/Routing/Destination/Auth or an atomic fragment header.
+        uint8_t next = p[off + 6];
+        std::size_t hdr = off + kIpv6Len;
+        for (int guard = 0; guard < 8 && next != kProtoUdp; ++guard) {
+            if (len - hdr < 8) return l;
+            const uint8_t* ext = p + hdr;
+            std::size_t ext_len;
+            switch (next) {
+                case 0: case 43: case 60: ext_len = (std::size_t{ext[1]} + 1) * 8; break;
+                case 51: ext_len = (std::size_t{ext[1]} + 2) * 4; break;
+                case 44:
+                    if (be16(ext + 2) != 0) return l;
+                    ext_len = 8;
+                    break;
+                default: return l;
+            }
+            if (len - hdr < ext_len) return l;
+            next = ext[0];
+            hdr += ext_len;
+        }
+        if (next == kProtoUdp && len - hdr >= kUdpLen) {
+            l.udp = true;
+            l.l4_at = static_cast<uint16_t>(hdr);
+        }
+    }
+    return l;
+}
+
+uint32_t toeplitz(std::span<const uint8_t> input, std::span<const uint8_t> key) noexcept {
+    uint32_t hash = 0;
+    // The 32-bit window of the key starting at the current input bit.
+    uint32_t window = static_cast<uint32_t>(key[0]) << 24 | static_cast<uint32_t>(key[1]) << 16 |
+                      static_cast<uint32_t>(key[2]) << 8 | key[3];
+    for (std::size_t i = 0; i < input.size(); ++i) {
+        const uint8_t next = i + 4 < key.size() ? key[i + 4] : 0;
+        for (int b = 7; b >= 0; --b) {
+            if (input[i] & (1u << b)) hash ^= window;
+            window = (window << 1) | ((next >> b) & 1u);
+        }
+    }
+    return hash;
+}
+
+bool SoftClassifier::supports(const FlowRule& rule, std::string& why) {
+    if (!rule.attr.ingress || rule.attr.egress || rule.attr.transfer || rule.attr.group != 0) {
+        why = rule.name + ": only ingress rules of group 0";
+        return false;
+    }
+    bool first = true;
+    for (const rte_flow_item& it : rule.pattern) {
+        if (it.type == RTE_FLOW_ITEM_TYPE_END) break;
+        if (it.type == RTE_FLOW_ITEM_TYPE_VOID) continue;
+        uint8_t len = 0;
+        if (!header_len(it.type, len)) {
+            why = rule.name + ": item type " + std::to_string(static_cast<int>(it.type)) + " not emulated";
+            return false;
+        }
+        if (first && it.type != RTE_FLOW_ITEM_TYPE_ETH) {
+            why = rule.name + ": patterns must start with ETH";
+            return false;
+        }
+        first = false;
+        if (it.last) {
+            why = rule.name + ": ranges (item.last) not emulated";
+            return false;
+        }
+        if (it.spec && !it.mask) {
+            why = rule.name + ": implicit default masks not emulated";
+            return false;
+        }
+        if (it.type == RTE_FLOW_ITEM_TYPE_IPV6 && it.mask) {
+            const auto* m = static_cast<const rte_flow_item_ipv6*>(it.mask);
+            if (m->has_hop_ext || m->has_route_ext || m->has_frag_ext || m->has_auth_ext ||
+                m->has_esp_ext || m->has_dest_ext || m->has_mobil_ext || m->has_hip_ext ||
+                m->has_shim6_ext) {
+                why = rule.name + ": IPv6 extension flags not emulated";
+                return false;
+            }
+        }
+    }
+    bool fate = false;
+    for (const rte_flow_action& a : rule.actions) {
+        if (a.type == RTE_FLOW_ACTION_TYPE_END) break;
+        switch (a.type) {
+            case RTE_FLOW_ACTION_TYPE_VOID: break;
+            case RTE_FLOW_ACTION_TYPE_QUEUE:
+            case RTE_FLOW_ACTION_TYPE_DROP: fate = true; break;
+            case RTE_FLOW_ACTION_TYPE_RSS: {
+                const auto* r = static_cast<const rte_flow_action_rss*>(a.conf);
+                if (r == nullptr || r->queue_num == 0 || r->level > 1 ||
+                    (r->func != RTE_ETH_HASH_FUNCTION_TOEPLITZ &&
+                     r->func != RTE_ETH_HASH_FUNCTION_SYMMETRIC_TOEPLITZ &&
+                     r->func != RTE_ETH_HASH_FUNCTION_DEFAULT) ||
+                    (r->types & ~kIpOnlyRssTypes) != 0 || (r->key_len != 0 && r->key_len < 36)) {
+                    why = rule.name + ": RSS emulated for Toeplitz over IP addresses only";
+                    return false;
+                }
+                fate = true;
+                break;
+            }
+            default:
+                why = rule.name + ": action type " + std::to_string(static_cast<int>(a.type)) + " not emulated";
+                return false;
+        }
+    }
+    if (!fate) {
+        why = rule.name + ": no fate action (QUEUE, RSS or DROP)";
+        return false;
+    }
+    return true;
+}
+
+bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
+    if (!supports(rule, why)) return false;
+    Rule r;
+    r.name = rule.name;
+    r.priority = rule.attr.priority;
+    for (const rte_flow_item& it : rule.pattern) {
+        if (it.type == RTE_FLOW_ITEM_TYPE_END) break;
+        if (it.type == RTE_FLOW_ITEM_TYPE_VOID) continue;
+        Item item;
+        item.type = it.type;
+        header_len(it.type, item.len);
+        if (it.spec) {
+            item.any = false;
+            std::memcpy(item.spec.data(), header_bytes(it.spec), item.len);
+            std::memcpy(item.mask.data(), header_bytes(it.mask), item.len);
+            if (it.type == RTE_FLOW_ITEM_TYPE_ETH &&
+                static_cast<const rte_flow_item_eth*>(it.mask)->has_vlan)
+                item.flag_want = static_cast<const rte_flow_item_eth*>(it.spec)->has_vlan;
+            if (it.type == RTE_FLOW_ITEM_TYPE_VLAN &&
+                static_cast<const rte_flow_item_vlan*>(it.mask)->has_more_vlan)
+                item.flag_want = static_cast<const rte_flow_item_vlan*>(it.spec)->has_more_vlan;
+        }
+        r.items.push_back(item);
+    }
+    for (const rte_flow_action& a : rule.actions) {
+        if (a.type == RTE_FLOW_ACTION_TYPE_END) break;
+        if (a.type == RTE_FLOW_ACTION_TYPE_QUEUE) {
+            r.kind = Decision::Kind::queue;
+            r.queue = static_cast<uint16_t>(static_cast<const rte_flow_action_queue*>(a.conf)->index);
+        } else if (a.type == RTE_FLOW_ACTION_TYPE_DROP) {
+            r.kind = Decision::Kind::drop;
+        } else if (a.type == RTE_FLOW_ACTION_TYPE_RSS) {
+            const auto* c = static_cast<const rte_flow_action_rss*>(a.conf);
+            r.kind = Decision::Kind::queue;
+            r.rss.symmetric_function = c->func == RTE_ETH_HASH_FUNCTION_SYMMETRIC_TOEPLITZ;
+            r.rss.types = c->types ? c->types : kIpOnlyRssTypes;
+            if (c->key && c->key_len) r.rss.key.assign(c->key, c->key + c->key_len);
+            else r.rss.key.assign(kDefaultKey, kDefaultKey + kDefaultRssKeyLen);
+            r.rss.queues.assign(c->queue, c->queue + c->queue_num);
+        }
+    }
+    // Stable by priority: equal priorities keep their order of addition.
+    auto pos = std::upper_bound(rules_.begin(), rules_.end(), r.priority,
+                                [](uint32_t p, const Rule& x) { return p < x.priority; });
+    rules_.insert(pos, std::move(r));
+    return true;
+}
+
+bool SoftClassifier::matches(const Rule& r, std::span<const uint8_t> f,
+                             const FrameLayout& l) const noexcept {
+    const uint8_t* p = f.data();
+    unsigned tag = 0;
+    rte_flow_item_type prev = RTE_FLOW_ITEM_TYPE_END;
+    for (const Item& it : r.items) {
+        const uint8_t* at = nullptr;
+        switch (it.type) {
+            case RTE_FLOW_ITEM_TYPE_ETH:
+                if (!l.eth) return false;
+                at = p;
+                if (it.flag_want >= 0 && (l.tags > 0) != (it.flag_want == 1)) return false;
+                break;
+            case RTE_FLOW_ITEM_TYPE_VLAN:
+                if (tag >= l.tags) return false;
+                at = p + l.tag_at[tag] + 2;  // TCI, then the inner EtherType
+                ++tag;
+                if (it.flag_want >= 0 && (tag < l.tags) != (it.flag_want == 1)) return false;
+                break;
+            case RTE_FLOW_ITEM_TYPE_IPV4:
+                if (tag != l.tags || !l.ipv4) return false;
+                at = p + l.l3_at;
+                break;
+            case RTE_FLOW_ITEM_TYPE_IPV6:
+                if (tag != l.tags || !l.ipv6) return false;
+                at = p + l.l3_at;
+                break;
+            case RTE_FLOW_ITEM_TYPE_UDP:
+                if ((prev != RTE_FLOW_ITEM_TYPE_IPV4 && prev != RTE_FLOW_ITEM_TYPE_IPV6) || !l.udp)
+                    return false;
+                at = p + l.l4_at;
+                break;
+#if INSERT_HAVE_IB_BTH
+            case RTE_FLOW_ITEM_TYPE_IB_BTH:
+                if (prev != RTE_FLOW_ITEM_TYPE_UDP || f.size() < l.l4_at + kUdpLen + kBthLen)
+                    return false;
+                at = p + l.l4_at + kUdpLen;
+                break;
+#endif
+            default: return false;
+        }
+        if (!it.any && !masked_equal(at, it.spec.data(), it.mask.data(), it.len)) return false;
+        prev = it.type;
+    }
+    return true;
+}
+
+uint16_t SoftClassifier::rss_queue(const Rss& rss, std::span<const uint8_t> f,
+                                   const FrameLayout& l) const noexcept {
+    uint8_t input[32];
+    std::size_t n = 0;
+    const bool v4 = l.ipv4 && (rss.types & (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 |
+                                             RTE_ETH_RSS_NONFRAG_IPV4_OTHER));
+    const bool v6 = l.ipv6 && (rss.types & (RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 |
+                                             RTE_ETH_RSS_NONFRAG_IPV6_OTHER));
+    uint32_t hash = 0;  // types the action does not cover hash to 0, as on a NIC
+    if (v4 || v6) {
+        const std::size_t alen = v4 ? 4 : 16;
+        const uint8_t* src = f.data() + l.l3_at + (v4 ? 12 : 8);
+        const uint8_t* dst = src + alen;
+        if (rss.symmetric_function && std::memcmp(src, dst, alen) > 0) std::swap(src, dst);
+        std::memcpy(input, src, alen);
+        std::memcpy(input + alen, dst, alen);
+        n = 2 * alen;
+        hash = toeplitz({input, n}, rss.key);
+    }
+    const uint16_t entry = static_cast<uint16_t>(hash & (reta_size_ - 1));
+    return rss.queues[entry % rss.queues.size()];
+}
+
+Decision SoftClassifier::classify(std::span<const uint8_t> frame) const noexcept {
+    const FrameLayout l = layout_of(frame);
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+        const Rule& r = rules_[i];
+        if (!matches(r, frame, l)) continue;
+        Decision d;
+        d.kind = r.kind;
+        d.rule = static_cast<int16_t>(i);
+        d.queue = r.rss.queues.empty() ? r.queue : rss_queue(r.rss, frame, l);
+        return d;
+    }
+    return Decision{};
+}
+
+}  // namespace insert::offload

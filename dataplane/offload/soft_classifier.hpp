@@ -1,0 +1,91 @@
+// The emulated offload: applies rte_flow pattern/action lists to frames in software, with
+// rte_flow's semantics (items stack from ETH outwards; VLAN items consume tags in order, so
+// ETH / IPV4 never matches a tagged frame; masks select the compared bits; the rule with
+// the lowest priority value wins, then the first added). A port that refuses the rules in
+// hardware gets them here, at RX, so steering and passthrough do not depend on the NIC.
+// Plain C++ over the rte_flow structs: no EAL, no device, unit-tested frame by frame.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dataplane/offload/flow_rules.hpp"
+
+namespace insert::offload {
+
+struct Decision {
+    enum class Kind : uint8_t {
+        unmatched,  // no rule: the NIC default (queue 0)
+        queue,      // QUEUE or RSS: `queue`
+        drop,
+    };
+    Kind kind = Kind::unmatched;
+    uint16_t queue = 0;
+    int16_t rule = -1;  // the matching rule: SoftClassifier::name(rule)
+};
+
+// Where a frame's headers are, found once per frame and shared by every rule.
+struct FrameLayout {
+    static constexpr unsigned kMaxTags = 4;
+    uint8_t tags = 0;                       // VLAN tags after the Ethernet header
+    std::array<uint16_t, kMaxTags> tag_at{};  // offset of each tag's TPID
+    uint16_t l3_type = 0;                   // EtherType after the tags
+    uint16_t l3_at = 0;
+    bool ipv4 = false;
+    bool ipv6 = false;
+    bool udp = false;                       // an unfragmented datagram with a UDP header
+    uint16_t l4_at = 0;
+    bool eth = false;                       // at least an Ethernet header
+};
+FrameLayout layout_of(std::span<const uint8_t> frame) noexcept;
+
+// 32-bit Toeplitz hash of `input` with `key` (key must be at least input + 4 bytes).
+uint32_t toeplitz(std::span<const uint8_t> input, std::span<const uint8_t> key) noexcept;
+
+class SoftClassifier {
+public:
+    // True when the emulation implements every item, mask bit and action of `rule`;
+    // otherwise `why` names the first thing it does not.
+    static bool supports(const FlowRule& rule, std::string& why);
+    // Adds a rule (false and `why` when unsupported; the classifier is unchanged).
+    bool add(const FlowRule& rule, std::string& why);
+
+    Decision classify(std::span<const uint8_t> frame) const noexcept;
+    std::size_t size() const { return rules_.size(); }
+    const std::string& name(std::size_t i) const { return rules_[i].name; }
+
+private:
+    static constexpr std::size_t kMaxHeader = 40;  // IPv6, the largest compared header
+    struct Item {
+        rte_flow_item_type type = RTE_FLOW_ITEM_TYPE_END;
+        uint8_t len = 0;  // compared bytes
+        std::array<uint8_t, kMaxHeader> spec{};
+        std::array<uint8_t, kMaxHeader> mask{};
+        bool any = true;        // no spec: type only
+        int8_t flag_want = -1;  // has_vlan / has_more_vlan: -1 ignore, else 0/1
+    };
+    struct Rss {
+        bool symmetric_function = false;
+        uint64_t types = 0;
+        std::vector<uint8_t> key;
+        std::vector<uint16_t> queues;
+    };
+    struct Rule {
+        std::string name;
+        uint32_t priority = 0;
+        std::vector<Item> items;
+        Decision::Kind kind = Decision::Kind::unmatched;
+        uint16_t queue = 0;
+        Rss rss;
+    };
+    bool matches(const Rule& r, std::span<const uint8_t> f, const FrameLayout& l) const noexcept;
+    uint16_t rss_queue(const Rss& rss, std::span<const uint8_t> f, const FrameLayout& l) const noexcept;
+
+    std::vector<Rule> rules_;  // sorted by priority, stable
+    uint16_t reta_size_ = kDefaultRetaSize;
+};
+
+}  // namespace insert::offload

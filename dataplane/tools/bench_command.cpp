@@ -1,0 +1,190 @@
+// insert-dp bench: the line-rate benchmark users run on their own hardware. Synthetic RoCEv2
+// traffic (bench/micro/workload: RC connections, WRITE/SEND/READ/atomics, each answered)
+// kept in memory and fed through the real workers, engines and exporter by MemorySource,
+// which hands out mbufs on each worker's lcore as a NIC PMD would - no file, no ports, no
+// reader core. Runs 1..N workers and prints Mpps and Gb/s per worker and in total.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/micro/workload.hpp"
+#include "dataplane/pipeline/eal_session.hpp"
+#include "dataplane/pipeline/memory_source.hpp"
+#include "dataplane/pipeline/pipeline.hpp"
+#include "dataplane/state/engine.hpp"
+#include "dataplane/tools/commands.hpp"
+
+namespace insert::tools {
+
+namespace {
+
+constexpr const char* kName = "insert-dp bench";
+constexpr unsigned kMaxWorkers = 64;
+// Frames per pass: long enough that set-up is noise (~0.2-1 s per pass), small enough that
+// the compact workload (128 B per frame) stays far from the machine's memory.
+constexpr uint64_t kMessagesPerPass = 400'000;
+
+struct BenchOptions {
+    unsigned workers = 1;
+    uint32_t endpoints = 100'000;
+    double seconds = 3;
+    uint32_t mtu = 1024;
+    uint64_t seed = 1;
+    bool only = false;  // only N workers, not 1..N
+    std::vector<std::string> eal_args;
+};
+
+constexpr const char* kExamples = R"(
+Examples:
+  insert-dp bench
+      one worker, 100k endpoints, 3 s
+  insert-dp bench --workers 4 --endpoints 1000000 --seconds 10
+      1, 2, 3 and 4 workers over a million endpoints (more lcores than cores is allowed,
+      but then the workers share cores: compare busy-Mpps, the rate per busy core)
+  insert-dp bench --workers 2 --only -- --no-huge -m 2048
+      just two workers, EAL options after `--`
+
+Gb/s counts whole frames as on the wire (headers, payload, ICRC; no preamble or gap).
+busy-Mpps is frames per second of time a worker spent on non-empty bursts.
+)";
+
+struct Pass {
+    std::vector<uint64_t> frames;
+    std::vector<uint64_t> bytes;
+    std::vector<double> busy_s;
+    double wall_s = 0;
+};
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+    BenchOptions opt;
+    std::vector<std::string> args;
+    int i = 1;
+    for (; i < argc; ++i) {
+        if (std::string(argv[i]) == "--") {
+            ++i;
+            break;
+        }
+        args.emplace_back(argv[i]);
+    }
+    for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
+    CLI::App app("Line-rate benchmark: synthetic RoCEv2 traffic through the real workers", kName);
+    app.footer(kExamples);
+    app.add_option("--workers", opt.workers, "up to N worker lcores (default 1)")->check(CLI::Range(1u, kMaxWorkers));
+    app.add_option("--endpoints", opt.endpoints, "distinct endpoints (default 100000)")->check(CLI::Range(2u, 1u << 24));
+    app.add_option("--seconds", opt.seconds, "seconds per worker count (default 3)")->check(CLI::PositiveNumber);
+    app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+    app.add_option("--seed", opt.seed, "workload seed");
+    app.add_flag("--only", opt.only, "run N workers only, not 1..N");
+    try {
+        std::reverse(args.begin(), args.end());
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "%s: %s (try --help)\n", kName, e.what());
+        return 2;
+    }
+
+    bench::WorkloadSpec spec;
+    spec.endpoints = opt.endpoints;
+    spec.hosts = std::max<uint32_t>(2, std::min<uint32_t>(opt.endpoints / 4, 4096));
+    spec.messages = std::max<uint64_t>(kMessagesPerPass, opt.endpoints);  // every endpoint appears
+    spec.mtu = opt.mtu;
+    spec.seed = opt.seed;
+    const bench::CompactWorkload w = bench::build_compact_workload(spec);
+    std::vector<pipeline::MemoryFrame> frames(w.frames());
+    uint64_t total_bytes = 0;
+    for (std::size_t f = 0; f < w.frames(); ++f) {
+        frames[f] = {w.frame(f), w.lengths[f], w.timestamps[f]};
+        total_bytes += w.lengths[f];
+    }
+
+    pipeline::EalRequest req;
+    req.lcores = opt.workers + 1;
+    req.memory_bytes = (64u << 20) + uint64_t{opt.workers} * (16u << 20);
+    req.tool = "insert-dp-bench";
+    req.user_args = opt.eal_args;
+    pipeline::EalSession eal;
+    std::string error;
+    if (!eal.start(req, error)) {
+        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+        return 1;
+    }
+    pipeline::MbufTimestamp timestamp;
+    if (!timestamp.register_field(error)) {
+        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+        return 1;
+    }
+    const std::vector<unsigned> cpus = pipeline::allowed_cpus();
+    std::printf("%s: %u endpoints, %u B MTU mixed RC workload, %zu frames per pass, mean frame %.0f B, "
+                "%s, %zu CPUs\n",
+                kName, opt.endpoints, opt.mtu, frames.size(),
+                static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
+                eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", cpus.size());
+    std::printf("%-8s %-7s %10s %10s %10s\n", "workers", "worker", "Mpps", "Gb/s", "busy-Mpps");
+
+    for (unsigned n = opt.only ? opt.workers : 1; n <= opt.workers; ++n) {
+        std::vector<uint64_t> frames_w(n), bytes_w(n);
+        std::vector<double> busy_w(n);
+        double wall = 0;
+        uint64_t msgs = 0;
+        // Wire bytes per worker queue, sharded exactly as MemorySource shards the frames.
+        std::vector<uint64_t> queue_bytes(n);
+        for (const pipeline::MemoryFrame& f : frames)
+            queue_bytes[n == 1 ? 0 : pipeline::shard_index(pipeline::shard_hash({f.data, f.len}, pipeline::ShardPolicy::ip_pair), n)] += f.len;
+        while (wall < opt.seconds) {
+            auto source = pipeline::MemorySource::create(frames, n, pipeline::ShardPolicy::ip_pair, timestamp, error);
+            pipeline::PipelineConfig config;
+            config.make_engine = &state::Engine::create;
+            config.engine.max_endpoints = std::max<uint32_t>(1024, opt.endpoints);
+            config.full_policy = pipeline::FullPolicy::wait;
+            config.exporter.cpus = cpus;
+            std::unique_ptr<pipeline::Pipeline> pipe;
+            if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
+            if (!pipe) {
+                std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+                return 1;
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            if (!pipe->launch(error)) {
+                std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
+                source->run(error);
+                pipe->wait();
+                return 1;
+            }
+            source->run(error);
+            pipe->wait();
+            wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const exporter::RunInfo info = pipe->run_info();
+            for (unsigned q = 0; q < n; ++q) {
+                frames_w[q] += info.worker_frames[q];
+                busy_w[q] += info.worker_busy_s[q];
+                bytes_w[q] += queue_bytes[q];  // every pass delivers each queue whole
+            }
+            msgs += pipe->totals(0).msgs;
+            pipe.reset();
+            source.reset();
+        }
+        uint64_t tf = 0, tb = 0;
+        for (unsigned q = 0; q < n; ++q) {
+            std::printf("%-8u %-7u %10.2f %10.2f %10.2f\n", n, q, frames_w[q] / wall / 1e6,
+                        bytes_w[q] * 8.0 / wall / 1e9, busy_w[q] > 0 ? frames_w[q] / busy_w[q] / 1e6 : 0.0);
+            tf += frames_w[q];
+            tb += bytes_w[q];
+        }
+        std::printf("%-8u %-7s %10.2f %10.2f %10s   (%.1f s, %.2f M msgs)\n", n, "total", tf / wall / 1e6,
+                    tb * 8.0 / wall / 1e9, "", wall, msgs / 1e6);
+        std::fflush(stdout);
+    }
+    eal.stop();
+    return 0;
+}
+
+}  // namespace insert::tools
