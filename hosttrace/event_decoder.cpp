@@ -12,7 +12,8 @@ namespace insert::hosttrace {
 
 namespace {
 
-using nlohmann::json;
+// Insertion-ordered objects: "type" and "verb" lead every line, as a reader expects.
+using json = nlohmann::ordered_json;
 
 int64_t clock_ns(clockid_t id)
 {
@@ -222,7 +223,7 @@ const char* event_name(uint32_t kind)
     return "unknown";
 }
 
-nlohmann::json decode_event(const insert_trace_event& e, ProcessTable& table,
+nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& table,
                             int64_t wall_offset_ns)
 {
     const int previous_state = table.apply(e);

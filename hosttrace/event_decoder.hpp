@@ -18,7 +18,7 @@ int64_t wall_clock_offset_ns();
 const char* event_name(uint32_t kind);
 
 // Updates `table` with the event and returns its record.
-nlohmann::json decode_event(const insert_trace_event& e, ProcessTable& table,
+nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& table,
                             int64_t wall_offset_ns);
 
 std::string hex_pointer(uint64_t p);

@@ -25,7 +25,8 @@ namespace insert::hosttrace {
 
 namespace {
 
-using nlohmann::json;
+// Insertion-ordered objects: "type" and "verb" lead every line, as a reader expects.
+using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 // Poll timeout: bounds how late a stop request or the housekeeping tick is noticed.

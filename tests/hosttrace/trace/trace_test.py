@@ -141,6 +141,7 @@ class Workload:
         self.lines = queue.Queue()
         self.truth = []
         self.phases = []
+        self.phase_ns = {}
         self.other = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -160,6 +161,7 @@ class Workload:
             self.truth.append(item["truth"])
         elif "phase" in item:
             self.phases.append(item["phase"])
+            self.phase_ns[item["phase"]] = item["t_ns"]
         else:
             self.other.append(item)
 
@@ -647,6 +649,31 @@ def test_cgroup_filter(tmp):
     check(all(r["cgroup"] == cg_id for r in ev), f"cgroup id != {cg_id}")
 
 
+def test_scan_finds_library(tmp):
+    """A process that maps a libibverbs copy the tracer was not told about (softverbs, while
+    the tracer probes the system's) is found by the /proc scan and traced from then on."""
+    tracer = Tracer(tmp, "--scan-ms", "100", "--comm", "verbs_workload")
+    w = Workload(["run", "--ops", "2", "--sync"], env=softverbs_env())
+    w.wait_phase("setup")
+    rec = tracer.wait_record(lambda r: r.get("type") == "attach" and r.get("what") == "control"
+                             and os.path.realpath(r["lib"]) == os.path.realpath(SOFTVERBS_LIB),
+                             "the scan attaching softverbs")
+    check(rec["pid"] == -1 and rec["seen_in_pid"] is not None, f"attach record {rec}")
+    w.release()
+    w.wait_phase("mr2")
+    datapath_attached(tracer, w.pid)
+    w.release()
+    w.finish()
+    tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    tracer.stop()
+    # The scan may find the process while it sets up: compare what follows the setup phase.
+    after = w.phase_ns["setup"]
+    recs = [r for r in tracer.records() if r.get("type") != "verb" or r["t_ns"] > after]
+    mrs = [t for t in w.truth if t["what"] == "mr"]
+    late = [t for t in w.truth if t["what"] in ("send", "recv", "wc", "destroy_qp", "dereg_mr")] + [mrs[2]]
+    compare_with_truth(recs, w.pid, late)
+
+
 TESTS = {
     "real_libibverbs": test_real_libibverbs,
     "softverbs_ground_truth": test_softverbs_ground_truth,
@@ -660,6 +687,7 @@ TESTS = {
     "errors": test_errors,
     "perftest_netns": test_perftest_netns,
     "cgroup_filter": test_cgroup_filter,
+    "scan_finds_library": test_scan_finds_library,
 }
 
 

@@ -62,7 +62,11 @@ void truth(const std::string& json)
 
 void phase(const char* name, bool sync)
 {
-    std::printf("{\"phase\":\"%s\",\"pid\":%d}\n", name, static_cast<int>(getpid()));
+    // t_ns on CLOCK_MONOTONIC, the tracer's clock: a test can split the trace at a phase.
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    std::printf("{\"phase\":\"%s\",\"pid\":%d,\"t_ns\":%lld}\n", name, static_cast<int>(getpid()),
+                static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec);
     std::fflush(stdout);
     if (sync) {
         std::string line;

@@ -1,0 +1,282 @@
+// Unit tests of insert-trace's user space (no BPF, no root): event decoding, GID -> IP,
+// per-process state, ELF symbol resolution, /proc maps, command-line validation.
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "hosttrace/elf_symbols.hpp"
+#include "hosttrace/event_decoder.hpp"
+#include "hosttrace/proc_maps.hpp"
+#include "hosttrace/process_table.hpp"
+#include "hosttrace/trace_options.hpp"
+
+namespace insert::hosttrace {
+namespace {
+
+constexpr uint32_t kPid = 4242;
+constexpr uint64_t kCtx = 0x1000;
+constexpr uint64_t kQp = 0x2000;
+
+insert_trace_event make_event(uint32_t kind)
+{
+    insert_trace_event e{};
+    e.kind = kind;
+    e.pid = kPid;
+    e.tid = kPid;
+    e.ts_ns = 1000;
+    std::strcpy(e.comm, "app");
+    e.ctx = kCtx;
+    return e;
+}
+
+Gid v4_gid(const char* ip)
+{
+    Gid g{};
+    g[10] = g[11] = 0xff;
+    inet_pton(AF_INET, ip, g.data() + 12);
+    return g;
+}
+
+insert_trace_event gid_event(int index, const Gid& g)
+{
+    insert_trace_event e = make_event(INSERT_EV_QUERY_GID);
+    e.u.query_gid.port = 1;
+    e.u.query_gid.index = index;
+    std::memcpy(e.u.query_gid.gid, g.data(), 16);
+    return e;
+}
+
+TEST(GidToIp, Ipv4MappedGidIsDottedQuad)
+{
+    EXPECT_EQ(gid_to_ip(v4_gid("10.0.0.7")), "10.0.0.7");
+}
+
+TEST(GidToIp, OtherGidIsIpv6AndZeroIsAbsent)
+{
+    Gid g{};
+    inet_pton(AF_INET6, "fd00::1", g.data());
+    EXPECT_EQ(gid_to_ip(g), "fd00::1");
+    EXPECT_EQ(gid_to_ip(Gid{}), std::nullopt);
+}
+
+TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem)
+{
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_MODIFY_QP);
+    e.obj = kQp;
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.dest_qp_num = 0x1234;
+    attr.rq_psn = 77;
+    attr.sq_psn = 99;  // not in the mask: must not appear
+    attr.path_mtu = IBV_MTU_4096;
+    attr.ah_attr.is_global = 1;
+    const Gid peer = v4_gid("10.0.0.2");
+    std::memcpy(attr.ah_attr.grh.dgid.raw, peer.data(), 16);
+    std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
+    e.u.modify_qp.qp_num = 5;
+    e.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU | IBV_QP_AV;
+    const auto j = decode_event(e, table, 0);
+    EXPECT_EQ(j["verb"], "modify_qp");
+    EXPECT_EQ(j["state"], "RTR");
+    EXPECT_EQ(j["from_state"], "RESET");
+    EXPECT_EQ(j["dest_qpn"], 0x1234);
+    EXPECT_EQ(j["rq_psn"], 77);
+    EXPECT_EQ(j["path_mtu"], 4096);
+    EXPECT_EQ(j["peer_ip"], "10.0.0.2");
+    EXPECT_FALSE(j.contains("sq_psn"));
+    EXPECT_FALSE(j.contains("qkey"));
+}
+
+TEST(DecodeModifyQp, FromStateFollowsSuccessfulTransitionsOnly)
+{
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_MODIFY_QP);
+    e.obj = kQp;
+    ibv_qp_attr attr{};
+    e.u.modify_qp.attr_mask = IBV_QP_STATE;
+    attr.qp_state = IBV_QPS_INIT;
+    std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
+    decode_event(e, table, 0);
+    attr.qp_state = IBV_QPS_RTS;  // refused by the provider
+    std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
+    e.ret = EINVAL;
+    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "INIT");
+    attr.qp_state = IBV_QPS_RTR;
+    std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
+    e.ret = 0;
+    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "INIT");
+    attr.qp_state = IBV_QPS_RTS;
+    std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
+    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "RTR");
+}
+
+TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder)
+{
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_POST_SEND);
+    e.obj = kQp;
+    e.u.post_send.opcode = IBV_WR_SEND_WITH_IMM;
+    e.u.post_send.imm_data = htonl(0xabcd);
+    e.u.post_send.rkey = 0x55;  // stale union bytes: not an RDMA op
+    e.u.post_send.send_flags = IBV_SEND_SIGNALED;
+    auto j = decode_event(e, table, 0);
+    EXPECT_EQ(j["opcode"], "SEND_WITH_IMM");
+    EXPECT_EQ(j["imm"], 0xabcd);
+    EXPECT_TRUE(j["rkey"].is_null());
+    EXPECT_TRUE(j["signaled"]);
+    e.u.post_send.opcode = IBV_WR_RDMA_WRITE;
+    e.u.post_send.remote_addr = 0x7000;
+    j = decode_event(e, table, 0);
+    EXPECT_EQ(j["rkey"], 0x55);
+    EXPECT_EQ(j["remote_addr"], 0x7000);
+    EXPECT_TRUE(j["imm"].is_null());
+}
+
+TEST(DecodeEvent, WallClockIsMonotonicPlusOffset)
+{
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_ALLOC_PD);
+    const auto j = decode_event(e, table, 5000);
+    EXPECT_EQ(j["t_ns"], 1000);
+    EXPECT_EQ(j["wall_ns"], 6000);
+    EXPECT_EQ(j["comm"], "app");
+}
+
+TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector)
+{
+    ProcessTable table;
+    table.apply(gid_event(0, v4_gid("10.0.0.1")));
+    table.apply(gid_event(3, v4_gid("10.0.0.3")));
+    EXPECT_EQ(table.host_ip(kPid, kCtx, 0), "10.0.0.1");
+    insert_trace_event m = make_event(INSERT_EV_MODIFY_QP);
+    m.obj = kQp;
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.grh.sgid_index = 3;
+    std::memcpy(m.u.modify_qp.attr, &attr, sizeof(attr));
+    m.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_AV;
+    table.apply(m);
+    EXPECT_EQ(table.host_ip(kPid, kCtx, kQp), "10.0.0.3");
+    EXPECT_EQ(table.host_ip(kPid + 1, kCtx, kQp), std::nullopt);
+}
+
+TEST(ProcessTable, PrefersIpv4MappedGidsOverLinkLocal)
+{
+    ProcessTable table;
+    Gid link_local{};
+    inet_pton(AF_INET6, "fe80::1", link_local.data());
+    table.apply(gid_event(0, link_local));
+    table.apply(gid_event(1, v4_gid("10.9.9.9")));
+    EXPECT_EQ(table.host_ip(kPid, kCtx, 0), "10.9.9.9");
+}
+
+TEST(ProcessTable, ContextOpsAreClaimedOncePerProcessAndContext)
+{
+    ProcessTable table;
+    EXPECT_TRUE(table.claim_context_for_ops(kPid, kCtx));
+    EXPECT_FALSE(table.claim_context_for_ops(kPid, kCtx));
+    EXPECT_TRUE(table.claim_context_for_ops(kPid + 1, kCtx));
+    EXPECT_FALSE(table.claim_context_for_ops(kPid, 0));
+}
+
+TEST(ProcessTable, ExitedProcessesAreReapedWithWhatTheyLeftOpen)
+{
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_CREATE_QP);
+    e.pid = 0x7ffffff0;  // no such process
+    e.obj = kQp;
+    table.apply(e);
+    e.kind = INSERT_EV_REG_MR;
+    e.obj = 0x3000;
+    table.apply(e);
+    insert_trace_event self = make_event(INSERT_EV_ALLOC_PD);
+    self.pid = static_cast<uint32_t>(getpid());
+    table.apply(self);
+    const auto gone = table.reap_exited();
+    ASSERT_EQ(gone.size(), 1u);
+    EXPECT_EQ(gone[0].open_qps, 1u);
+    EXPECT_EQ(gone[0].open_mrs, 1u);
+    EXPECT_EQ(table.size(), 1u);  // this process stays
+}
+
+TEST(ElfSymbols, ResolvesDefaultVersionsAndRejectsNonElf)
+{
+    std::string error;
+    auto libc = ElfSymbols::load("/proc/self/exe", error);
+    ASSERT_TRUE(libc) << error;
+    EXPECT_FALSE(libc->function_offset("no_such_function_anywhere"));
+    EXPECT_FALSE(ElfSymbols::load("/etc/hostname", error));
+    EXPECT_NE(error.find("not an ELF"), std::string::npos);
+    EXPECT_FALSE(ElfSymbols::load("/nonexistent", error));
+}
+
+TEST(ElfSymbols, SystemLibibverbsDefinesEveryProbedVerb)
+{
+    const char* lib = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
+    if (access(lib, R_OK) != 0)
+        GTEST_SKIP() << lib << " not installed";
+    std::string error;
+    auto elf = ElfSymbols::load(lib, error);
+    ASSERT_TRUE(elf) << error;
+    for (const char* v : {"ibv_open_device", "ibv_create_qp", "ibv_modify_qp", "ibv_reg_mr", "ibv_dereg_mr"})
+        EXPECT_TRUE(elf->function_offset(v)) << v;
+}
+
+TEST(ProcMaps, LocatesOwnCodeInItsExecutable)
+{
+    std::string error;
+    auto maps = read_maps(getpid(), error);
+    ASSERT_TRUE(maps) << error;
+    const auto loc = locate(*maps, reinterpret_cast<uint64_t>(&make_event));
+    ASSERT_TRUE(loc);
+    char exe[4096] = {};
+    ASSERT_GT(readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
+    EXPECT_EQ(loc->path, exe);
+    EXPECT_FALSE(read_maps(0x7ffffff0, error));
+    EXPECT_NE(error.find("no such process"), std::string::npos);
+}
+
+int parse(std::vector<std::string> args, TraceOptions& o, std::string& error)
+{
+    args.insert(args.begin(), "insert-trace");
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    return parse_trace_options(static_cast<int>(argv.size()), argv.data(), o, error);
+}
+
+TEST(TraceOptions, DatapathModes)
+{
+    TraceOptions o;
+    std::string error;
+    EXPECT_EQ(parse({"--datapath", "sample:10"}, o, error), -1);
+    EXPECT_EQ(o.datapath_sample, 10u);
+    EXPECT_EQ(parse({"--datapath", "off"}, o, error), -1);
+    EXPECT_EQ(o.datapath_sample, 0u);
+    EXPECT_EQ(parse({"--datapath", "sample:0"}, o, error), 2);
+    EXPECT_EQ(parse({"--datapath", "sample:x"}, o, error), 2);
+}
+
+TEST(TraceOptions, RejectsBadValues)
+{
+    TraceOptions o;
+    std::string error;
+    EXPECT_EQ(parse({"--ringbuf-kb", "3"}, o, error), 2);
+    EXPECT_EQ(parse({"--comm", "a_name_longer_than_15"}, o, error), 2);
+    EXPECT_EQ(parse({"--pid", "5", "--lib", "/x"}, o, error), 2);
+    EXPECT_EQ(parse({"--cgroup", "/nonexistent"}, o, error), 2);
+    TraceOptions fresh;  // parse() fills in: earlier calls left --pid and --lib set
+    EXPECT_EQ(parse({"--ringbuf-kb", "64"}, fresh, error), -1);
+    EXPECT_EQ(fresh.ringbuf_bytes, 64u * 1024);
+}
+
+}  // namespace
+}  // namespace insert::hosttrace
