@@ -509,7 +509,7 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
 
 void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
     ConnState& cs = conn_[conn];
-    for (uint32_t uid : cs.sq) {
+    for (uint32_t uid : cs.sq.items()) {
         MsgInfo& m = msgs_[uid];
         if (m.done) continue;
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
@@ -524,7 +524,7 @@ void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
 // Marks SEND/WRITE messages acknowledged by a response at `psn` (inclusive: ACK-class;
 // exclusive: NAKs, and responses of a later READ/atomic).
 void Simulator::complete_before(uint32_t conn, uint32_t psn, bool inclusive) {
-    for (uint32_t uid : conn_[conn].sq) {
+    for (uint32_t uid : conn_[conn].sq.items()) {
         MsgInfo& m = msgs_[uid];
         if (m.done || !is_send_write(m.op)) continue;
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
@@ -605,7 +605,7 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
                     arm_retx(conn, true);
                 } else {  // fatal: the QP goes to error, outstanding work is flushed
                     cs.error = true;
-                    for (uint32_t uid : cs.sq) msgs_[uid].done = true;
+                    for (uint32_t uid : cs.sq.items()) msgs_[uid].done = true;
                     cs.sq.clear();
                     arm_retx(conn, true);
                 }
@@ -615,7 +615,7 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
         return;
     }
     const proto::OpcodeInfo& info = proto::opcode_info(code);
-    for (uint32_t uid : cs.sq) {
+    for (uint32_t uid : cs.sq.items()) {
         MsgInfo& m = msgs_[uid];
         if (m.done) continue;
         if (info.kind == proto::OpKind::read_response && m.op == OpType::read) {

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <ranges>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -96,9 +96,24 @@ private:
         uint32_t next_qpn = 0;
         uint32_t ud_qpn = 0;
     };
+    // Posted, not yet completed messages of one QP. A connection's messages have consecutive
+    // uids and are posted in order, so the queue is a range of uids (no allocation).
+    struct SendQueue {
+        uint32_t head = 0, tail = 0;
+        bool empty() const { return head == tail; }
+        std::size_t size() const { return tail - head; }
+        uint32_t front() const { return head; }
+        void pop_front() { ++head; }
+        void push_back(uint32_t uid) {
+            if (empty()) head = uid;
+            tail = uid + 1;
+        }
+        void clear() { head = tail; }
+        auto items() const { return std::views::iota(head, tail); }
+    };
     struct ConnState {
         // Requester.
-        std::deque<uint32_t> sq;  // posted, not yet completed messages (uids)
+        SendQueue sq;
         uint32_t next_psn = 0;
         bool paused = false;  // waiting out an RNR NAK
         bool error = false;   // after a fatal NAK

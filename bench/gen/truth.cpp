@@ -53,7 +53,9 @@ const char* pair_rule_name(PairRule r) {
 }
 
 TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
-    : sc_(scenario), sim_(sim), ms_(sim.messages().size()), conn_ep_(sim.conns().size() * 2, kNone) {}
+    : sc_(scenario), sim_(sim), ms_(sim.messages().size()), conn_ep_(sim.conns().size() * 2, kNone) {
+    out_.reserve(sim.messages().size());
+}
 
 int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
     const auto it = ep_index_.find(ep_key(host, qpn));
@@ -307,13 +309,13 @@ uint32_t TruthObserver::psn_last(uint32_t uid) const {
 // PSN (inclusive); NAKs those whose psn_last is older (exclusive). READs never (SPEC 5,
 // semantics.md "A READ completes only by its own Last/Only response").
 void TruthObserver::complete_acked(uint32_t b, uint32_t psn, uint64_t t, bool inclusive) {
-    const std::vector<uint32_t> open = eps_[b].open;  // freeze() edits the list
-    for (uint32_t uid : open) {
+    scratch_.clear();  // freeze() edits the open list: collect first
+    for (uint32_t uid : eps_[b].open) {
         if (sim_.messages()[uid].op == OpType::read) continue;
         const uint32_t last = psn_last(uid);
-        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last))
-            freeze(b, uid, TruthStatus::ok, t);
+        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last)) scratch_.push_back(uid);
     }
+    for (uint32_t uid : scratch_) freeze(b, uid, TruthStatus::ok, t);
 }
 
 void TruthObserver::on_response(uint32_t a, const SimPacket& p) {

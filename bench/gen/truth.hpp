@@ -147,6 +147,7 @@ private:
     std::unordered_map<uint64_t, uint64_t> cm_partner_;
     std::vector<TruthMsg> out_;
     TruthSummary summary_;
+    std::vector<uint32_t> scratch_;  // messages to freeze, collected before freezing
     uint32_t max_held_ = 0;
     uint64_t msgs_overflow_ = 0;
 };
