@@ -1,6 +1,7 @@
 // Ethernet, IP and UDP constants shared by the parser and the builder.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace insert::proto {
