@@ -9,9 +9,9 @@ separated by ':' or whitespace) this script
    (own pcap/pcapng reader, own header walk, own opcode table), and requires the set of
    CSV rows to be exactly the frames it finds well-formed RoCE;
 3. runs `tshark -T fields` with `-d udp.port==4791,infiniband` plus one
-   `-d udp.port==P,infiniband` per UDP source port P of a RoCE packet (otherwise tshark
-   dissects e.g. source port 69 as TFTP), and compares every CSV cell of every row with
-   what tshark printed;
+   `-d udp.port==P,infiniband` per UDP source port P < 4791 of a RoCE packet (otherwise
+   tshark dissects e.g. source port 69 as TFTP), and compares every CSV cell of every row
+   with what tshark printed;
 4. with --check-icrc (used for the bundled pcaps, which the builder wrote), recomputes the
    ICRC of every RoCE packet with zlib.crc32 over the masked bytes and requires it to equal
    the ICRC tshark shows.
