@@ -35,6 +35,8 @@ constexpr int kPollTimeoutMs = 100;
 constexpr auto kHousekeeping = std::chrono::milliseconds(250);
 constexpr const char* kLibibverbsPrefix = "libibverbs.so";
 
+// libbpf's print callback takes no user pointer, so its verbosity is file-static; it is
+// set once before libbpf is first used.
 bool g_verbose = false;
 
 int libbpf_log(enum libbpf_print_level level, const char* format, va_list args)
