@@ -430,11 +430,18 @@ uint16_t PortSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept 
         lane.finished.store(true, std::memory_order_release);
         return 0;
     }
-    uint16_t got = poll(lane, lane.rx, pkts, n);
-    if (got && steer_ == SteerMode::direct) got = steer_emulated(lane, pkts, got, 0);
-    if (got == 0) flush(lane);
-    else maybe_flush(lane);
-    return got;
+    for (;;) {
+        const uint16_t raw = poll(lane, lane.rx, pkts, n);
+        if (raw == 0) {
+            flush(lane);
+            return 0;
+        }
+        const uint16_t got = steer_ == SteerMode::direct ? steer_emulated(lane, pkts, raw, 0) : raw;
+        maybe_flush(lane);
+        // Only passthrough this time: poll again rather than report an empty queue, which
+        // would send the worker into its idle back-off while traffic flows.
+        if (got != 0 || stop_.load(std::memory_order_relaxed)) return got;
+    }
 }
 
 void PortSource::release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {

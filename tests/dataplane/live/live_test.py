@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""System tests of insert-dp inline/monitor (issue 5) in network namespaces.
+
+    live_test.py CASE INSERT_DP NETNS_SCRIPT
+
+Topology (scripts/netns-inline.sh): A:a0 - a1:[insert-dp in MID]:b1 - b0:B. Frames are
+replayed into a0 with tcpreplay and captured on b0 with tcpdump. Every wait has a deadline;
+namespaces carry this process's id and are always removed; every process started is
+stopped by its pid. Needs root (CI runs as root).
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CASE, INSERT_DP, NETNS = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+ROOT = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../../.."))
+PCAPS = [os.path.join(ROOT, "pcaps", p) for p in
+         ("rc_mixed.pcap", "all_opcodes.pcap", "cnp_ud.pcap", "low_sport.pcap", "ipv6_vlan.pcapng")]
+TIME_FIELDS = {"t_first_ns", "t_last_ns", "t_ack_ns", "latency_ns", "lat_p50_ns", "lat_p99_ns",
+               "lat_max_ns", "t_ns", "wall_s", "mpps"}
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    fail("timed out waiting for " + what)
+
+
+# ---- pcap files -----------------------------------------------------------------------
+def read_pcap(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return []
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    frames, off = [], 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        frames.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return frames
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))  # ns resolution
+        t = 1_700_000_000 * 10**9
+        for fr in frames:
+            t += 10_000
+            f.write(struct.pack("<IIII", t // 10**9, t % 10**9, len(fr), len(fr)))
+            f.write(fr)
+
+
+def test_capture(tmp):
+    """All bundled captures (pcapng converted by tcpdump) as one pcap with ordered times."""
+    frames = []
+    for p in PCAPS:
+        if p.endswith(".pcapng"):
+            conv = os.path.join(tmp, "conv.pcap")
+            subprocess.run(["tcpdump", "-r", p, "-w", conv], check=True, capture_output=True)
+            p = conv
+        frames += [fr for fr in read_pcap(p) if len(fr) >= 14]
+    path = os.path.join(tmp, "input.pcap")
+    write_pcap(path, frames)
+    return path, frames
+
+
+def flow_key(fr):
+    """Unordered IP pair plus ports for IP frames (VLAN tags skipped), else the EtherType."""
+    off, et = 12, struct.unpack("!H", fr[12:14])[0]
+    while et in (0x8100, 0x88A8) and len(fr) >= off + 6:
+        off += 4
+        et = struct.unpack("!H", fr[off:off + 2])[0]
+    l3 = off + 2
+    if et == 0x0800 and len(fr) >= l3 + 20:
+        a, b = fr[l3 + 12:l3 + 16], fr[l3 + 16:l3 + 20]
+    elif et == 0x86DD and len(fr) >= l3 + 40:
+        a, b = fr[l3 + 8:l3 + 24], fr[l3 + 24:l3 + 40]
+    else:
+        return ("l2", et)
+    return ("ip",) + tuple(sorted((a, b)))
+
+
+# ---- processes ---------------------------------------------------------------------------
+class Proc:
+    """A process whose stderr is collected line by line."""
+
+    def __init__(self, argv, stdout=subprocess.DEVNULL):
+        self.argv = argv
+        self.p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.p.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def has(self, text):
+        return any(text in l for l in self.lines)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait(5)
+            fail(f"{self.argv[4] if len(self.argv) > 4 else self.argv[0]} ignored signal {sig}")
+        self.t.join(5)
+        return self.p.returncode
+
+
+class Topology:
+    def __init__(self):
+        self.name = f"il{os.getpid() % 100000}"
+
+    def __enter__(self):
+        subprocess.run([NETNS, "down", self.name], capture_output=True)
+        subprocess.run([NETNS, "up", self.name], check=True, timeout=30)
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run([NETNS, "down", self.name], capture_output=True, timeout=30)
+
+    def cmd(self, role, *argv):
+        return [NETNS, "exec", self.name, role] + list(argv)
+
+
+def start_dp(topo, mode, ifaces, records, extra=()):
+    argv = [INSERT_DP, mode] + sum((["--iface", i] for i in ifaces), []) + \
+           ["--records", records, "--no-view", "--interval", "1"] + list(extra)
+    dp = Proc(topo.cmd("mid", *argv))
+    wait_for(lambda: dp.has("running on") or dp.p.poll() is not None, 60, "insert-dp to start")
+    if dp.p.poll() is not None:
+        fail("insert-dp exited at start: " + "\n".join(dp.lines))
+    prefix = [l for l in dp.lines if "telemetry prefix" in l][0].split()[-1]
+    return dp, prefix
+
+
+def telemetry(prefix, command):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2")
+    s.recv(4096)
+    s.send(command.encode())
+    out = json.loads(s.recv(1 << 16).decode())
+    s.close()
+    return out[command]
+
+
+# ---- records -----------------------------------------------------------------------------
+def load_records(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def comparable(records):
+    msgs = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS}, sort_keys=True)
+                  for r in records if r["type"] == "msg")
+    qps = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS}, sort_keys=True)
+                 for r in records if r["type"] == "qp" and r.get("final"))
+    summary = [{k: v for k, v in r.items() if k not in TIME_FIELDS} for r in records
+               if r["type"] == "summary"]
+    return msgs, qps, summary
+
+
+def replay_records(pcap, tmp):
+    out = os.path.join(tmp, "replay.jsonl")
+    r = subprocess.run([INSERT_DP, "replay", pcap, "--records", out, "--quiet"], capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        fail("replay failed: " + r.stderr)
+    return load_records(out)
+
+
+def compare_with_replay(live, ref):
+    lm, lq, ls = comparable(live)
+    rm, rq, rs = comparable(ref)
+    if ls != rs:
+        fail(f"summary differs:\n live   {ls}\n replay {rs}")
+    if lm != rm:
+        fail(f"msg records differ ({len(lm)} live, {len(rm)} replay)")
+    if lq != rq:
+        diff = [q for q in lq if q not in rq][:3]
+        fail(f"final qp records differ ({len(lq)} live, {len(rq)} replay), e.g. {diff}")
+
+
+def replay_into_a(topo, pcap, pps):
+    r = subprocess.run(topo.cmd("a", "tcpreplay", "-i", "a0", f"--pps={pps}", pcap),
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or "Failed packets:          0" not in r.stdout.replace("\t", ""):
+        fail("tcpreplay: " + r.stdout + r.stderr)
+
+
+# ---- cases -------------------------------------------------------------------------------
+def case_inline(workers):
+    with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
+        pcap, sent = test_capture(tmp)
+        cap = os.path.join(tmp, "b.pcap")
+        td = Proc(topo.cmd("b", "tcpdump", "-i", "b0", "-U", "-s", "0", "-w", cap))
+        try:
+            wait_for(lambda: td.has("listening on"), 20, "tcpdump")
+            rec = os.path.join(tmp, "live.jsonl")
+            dp, prefix = start_dp(topo, "inline", ["a1", "b1"], rec, ["--workers", str(workers)])
+            try:
+                replay_into_a(topo, pcap, 2000)
+                wait_for(lambda: len(read_pcap(cap)) >= len(sent), 30, f"{len(sent)} frames at B")
+                stats = telemetry(prefix, "/insert/stats")
+            finally:
+                rc = dp.stop(signal.SIGTERM)
+            if rc != 0:
+                fail(f"insert-dp inline exited {rc}: " + "\n".join(dp.lines))
+        finally:
+            td.stop(signal.SIGTERM)
+        got = read_pcap(cap)
+        if len(got) != len(sent):
+            fail(f"{len(got)} frames at B, {len(sent)} sent (duplicates or losses)")
+        if sorted(got) != sorted(sent):
+            fail("frames at B are not byte-identical to the frames sent")
+        flows_sent, flows_got = {}, {}
+        for fr in sent:
+            flows_sent.setdefault(flow_key(fr), []).append(fr)
+        for fr in got:
+            flows_got.setdefault(flow_key(fr), []).append(fr)
+        if flows_sent != flows_got:
+            fail("per-flow order changed")
+        if workers == 1 and got != sent:
+            fail("one worker: global order changed")
+        ref = replay_records(pcap, tmp)
+        ref_summary = [r for r in ref if r["type"] == "summary"][0]
+        for k in ("pkts", "roce_pkts", "non_roce_pkts"):
+            if stats[k] != ref_summary[k]:
+                fail(f"/insert/stats {k} {stats[k]} != replay {ref_summary[k]}")
+        if stats["tx_dropped"] != 0 or stats["rx_missed"] != 0:
+            fail(f"drops: {stats}")
+        compare_with_replay(load_records(rec), ref)
+        print(f"inline, {workers} worker(s): {len(sent)} frames forwarded once, byte-identical, "
+              f"per-flow order kept; records equal replay's ({ref_summary['msgs']} msgs)")
+
+
+def case_monitor():
+    with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
+        pcap, sent = test_capture(tmp)
+        rec = os.path.join(tmp, "live.jsonl")
+        dp, prefix = start_dp(topo, "monitor", ["a1"], rec)
+        try:
+            replay_into_a(topo, pcap, 2000)
+            wait_for(lambda: telemetry(prefix, "/insert/stats")["pkts"] >= len(sent), 30,
+                     "the monitor to see every frame")
+            ports = telemetry(prefix, "/insert/ports")
+            offload = telemetry(prefix, "/insert/offload")
+            top = telemetry(prefix, "/insert/top_qps")
+            workers = telemetry(prefix, "/insert/workers")
+        finally:
+            rc = dp.stop(signal.SIGINT)
+        if rc != 0:
+            fail(f"insert-dp monitor exited {rc}: " + "\n".join(dp.lines))
+        port = ports["net_af_packet0"]
+        if port["opackets"] != 0:
+            fail(f"monitor transmitted: {port}")
+        if port["ipackets"] != len(sent):
+            fail(f"port counted {port['ipackets']} frames, {len(sent)} sent")
+        o = offload["net_af_packet0"]
+        if o["steering"] != "emulated" or o["refused"] != o["rules"] or o["rules"] != 7:
+            fail(f"af_packet has no rte_flow: expected 7 refused and emulated, got {o}")
+        if not top or "worker0" not in workers:
+            fail(f"top_qps/workers empty: {top} {workers}")
+        if not any("refused 7 of 7 rte_flow rules" in l for l in dp.lines):
+            fail("no log line for the refused rules")
+        compare_with_replay(load_records(rec), replay_records(pcap, tmp))
+        print(f"monitor: {len(sent)} frames observed, nothing sent, records equal replay's")
+
+
+def case_shutdown_under_load():
+    with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
+        pcap, _ = test_capture(tmp)
+        rec = os.path.join(tmp, "live.jsonl")
+        dp, prefix = start_dp(topo, "monitor", ["a1"], rec, ["--workers", "2"])
+        load = subprocess.Popen(topo.cmd("a", "tcpreplay", "-i", "a0", "--topspeed", "--loop=100000", pcap),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: telemetry(prefix, "/insert/stats")["msgs"] > 2000, 60, "load")
+            rc = dp.stop(signal.SIGINT, timeout=60)  # under load
+        finally:
+            load.send_signal(signal.SIGTERM)
+            load.wait(30)
+        if rc != 0:
+            fail(f"insert-dp exited {rc} on SIGINT: " + "\n".join(dp.lines))
+        records = load_records(rec)  # every line must be complete JSON
+        summary = [r for r in records if r["type"] == "summary"]
+        if len(summary) != 1:
+            fail("no single summary record")
+        msgs = sum(1 for r in records if r["type"] == "msg")
+        if msgs != summary[0]["msgs"] or msgs == 0:
+            fail(f"{msgs} msg records written, summary says {summary[0]['msgs']}")
+        finals = sum(1 for r in records if r["type"] == "qp" and r.get("final"))
+        if finals == 0:
+            fail("no final qp records")
+        last = [l for l in dp.lines if "records dropped" in l]
+        if not last or not last[-1].endswith("records dropped 0"):
+            fail("records dropped: " + str(last))
+        print(f"shutdown under load: {msgs} msg records == summary msgs, {finals} final qp records")
+
+
+def case_bad_config():
+    checks = [
+        ([INSERT_DP, "inline", "--iface", "insert-nope0", "--iface", "insert-nope1"],
+         "unknown interface insert-nope0"),
+        ([INSERT_DP, "inline", "--iface", "lo"], "needs exactly two ports"),
+        (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", INSERT_DP, "monitor", "--iface", "lo"],
+         "no permission to open packet sockets"),
+        (["unshare", "-m", "sh", "-c",
+          f"mount -t tmpfs none /sys/kernel/mm/hugepages && exec {INSERT_DP} monitor --iface lo --hugepages"],
+         "hugepages missing"),
+        ([INSERT_DP, "monitor", "--iface", "lo", "--offload", "require", "--", "--no-huge"],
+         "--offload require"),
+        ([INSERT_DP, "monitor", "--iface", "lo", "--workers", "0"], "--workers"),
+    ]
+    for argv, text in checks:
+        t0 = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        if r.returncode != 2:
+            fail(f"{argv}: exit {r.returncode}, expected 2; stderr: {r.stderr}")
+        if len(lines) != 1 or text not in lines[0]:
+            fail(f"{argv}: expected one line with '{text}', got: {lines}")
+        if r.stdout:
+            fail(f"{argv}: wrote to stdout: {r.stdout!r}")
+        print(f"ok ({time.monotonic() - t0:.1f} s): {lines[0]}")
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("needs root (network namespaces)", file=sys.stderr)
+        sys.exit(77)
+    {"inline_netns": lambda: case_inline(1),
+     "inline_netns_2workers": lambda: case_inline(2),
+     "monitor_netns": case_monitor,
+     "shutdown_under_load": case_shutdown_under_load,
+     "bad_config": case_bad_config}[CASE]()
