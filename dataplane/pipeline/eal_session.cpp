@@ -151,6 +151,7 @@ bool EalSession::start(const EalRequest& request, std::string& error) {
                 " (EAL options:";
         for (std::size_t i = 1; i < plan_.args.size(); ++i) error += " " + plan_.args[i];
         error += ")";
+        remove_runtime_dir();  // a failed init may already have created it
         return false;
     }
     running_ = true;
@@ -161,8 +162,13 @@ void EalSession::stop() {
     if (!running_) return;
     running_ = false;
     rte_eal_cleanup();
+    remove_runtime_dir();
+}
+
+void EalSession::remove_runtime_dir() {
     // EAL creates /var/run/dpdk/<prefix> even with --in-memory; remove ours only.
-    if (!plan_.file_prefix.empty() && plan_.file_prefix.find('/') == std::string::npos) {
+    if (!plan_.file_prefix.empty() && plan_.file_prefix.find('/') == std::string::npos &&
+        plan_.file_prefix != "rte") {
         std::error_code ec;
         std::filesystem::remove_all(std::filesystem::path(kRuntimeRoot) / plan_.file_prefix, ec);
     }

@@ -50,6 +50,7 @@ public:
     bool running() const { return running_; }
 
 private:
+    void remove_runtime_dir();
     EalPlan plan_;
     bool running_ = false;
 };
