@@ -1,6 +1,7 @@
 // `insert-dp decode FILE`: one CSV row per well-formed RoCEv2 packet (SPEC.md section 8).
 // The differential test compares every cell with Wireshark's InfiniBand dissector, so the
 // columns print exactly what is on the wire, in decimal, and nothing that is not.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -62,9 +63,16 @@ struct Counts {
     std::array<uint64_t, proto::kMalformedReasons> malformed{};
 };
 
-void append_ip(fmt::memory_buffer& out, const proto::IpAddress& ip) {
-    char text[64];
-    const std::size_t n = ip.format(text);
+// IpAddress keeps IPv4 as ::ffff:a.b.c.d, so an IPv6 packet carrying a v4-mapped address
+// would print as IPv4; print by the packet's family, as Wireshark does.
+void append_ip(fmt::memory_buffer& out, const proto::IpAddress& ip, bool ipv6) {
+    char text[INET6_ADDRSTRLEN];
+    std::size_t n = 0;
+    if (ipv6 && ip.is_v4()) {
+        if (inet_ntop(AF_INET6, ip.bytes.data(), text, sizeof(text))) n = std::strlen(text);
+    } else {
+        n = ip.format(text);
+    }
     out.append(text, text + n);
 }
 
@@ -73,9 +81,9 @@ void append_row(fmt::memory_buffer& out, uint64_t frame, const proto::ParsedPack
     const proto::TransportHeaders& t = p.t;
     const proto::Bth& b = t.bth;
     fmt::format_to(std::back_inserter(out), "{},", frame);
-    append_ip(out, p.src_ip);
+    append_ip(out, p.src_ip, p.ipv6);
     out.push_back(',');
-    append_ip(out, p.dst_ip);
+    append_ip(out, p.dst_ip, p.ipv6);
     fmt::format_to(std::back_inserter(out), ",{},{},{},{},{:d},{:d},{},{},{:d},{:d},", p.src_port,
                    b.opcode, b.dest_qp, b.psn, b.ack_req, b.se, b.pad, b.pkey, b.fecn, b.becn);
     if (t.has(proto::kReth))

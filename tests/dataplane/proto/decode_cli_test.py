@@ -89,6 +89,14 @@ class DecodeCommand(unittest.TestCase):
         ])
         self.assertEqual(proc.stderr, "")
 
+    def test_ipv6_packet_with_v4_mapped_address_prints_as_ipv6(self):
+        frame = bytearray(WRITE_FIRST_V6)
+        frame[26:42] = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1])  # IPv6 source
+        proc = run(self.write("mapped.pcap", pcap([bytes(frame)])))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(proc.stdout.splitlines()[1].startswith("1,::ffff:10.0.0.1,fd00::2,"),
+                        proc.stdout)
+
     def test_bundled_rc_mixed_rows_match_the_conversation(self):
         proc = run(os.path.join(PCAPS, "rc_mixed.pcap"))
         self.assertEqual(proc.returncode, 0, proc.stderr)
