@@ -33,7 +33,7 @@ for line in open(sys.argv[1]):
         skipped += 1
     else:
         failed += 1
-print(f"meson test: {passed} passed, {failed} failed, {skipped} skipped")
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 PY
 
 # Formatting: every tracked C/C++ source, with clang-format 14 and the committed style.
