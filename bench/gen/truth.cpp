@@ -158,23 +158,29 @@ void TruthObserver::register_source(uint32_t e, const SimPacket& p) {
 void TruthObserver::try_pair(uint32_t e) {
     const TruthEndpoint& ep = eps_[e];
     // SPEC 3 order: host (not modelled: no tracer), cm, sport, ip.
+    // An endpoint that an observed CM exchange names pairs with the endpoint it names and
+    // with nothing else, and is no candidate for another endpoint's sport/ip rule: the
+    // observer knows its peer. (Not spelled out in semantics.md; dataplane/state does the
+    // same - see the insert-gen report. Without it, the ip rule can pair two responders of
+    // connections in opposite directions before the CM-named requester exists.)
     const auto cm = cm_partner_.find(ep_key(ep.host, ep.qpn));
     if (cm != cm_partner_.end()) {
         const auto f = ep_index_.find(cm->second);
-        if (f != ep_index_.end() && eps_[f->second].peer < 0) {
-            make_pair(e, f->second, PairRule::cm);
-            return;
-        }
+        if (f != ep_index_.end() && eps_[f->second].peer < 0) make_pair(e, f->second, PairRule::cm);
+        return;
     }
     if (!ep.has_src || ep.multi_src) return;
     auto only = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& m, uint64_t k) -> int64_t {
         const auto it = m.find(k);
         return it != m.end() && it->second.size() == 1 ? int64_t{it->second[0]} : -1;
     };
+    auto named_by_cm = [this](int64_t f) {
+        return cm_partner_.count(ep_key(eps_[f].host, eps_[f].qpn)) != 0;
+    };
     // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from X.
     if (only(by_sport_, sport_key(ep.host, ep.src_host, ep.sport)) == e) {
         const int64_t f = only(by_sport_, sport_key(ep.src_host, ep.host, ep.sport));
-        if (f >= 0 && eps_[f].peer < 0) {
+        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f)) {
             make_pair(e, static_cast<uint32_t>(f), PairRule::sport);
             return;
         }
@@ -182,7 +188,7 @@ void TruthObserver::try_pair(uint32_t e) {
     // ip: e the only RC/UC/XRC endpoint at X receiving from Y, f the only one at Y from X.
     if (only(by_ip_, ip_key(ep.host, ep.src_host)) == e) {
         const int64_t f = only(by_ip_, ip_key(ep.src_host, ep.host));
-        if (f >= 0 && eps_[f].peer < 0) make_pair(e, static_cast<uint32_t>(f), PairRule::ip);
+        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f)) make_pair(e, static_cast<uint32_t>(f), PairRule::ip);
     }
 }
 
@@ -311,7 +317,12 @@ uint32_t TruthObserver::psn_last(uint32_t uid) const {
 void TruthObserver::complete_acked(uint32_t b, uint32_t psn, uint64_t t, bool inclusive) {
     scratch_.clear();  // freeze() edits the open list: collect first
     for (uint32_t uid : eps_[b].open) {
-        if (sim_.messages()[uid].op == OpType::read) continue;
+        const MsgInfo& mi = sim_.messages()[uid];
+        if (mi.op == OpType::read) continue;
+        // A SEND/WRITE whose Last/Only has not been observed has no psn_last yet (its newest
+        // packet is a First/Middle: more follow), so no response completes it; the "newest
+        // observed PSN" of semantics.md applies only when it is frozen otherwise.
+        if (is_send_write(mi.op) && !ms_[uid].last_seen) continue;
         const uint32_t last = psn_last(uid);
         if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last)) scratch_.push_back(uid);
     }

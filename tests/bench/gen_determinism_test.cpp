@@ -1,5 +1,6 @@
 // Same scenario and seed: byte-identical pcap and truth; another seed: different traffic.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -23,7 +24,7 @@ std::pair<std::string, std::string> generate(const std::string& name, uint64_t s
     opts.qps = 300;
     opts.packets = 3000;
     Generation gen(*builtin_scenario(name, opts), seed);
-    const std::string base = ::testing::TempDir() + "gen_det_" + name + "_" + tag;
+    const std::string base = ::testing::TempDir() + "gen_det_" + std::to_string(::getpid()) + "_" + name + "_" + tag;
     std::string error;
     EXPECT_TRUE(gen.run(base + ".pcap", error)) << error;
     EXPECT_TRUE(gen.write_truth(base + ".json", error)) << error;

@@ -5,6 +5,7 @@
 // InfiniBand dissector registers no expert info for it), so the ICRC of every frame is
 // verified here with proto::verify_icrc.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -57,7 +58,8 @@ TEST_P(TsharkDissects, every_roce_frame_as_generated) {
     opts.packets = 4000;
     auto scenario = builtin_scenario(name, opts);
     ASSERT_TRUE(scenario);
-    const std::string pcap = ::testing::TempDir() + "gen_tshark_" + name + ".pcap";
+    const std::string pcap =
+        ::testing::TempDir() + "gen_tshark_" + std::to_string(::getpid()) + "_" + name + ".pcap";
 
     std::map<uint64_t, Expected> roce;  // frame number -> what was sent
     std::set<uint16_t> low_ports;
