@@ -68,7 +68,15 @@ start_capture() {
 }
 
 stop_capture() {
-    sleep 0.3  # let the last packets reach the capture
+    # tcpdump drops what is still in its ring when interrupted: wait (at most 10 s) until
+    # the file has stopped growing, so the tail of the run is in the capture.
+    local last=-1 size
+    for _ in $(seq 50); do
+        sleep 0.2
+        size=$(stat -c %s "$WORK/cap.pcap" 2>/dev/null || echo 0)
+        [ "$size" -eq "$last" ] && break
+        last=$size
+    done
     kill -INT "$CAP_PID" 2>/dev/null
     wait "$CAP_PID" 2>/dev/null
 }
@@ -122,8 +130,12 @@ check_replay() {
     # With retransmissions (a starved engine thread times out) the per-message accounting
     # is insert-dp's to define (first observation of each PSN up to the freeze): compare
     # exactly only on captures without retransmitted PSNs.
-    local strict=1
+    # A capture that lost packets (tcpdump reports "N packets dropped by kernel" on a busy
+    # machine) cannot be compared either.
+    local strict=1 dropped
     [ "$(awk '$1=="dup_psn"{print $2}' "$WORK/check.txt")" -eq 0 ] || strict=0
+    dropped=$(awk '/dropped by kernel/{print $1}' "$WORK/tcpdump.log")
+    [ "${dropped:-0}" -eq 0 ] || { strict=0; echo "note: tcpdump dropped $dropped packets"; }
     python3 - "$WORK/records.jsonl" "$1" "$2" "$3" "$strict" <<'PY' || fail "insert-dp replay disagrees with perftest"
 import json, sys
 path, op, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -134,7 +146,7 @@ msgs = [r for r in map(json.loads, open(path)) if r.get("type") == "msg" and r.g
 ok = sum(1 for m in msgs if m.get("status") == "ok")
 total = sum(m.get("bytes") or 0 for m in msgs)
 print(f"insert-dp replay: {len(msgs)} {op} messages ({ok} status ok), {total} bytes; "
-      f"perftest: {count} x {size}" + ("" if strict else " (retransmissions: not compared)"))
+      f"perftest: {count} x {size}" + ("" if strict else " (not compared)"))
 sys.exit(0 if not strict or (len(msgs) == count and total == count * size) else 1)
 PY
 }
