@@ -71,6 +71,7 @@ struct Endpoint {
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
     bool has_source = false;
+    bool got_response = false;  // has received an ACK/ATOMIC ACK/READ response/NAK
     bool multi_source_ip = false;    // received from a second IP: no longer a sport/ip candidate
     bool multi_source_port = false;  // received from a second port: no longer a sport candidate
     bool reported_unknown = false;   // unknown_qp event already emitted

@@ -155,6 +155,10 @@ void EngineImpl::process(const ParsedPacket& pkt, uint64_t ts) noexcept {
     }
 
     note_source(idx, pkt);
+    if (!info.request && !ep.got_response) {
+        ep.got_response = true;
+        ++pair_generation_;  // it may now complete a sport/ip pair
+    }
     if (ep.pair_by == PairBy::none && ep.pair_generation != pair_generation_) try_pair(idx, ts);
     if (info.request)
         handle_request(idx, pkt, ts);

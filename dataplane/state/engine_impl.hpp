@@ -76,6 +76,7 @@ class EngineImpl final : public Engine {
     bool try_pair_by_psn(uint32_t idx, uint32_t psn, uint64_t ts) noexcept;
     bool psn_outstanding(const Endpoint& f, uint32_t psn) const noexcept;
     bool eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept;
+    bool can_be_peers(const Endpoint& e, const Endpoint& f) const noexcept;
     void make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept;
     void forget_source(Endpoint& ep) noexcept;
 

@@ -70,6 +70,15 @@ bool EngineImpl::eligible(const Endpoint& f, const proto::IpAddress& from) const
            f.src_ip == from && cm_pairs_.find(f.key) == nullptr;
 }
 
+// SPEC 3 pairs a requester (it receives responses) with its responder (it receives
+// requests). Two responders of opposite connections between the same hosts would satisfy
+// the "only endpoint" wording too, so one of the two must have received a response; UC
+// has no responses, so two UC endpoints qualify as they are.
+bool EngineImpl::can_be_peers(const Endpoint& e, const Endpoint& f) const noexcept {
+    return e.got_response || f.got_response ||
+           (e.transport == TransportFamily::uc && f.transport == TransportFamily::uc);
+}
+
 void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     Endpoint& ep = endpoints_[idx];
     ep.pair_generation = pair_generation_;
@@ -90,7 +99,8 @@ void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
         const PairCount* theirs = hosts_.find({y, x, s});
         if (mine && mine->count == 1 && theirs && theirs->count == 1 && theirs->rep != kNoIndex) {
             const Endpoint& f = endpoints_[theirs->rep];
-            if (theirs->rep != idx && eligible(f, x) && !f.multi_source_port) {
+            if (theirs->rep != idx && eligible(f, x) && !f.multi_source_port &&
+                can_be_peers(ep, f)) {
                 make_pair(idx, theirs->rep, PairBy::sport, ts);
                 return;
             }
@@ -99,7 +109,8 @@ void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     const PairCount* mine = hosts_.find({x, y, 0});
     const PairCount* theirs = hosts_.find({y, x, 0});
     if (mine && mine->count == 1 && theirs && theirs->count == 1 && theirs->rep != kNoIndex &&
-        theirs->rep != idx && eligible(endpoints_[theirs->rep], x))
+        theirs->rep != idx && eligible(endpoints_[theirs->rep], x) &&
+        can_be_peers(ep, endpoints_[theirs->rep]))
         make_pair(idx, theirs->rep, PairBy::ip, ts);
 }
 

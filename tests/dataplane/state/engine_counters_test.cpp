@@ -96,6 +96,23 @@ TEST(EnginePairing, per_qp_source_ports_fall_back_to_ip_for_a_single_connection)
     EXPECT_EQ(h.qp(kB, 0x22).peer_qpn, 0x11u);
 }
 
+TEST(EnginePairing, two_responders_of_opposite_connections_are_never_paired) {
+    // A->B on (0x11 -> 0x22) and B->A on (0x33 -> 0x44): before any response, the two
+    // responders 0x22 and 0x44 are each the only endpoint receiving from the other host.
+    EngineHarness h;
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 10, 4, 1000}, 1);
+    h.send(Pkt{kB, kA, kSendOnly, 0x44, 900, 4, 2000}, 2);
+    h.send(Pkt{kB, kA, kAck, 0x11, 10, 0, 3000, proto::aeth_ack()}, 3);
+    h.finish(4);
+    EXPECT_NE(h.qp(kB, 0x22).peer_qpn, 0x44u);
+    EXPECT_NE(h.qp(kA, 0x44).peer_qpn, 0x22u);
+    // At the ACK, A has two endpoints receiving from B (0x11, 0x44): ip cannot decide,
+    // but the ACK's PSN lies only in 0x22's request window.
+    EXPECT_EQ(h.qp(kA, 0x11).pair_by, PairBy::psn);
+    EXPECT_EQ(h.qp(kA, 0x11).peer_qpn, 0x22u);
+    EXPECT_EQ(h.qp(kA, 0x44).pair_by, PairBy::none);
+}
+
 TEST(EnginePairing, response_psn_inside_one_request_window_pairs_by_psn) {
     // Two connections between A and B with per-QP source ports (Soft-RoCE style): neither
     // sport nor ip applies, but their PSN spaces are far apart.
