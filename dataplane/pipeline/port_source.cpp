@@ -38,7 +38,8 @@ uint64_t realtime_ns() {
 }  // namespace
 
 struct PortSource::Lane {
-    unsigned index = 0;  // also the Tx queue it owns on every port
+    unsigned index = 0;
+    uint16_t tx_queue = 0;  // the Tx queue it owns on every port (= index unless single_tx_)
     LaneCounters counters;
     std::vector<rte_eth_dev_tx_buffer*> tx;  // by port index: frames bound for that port
     struct ErrorContext {
@@ -64,7 +65,7 @@ void on_tx_full(rte_mbuf** unsent, uint16_t count, void* userdata) {
     for (unsigned r = 0; r < kTxRetries && sent < count; ++r) {
         bump(ctx->lane->counters.tx_retries, 1);
         rte_pause();
-        sent += rte_eth_tx_burst(ctx->port, static_cast<uint16_t>(ctx->lane->index), unsent + sent,
+        sent += rte_eth_tx_burst(ctx->port, ctx->lane->tx_queue, unsent + sent,
                                  count - sent);
     }
     if (sent < count) {
@@ -151,6 +152,7 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     for (unsigned l = 0; l < lanes; ++l) {
         auto lane = std::make_unique<Lane>();
         lane->index = l;
+        lane->tx_queue = static_cast<uint16_t>(src->single_tx_ ? 0 : l);
         lane->error_context.reserve(nports);
         for (unsigned i = 0; i < nports; ++i) {
             auto* buf = static_cast<rte_eth_dev_tx_buffer*>(
@@ -190,6 +192,20 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
                 }
                 src->rings_.push_back(r);
             }
+            if (src->single_tx_ && config.mode == PortMode::inline_pair) {
+                // Workers hand processed frames back; the main lcore transmits them.
+                for (unsigned q = 0; q < config.workers; ++q) {
+                    const std::string name = "insert_back" + std::to_string(id) + "_" + std::to_string(q);
+                    rte_ring* r = rte_ring_create(name.c_str(), config.worker_ring,
+                                                  static_cast<int>(rte_socket_id()),
+                                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+                    if (r == nullptr) {
+                        error = "cannot allocate return ring " + name + ": " + rte_strerror(rte_errno);
+                        return nullptr;
+                    }
+                    src->back_.push_back(r);
+                }
+            }
             src->lanes_[config.workers]->staging.resize(config.workers);
             for (auto& s : src->lanes_[config.workers]->staging) s.reserve(kBurst);
             break;
@@ -213,7 +229,16 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
     p.id = pid;
     p.name = device;
     p.driver = info.driver_name ? info.driver_name : "?";
-    const unsigned queues = workers_ + 1;
+    // One queue pair per worker plus one for the main lcore where the port has them; a
+    // port with a single pair (af_packet is set up so: one socket keeps Rx in wire order)
+    // is served by one transmitting lcore (single_tx_).
+    unsigned queues = workers_ + 1;
+    if (info.max_rx_queues >= 1 && info.max_tx_queues >= 1 &&
+        (info.max_rx_queues < queues || info.max_tx_queues < queues) &&
+        std::min(info.max_rx_queues, info.max_tx_queues) == 1) {
+        queues = 1;
+        single_tx_ = true;
+    }
     if (info.max_rx_queues < queues || info.max_tx_queues < queues) {
         error = "port " + device + " (" + p.driver + ") has " + std::to_string(info.max_rx_queues) +
                 " Rx / " + std::to_string(info.max_tx_queues) + " Tx queues; " +
@@ -311,6 +336,11 @@ PortSource::~PortSource() {
         }
     for (auto& lane : lanes_)
         for (auto& s : lane->staging) rte_pktmbuf_free_bulk(s.data(), static_cast<unsigned>(s.size()));
+    for (rte_ring* r : back_) {
+        rte_mbuf* m;
+        while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
+        rte_ring_free(r);
+    }
     for (rte_ring* r : rings_) {
         rte_mbuf* m;
         while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
@@ -368,14 +398,14 @@ void PortSource::forward(Lane& lane, rte_mbuf* m) noexcept {
         rte_pktmbuf_free(m);
         return;
     }
-    rte_eth_tx_buffer(peer, static_cast<uint16_t>(lane.index), lane.tx[port_index_[peer]], m);
+    rte_eth_tx_buffer(peer, lane.tx_queue, lane.tx[port_index_[peer]], m);
     ++lane.unflushed;
 }
 
 void PortSource::flush(Lane& lane) noexcept {
     if (lane.unflushed == 0) return;
     for (unsigned i = 0; i < lane.tx.size(); ++i)
-        rte_eth_tx_buffer_flush(ports_[i].id, static_cast<uint16_t>(lane.index), lane.tx[i]);
+        rte_eth_tx_buffer_flush(ports_[i].id, lane.tx_queue, lane.tx[i]);
     lane.unflushed = 0;
     lane.last_flush = rte_rdtsc();
 }
@@ -450,13 +480,29 @@ void PortSource::release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
         return;
     }
     Lane& lane = *lanes_[q];
+    if (!back_.empty()) {
+        unsigned sent = 0;
+        Backoff full;
+        while (sent < n) {
+            sent += rte_ring_sp_enqueue_burst(back_[q], reinterpret_cast<void**>(pkts + sent), n - sent, nullptr);
+            if (sent < n) {
+                bump(lane.counters.ring_waits, 1);
+                full.pause();
+            }
+        }
+        return;
+    }
     for (uint16_t i = 0; i < n; ++i) forward(lane, pkts[i]);
     bump(lane.counters.tx, n);
 }
 
 bool PortSource::drained(unsigned q) const noexcept {
-    if (steer_ == SteerMode::dispatch)
-        return done_.load(std::memory_order_acquire) && rte_ring_empty(rings_[q]);
+    if (steer_ == SteerMode::dispatch) {
+        const bool d = done_.load(std::memory_order_acquire) && rte_ring_empty(rings_[q]);
+        // Tells the main lcore this worker will release nothing more (return rings).
+        if (d) lanes_[q]->finished.store(true, std::memory_order_release);
+        return d;
+    }
     // done_ too: the worker finishes its engine with end_ns(), set when run() returns.
     return lanes_[q]->finished.load(std::memory_order_acquire) && done_.load(std::memory_order_acquire);
 }
@@ -481,11 +527,27 @@ bool PortSource::dispatch_loop() {
         }
         s.clear();
     };
+    const auto drain_back = [&]() {
+        unsigned total = 0;
+        for (unsigned q = 0; q < back_.size(); ++q) {
+            rte_mbuf* out[kBurst];
+            const unsigned k = rte_ring_sc_dequeue_burst(back_[q], reinterpret_cast<void**>(out), kBurst, nullptr);
+            for (unsigned j = 0; j < k; ++j) forward(lane, out[j]);
+            if (k) bump(lanes_[q]->counters.tx, k);
+            total += k;
+        }
+        return total;
+    };
     while (!stop_.load(std::memory_order_relaxed)) {
+        const unsigned returned = drain_back();
         const uint16_t got = poll(lane, all_rx_, pkts, kBurst);
         if (got == 0) {
-            flush(lane);
-            idle.pause();
+            if (returned == 0) {
+                flush(lane);
+                idle.pause();
+            } else {
+                maybe_flush(lane);
+            }
             continue;
         }
         idle.reset();
@@ -524,6 +586,24 @@ bool PortSource::dispatch_loop() {
         if (dropped) bump(lane.counters.dropped_rule, dropped);
         maybe_flush(lane);
     }
+    for (unsigned q = 0; q < workers_; ++q)
+        if (!lane.staging[q].empty()) deliver(q);
+    if (!back_.empty()) {
+        // The workers still process what the rings hold: keep transmitting what they hand
+        // back until every one of them is done, so nothing taken in is lost at stop.
+        end_ns_.store(now_ns(), std::memory_order_release);
+        done_.store(true, std::memory_order_release);
+        for (;;) {
+            bool all = true;
+            for (unsigned q = 0; q < workers_; ++q)
+                all = all && lanes_[q]->finished.load(std::memory_order_acquire);
+            if (drain_back() == 0) {
+                if (all) break;
+                flush(lane);
+                idle.pause();
+            }
+        }
+    }
     flush(lane);
     return true;
 }
@@ -553,7 +633,7 @@ bool PortSource::run(std::string&) {
         // Direct: the worker polls the ports; the main lcore only waits for the stop.
         while (!stop_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kIdleMainSleep);
     }
-    end_ns_.store(now_ns(), std::memory_order_release);
+    if (end_ns_.load(std::memory_order_acquire) == 0) end_ns_.store(now_ns(), std::memory_order_release);
     done_.store(true, std::memory_order_release);
     return true;
 }

@@ -13,7 +13,10 @@
 //   dispatch   N workers, no hardware plan: the main lcore polls every queue, steers each
 //              frame by the emulated plan (or, with --offload off, by the replay's software
 //              RSS) into one SPSC ring per worker, and forwards passthrough frames itself.
-// Every lcore that transmits owns Tx queue `lane` of every port and buffers per port,
+// Ports with one queue pair (af_packet: a single socket keeps Rx in wire order; the PMD's
+// fan-out over several sockets would reorder the two directions of a connection) have one
+// transmitting lcore: in dispatch mode the workers hand processed frames back to the main
+// lcore through per-worker rings. Otherwise every lcore that transmits owns Tx queue `lane` of every port and buffers per port,
 // flushing when a burst fills, when its input runs dry, or after kTxDrainUs; a full Tx
 // queue is retried a bounded number of times (back-pressure) and what still does not fit is
 // counted as dropped. Timestamps: the NIC's Rx timestamp where the port offers one (converted
@@ -138,6 +141,8 @@ private:
     std::vector<std::unique_ptr<offload::OffloadState>> offload_;
     std::vector<std::unique_ptr<Lane>> lanes_;  // 0..N-1 workers, N the main lcore
     std::vector<rte_ring*> rings_;              // dispatch mode
+    std::vector<rte_ring*> back_;               // dispatch, single_tx_: worker -> main
+    bool single_tx_ = false;                    // a port has one queue pair: one transmitter
     std::vector<RxQueue> all_rx_;               // every (port, queue)
     std::vector<RxQueue> pass_rx_;              // hardware mode: the passthrough queues
     std::vector<HwClock> hw_clock_;             // by port id, for ports with Rx timestamps

@@ -235,7 +235,7 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     std::vector<std::string> eal_args = opt.eal_args;
     for (std::size_t i = 0; i < opt.ifaces.size(); ++i) {
         const std::string dev = "net_af_packet" + std::to_string(i);
-        eal_args.push_back("--vdev=" + pipeline::af_packet_devargs(dev, opt.ifaces[i], opt.workers + 1, geometry));
+        eal_args.push_back("--vdev=" + pipeline::af_packet_devargs(dev, opt.ifaces[i], 1, geometry));
         pc.devices.push_back(dev);
     }
     for (const std::string& v : opt.vdevs) {

@@ -9,6 +9,7 @@ namespaces carry this process's id and are always removed; every process started
 stopped by its pid. Needs root (CI runs as root).
 """
 import json
+import re
 import os
 import signal
 import socket
@@ -206,7 +207,7 @@ def compare_with_replay(live, ref):
 def replay_into_a(topo, pcap, pps):
     r = subprocess.run(topo.cmd("a", "tcpreplay", "-i", "a0", f"--pps={pps}", pcap),
                        capture_output=True, text=True, timeout=120)
-    if r.returncode != 0 or "Failed packets:          0" not in r.stdout.replace("\t", ""):
+    if r.returncode != 0 or not re.search(r"Failed packets:\s+0\b", r.stdout):
         fail("tcpreplay: " + r.stdout + r.stderr)
 
 
@@ -231,6 +232,11 @@ def case_inline(workers):
         finally:
             td.stop(signal.SIGTERM)
         got = read_pcap(cap)
+        # The kernel hands af_packet the outer VLAN tag as metadata and DPDK 22.11's
+        # af_packet PMD re-inserts it with TPID 0x8100 whatever it was: an 802.1ad (0x88a8)
+        # outer tag crosses as 802.1Q. That is the only change allowed, and only in the
+        # outer TPID (docs/live.md, "Known limits").
+        sent = [fr[:12] + b"\x81\x00" + fr[14:] if fr[12:14] == b"\x88\xa8" else fr for fr in sent]
         if len(got) != len(sent):
             fail(f"{len(got)} frames at B, {len(sent)} sent (duplicates or losses)")
         if sorted(got) != sorted(sent):
@@ -321,30 +327,32 @@ def case_shutdown_under_load():
 
 
 def case_bad_config():
-    checks = [
-        ([INSERT_DP, "inline", "--iface", "insert-nope0", "--iface", "insert-nope1"],
-         "unknown interface insert-nope0"),
-        ([INSERT_DP, "inline", "--iface", "lo"], "needs exactly two ports"),
-        (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", INSERT_DP, "monitor", "--iface", "lo"],
-         "no permission to open packet sockets"),
-        (["unshare", "-m", "sh", "-c",
-          f"mount -t tmpfs none /sys/kernel/mm/hugepages && exec {INSERT_DP} monitor --iface lo --hugepages"],
-         "hugepages missing"),
-        ([INSERT_DP, "monitor", "--iface", "lo", "--offload", "require", "--", "--no-huge"],
-         "--offload require"),
-        ([INSERT_DP, "monitor", "--iface", "lo", "--workers", "0"], "--workers"),
-    ]
-    for argv, text in checks:
-        t0 = time.monotonic()
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        lines = [l for l in r.stderr.splitlines() if l.strip()]
-        if r.returncode != 2:
-            fail(f"{argv}: exit {r.returncode}, expected 2; stderr: {r.stderr}")
-        if len(lines) != 1 or text not in lines[0]:
-            fail(f"{argv}: expected one line with '{text}', got: {lines}")
-        if r.stdout:
-            fail(f"{argv}: wrote to stdout: {r.stdout!r}")
-        print(f"ok ({time.monotonic() - t0:.1f} s): {lines[0]}")
+    with Topology() as topo:
+        mid = topo.cmd("mid")  # a1/b1: MTU 9000 interfaces nobody else uses
+        checks = [
+            ([INSERT_DP, "inline", "--iface", "insert-nope0", "--iface", "insert-nope1"],
+             "unknown interface insert-nope0"),
+            (mid + [INSERT_DP, "inline", "--iface", "a1"], "needs exactly two ports"),
+            (mid + ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", INSERT_DP, "monitor",
+                    "--iface", "a1"], "no permission to open packet sockets"),
+            (mid + ["unshare", "-m", "sh", "-c",
+                    f"mount -t tmpfs none /sys/kernel/mm/hugepages && exec {INSERT_DP} monitor --iface a1 --hugepages"],
+             "hugepages missing"),
+            (mid + [INSERT_DP, "monitor", "--iface", "a1", "--offload", "require", "--", "--no-huge"],
+             "--offload require"),
+            ([INSERT_DP, "monitor", "--iface", "lo", "--workers", "0"], "--workers"),
+        ]
+        for argv, text in checks:
+            t0 = time.monotonic()
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            lines = [l for l in r.stderr.splitlines() if l.strip()]
+            if r.returncode != 2:
+                fail(f"{argv}: exit {r.returncode}, expected 2; stderr: {r.stderr}")
+            if len(lines) != 1 or text not in lines[0]:
+                fail(f"{argv}: expected one line with '{text}', got: {lines}")
+            if r.stdout:
+                fail(f"{argv}: wrote to stdout: {r.stdout!r}")
+            print(f"ok ({time.monotonic() - t0:.1f} s): {lines[0]}")
 
 
 if __name__ == "__main__":

@@ -111,20 +111,22 @@ exporter::SummaryCounts replay_counts(unsigned workers) {
 
 // The inline path over two pcap ports: frames read from in.pcap on port 0 must leave port 1
 // (written to out1.pcap) unchanged and in order, and the telemetry must count what replay counts.
-void inline_over_pcap(unsigned workers, offload::OffloadMode mode, const std::string& tag) {
+void inline_over_pcap(unsigned workers, offload::OffloadMode mode, const std::string& tag,
+                      bool single_queue = false) {
     // One pcap file per queue: queue 0 of port a reads the capture, every other Rx queue an
     // empty one; each Tx queue writes its own file.
     const std::string empty = (g_tmp / "empty.pcap").string();
     const std::string a = "net_pcap_a" + tag, b = "net_pcap_b" + tag;
     std::string args_a, args_b;
     std::vector<std::string> out0, out1;
-    for (unsigned q = 0; q <= workers; ++q) {
+    const unsigned queues = single_queue ? 1 : workers + 1;
+    for (unsigned q = 0; q < queues; ++q) {
         out0.push_back((g_tmp / ("out0_" + tag + "_" + std::to_string(q) + ".pcap")).string());
         out1.push_back((g_tmp / ("out1_" + tag + "_" + std::to_string(q) + ".pcap")).string());
         args_a += (q ? "," : "") + std::string("rx_pcap=") + (q == 0 ? g_pcap : empty);
         args_b += (q ? "," : "") + std::string("rx_pcap=") + empty;
     }
-    for (unsigned q = 0; q <= workers; ++q) {
+    for (unsigned q = 0; q < queues; ++q) {
         args_a += ",tx_pcap=" + out0[q];
         args_b += ",tx_pcap=" + out1[q];
     }
@@ -210,6 +212,10 @@ TEST(PortSourceInline, one_worker_offload_off_forwards_every_frame_in_order) {
 
 TEST(PortSourceInline, two_workers_dispatch_forwards_every_frame_once) {
     inline_over_pcap(2, offload::OffloadMode::automatic, "2a");
+}
+
+TEST(PortSourceInline, single_queue_ports_with_two_workers_transmit_from_the_main_lcore) {
+    inline_over_pcap(2, offload::OffloadMode::off, "2s", /*single_queue=*/true);
 }
 
 }  // namespace
