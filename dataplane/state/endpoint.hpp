@@ -59,7 +59,8 @@ struct EndpointCounters {
 
 struct Endpoint {
     static constexpr int kPendingNaks = 4;
-    static constexpr uint32_t kMaxOpenMessages = 16;
+    // RNICs keep up to a few hundred requests in flight per QP (perftest: 128 by default).
+    static constexpr uint32_t kMaxOpenMessages = 256;
 
     EndpointKey key;
     // Pairing: the first source (IP, UDP port) of RC/UC/XRC packets, and the peer.
@@ -71,7 +72,7 @@ struct Endpoint {
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
     bool has_source = false;
-    bool got_response = false;  // has received an ACK/ATOMIC ACK/READ response/NAK
+    bool got_response = false;       // has received an ACK/ATOMIC ACK/READ response/NAK
     bool multi_source_ip = false;    // received from a second IP: no longer a sport/ip candidate
     bool multi_source_port = false;  // received from a second port: no longer a sport candidate
     bool reported_unknown = false;   // unknown_qp event already emitted

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <new>
 
 #include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/ethernet.hpp"
@@ -66,8 +67,8 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
     : config_(config),
       sink_(sink),
       capacity_(config.max_endpoints),
-      endpoints_(new (std::nothrow) Endpoint[config.max_endpoints]),
-      free_endpoints_(new (std::nothrow) uint32_t[config.max_endpoints]),
+      endpoints_(config.max_endpoints),
+      free_endpoints_(config.max_endpoints),
       index_(config.max_endpoints),
       hosts_(std::size_t{config.max_endpoints} * kHostPairsPerEndpoint),
       cm_requests_(pool_size(config.max_endpoints, kCmRequestsDivisor)),
@@ -76,7 +77,7 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)) {}
 
 bool EngineImpl::valid() const {
-    return endpoints_ && free_endpoints_ && index_.valid() && hosts_.valid() &&
+    return endpoints_.valid() && free_endpoints_.valid() && index_.valid() && hosts_.valid() &&
            cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() && orphan_blocks_.valid();
 }
 
@@ -105,8 +106,7 @@ uint32_t EngineImpl::find_or_create(const EndpointKey& key) noexcept {
         free_endpoints_[free_count_++] = idx;
         return kNoIndex;
     }
-    Endpoint& ep = endpoints_[idx];
-    ep = Endpoint{};
+    Endpoint& ep = *new (&endpoints_[idx]) Endpoint{};
     ep.key = key;
     ep.live = true;
     counters_.endpoints.fetch_add(1, std::memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include "dataplane/state/endpoint_key.hpp"
 #include "dataplane/state/engine.hpp"
 #include "dataplane/state/fixed_hash_map.hpp"
+#include "dataplane/state/lazy_array.hpp"
 #include "dataplane/state/message.hpp"
 
 namespace insert::state {
@@ -93,11 +94,10 @@ class EngineImpl final : public Engine {
     RecordSink& sink_;
     EngineCounters counters_;
     uint32_t capacity_;
-    std::unique_ptr<Endpoint[]> endpoints_;
-    std::unique_ptr<uint32_t[]> free_endpoints_;
+    LazyArray<Endpoint> endpoints_;  // [0, high_water_) constructed
+    LazyArray<uint32_t> free_endpoints_;
     uint32_t free_count_ = 0;
-    uint32_t high_water_ = 0;  // endpoints_[0, high_water_) have been used
-    uint32_t evict_hand_ = 0;
+    uint32_t high_water_ = 0;       // endpoints_[0, high_water_) have been used
     uint64_t pair_generation_ = 0;  // bumped whenever a pairing rule's inputs change
     FixedHashMap<EndpointKey, uint32_t, EndpointKeyHash> index_;
     FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;

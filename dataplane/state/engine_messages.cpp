@@ -21,10 +21,14 @@ uint32_t EngineImpl::owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexc
     // The open message with the newest psn_first not newer than `psn` owns it, if its
     // range reaches that far (the list is in PSN order, so the last match wins).
     uint32_t owner = kNoIndex;
-    for (uint32_t i = ep.msg_head; i != kNoIndex; i = messages_[i].next) {
-        const OpenMessage& m = messages_[i];
-        if (psn_newer(m.psn_first, psn)) break;
-        owner = i;
+    if (ep.msg_tail != kNoIndex && !psn_newer(messages_[ep.msg_tail].psn_first, psn)) {
+        owner = ep.msg_tail;  // the common case: a packet of the newest message
+    } else {
+        for (uint32_t i = ep.msg_head; i != kNoIndex; i = messages_[i].next) {
+            const OpenMessage& m = messages_[i];
+            if (psn_newer(m.psn_first, psn)) break;
+            owner = i;
+        }
     }
     if (owner == kNoIndex) return owner;
     const OpenMessage& m = messages_[owner];
@@ -379,6 +383,8 @@ void EngineImpl::complete_acked(Endpoint& f, uint32_t psn, bool nak, uint64_t ts
     for (uint32_t i = f.msg_head; i != kNoIndex;) {
         const OpenMessage& m = messages_[i];
         const uint32_t next = m.next;
+        // Messages starting after the response's PSN cannot end at or before it.
+        if (psn_newer(m.psn_first, psn)) break;
         if (m.op != MsgOp::read && !m.unreliable && m.last_known) {
             // ACK-class: PSN not older than psn_last; NAK: PSN newer than psn_last.
             const bool covered = nak ? psn_newer(psn, m.psn_last) : !psn_newer(m.psn_last, psn);

@@ -7,8 +7,9 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <new>
+#include <type_traits>
+
+#include "dataplane/state/lazy_array.hpp"
 
 namespace insert::state {
 
@@ -19,9 +20,9 @@ class FixedHashMap {
     explicit FixedHashMap(std::size_t capacity)
         : mask_(std::bit_ceil(capacity < 8 ? std::size_t{16} : capacity * 2) - 1),
           limit_(capacity),
-          slots_(new (std::nothrow) Slot[mask_ + 1]()) {}
+          slots_(mask_ + 1) {}
 
-    bool valid() const { return slots_ != nullptr; }
+    bool valid() const { return slots_.valid(); }
     std::size_t size() const { return size_; }
     std::size_t capacity() const { return limit_; }
     std::size_t memory_bytes() const { return (mask_ + 1) * sizeof(Slot); }
@@ -89,7 +90,9 @@ class FixedHashMap {
     std::size_t mask_;
     std::size_t limit_;
     std::size_t size_ = 0;
-    std::unique_ptr<Slot[]> slots_;
+    // All-zero bytes are an empty slot: keys and values must be trivial types.
+    static_assert(std::is_trivially_copyable_v<Key> && std::is_trivially_copyable_v<Value>);
+    LazyArray<Slot> slots_;
 };
 
 // 64-bit mix (splitmix64 finaliser) used by every key hash of the state layer.

@@ -3,8 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <new>
+
+#include "dataplane/state/lazy_array.hpp"
 
 namespace insert::state {
 
@@ -14,24 +15,25 @@ template <typename T>
 class SlotPool {
   public:
     explicit SlotPool(uint32_t capacity)
-        : capacity_(capacity),
-          slots_(new (std::nothrow) T[capacity]),
-          next_free_(new (std::nothrow) uint32_t[capacity]) {
-        if (!valid()) return;
-        for (uint32_t i = 0; i < capacity; ++i) next_free_[i] = i + 1 < capacity ? i + 1 : kNoIndex;
-        free_ = capacity ? 0 : kNoIndex;
-    }
-    bool valid() const { return slots_ && next_free_; }
+        : capacity_(capacity), slots_(capacity), next_free_(capacity) {}
+    bool valid() const { return slots_.valid() && next_free_.valid(); }
     std::size_t memory_bytes() const {
         return std::size_t{capacity_} * (sizeof(T) + sizeof(uint32_t));
     }
 
-    // A freshly value-initialised slot, or kNoIndex when the pool is exhausted.
+    // A freshly value-initialised slot, or kNoIndex when the pool is exhausted. Slots are
+    // handed out in index order first, so untouched memory stays untouched.
     uint32_t acquire() {
-        const uint32_t i = free_;
-        if (i == kNoIndex) return i;
-        free_ = next_free_[i];
-        slots_[i] = T{};
+        uint32_t i;
+        if (free_ != kNoIndex) {
+            i = free_;
+            free_ = next_free_[i];
+        } else if (fresh_ < capacity_) {
+            i = fresh_++;
+        } else {
+            return kNoIndex;
+        }
+        new (&slots_[i]) T{};
         return i;
     }
     void release(uint32_t i) {
@@ -43,9 +45,10 @@ class SlotPool {
 
   private:
     uint32_t capacity_;
-    std::unique_ptr<T[]> slots_;
-    std::unique_ptr<uint32_t[]> next_free_;
-    uint32_t free_ = kNoIndex;
+    LazyArray<T> slots_;
+    LazyArray<uint32_t> next_free_;
+    uint32_t free_ = kNoIndex;  // released slots
+    uint32_t fresh_ = 0;        // slots [fresh_, capacity_) were never handed out
 };
 
 }  // namespace insert::state

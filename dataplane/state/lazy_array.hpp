@@ -1,0 +1,46 @@
+// A fixed array in anonymous memory that the kernel zero-fills page by page on first touch.
+// The state tables are sized for a million endpoints per worker, but a replay of a small
+// capture touches a few pages: allocating with `new T[n]()` would fault in (and zero) the
+// whole gigabyte before the first packet. Transparent huge pages are requested because the
+// hot path reads these tables at random.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace insert::state {
+
+template <typename T>
+class LazyArray {
+    static_assert(std::is_trivially_destructible_v<T>, "slots are never destroyed one by one");
+
+  public:
+    explicit LazyArray(std::size_t n) : bytes_(n * sizeof(T)) {
+        if (bytes_ == 0) return;
+        void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return;
+        madvise(p, bytes_, MADV_HUGEPAGE);
+        data_ = static_cast<T*>(p);
+    }
+    ~LazyArray() {
+        if (data_) munmap(data_, bytes_);
+    }
+    LazyArray(const LazyArray&) = delete;
+    LazyArray& operator=(const LazyArray&) = delete;
+
+    bool valid() const { return data_ != nullptr; }
+    std::size_t memory_bytes() const { return bytes_; }
+    T& operator[](std::size_t i) { return data_[i]; }
+    const T& operator[](std::size_t i) const { return data_[i]; }
+    T* get() { return data_; }
+    const T* get() const { return data_; }
+
+  private:
+    std::size_t bytes_;
+    T* data_ = nullptr;
+};
+
+}  // namespace insert::state
