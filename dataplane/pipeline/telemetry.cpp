@@ -143,7 +143,10 @@ int cmd_workers(const char*, const char*, rte_tel_data* d) {
 int cmd_top_qps(const char*, const char*, rte_tel_data* d) {
     Reader r;
     if (!r.get()) return not_running(d);
+    // Keyed by rank ("qp0" busiest): dictionary keys may not hold '.' or ':' (an IP), and
+    // 22.11 nests dictionaries in dictionaries only.
     rte_tel_data_start_dict(d);
+    unsigned rank = 0;
     if (r.get()->boards() == nullptr) return 0;
     for (const state::QpRecord& q : r.get()->boards()->top(kTopQps)) {
         rte_tel_data* c = rte_tel_data_alloc();
@@ -151,6 +154,8 @@ int cmd_top_qps(const char*, const char*, rte_tel_data* d) {
         rte_tel_data_start_dict(c);
         uint64_t msgs = 0;
         for (uint64_t m : q.msgs) msgs += m;
+        add_str(c, "ip", q.ip.to_string());
+        add_u64(c, "qpn", q.qpn);
         add_u64(c, "pkts", q.pkts);
         add_u64(c, "bytes", q.bytes);
         add_u64(c, "msgs", msgs);
@@ -164,9 +169,7 @@ int cmd_top_qps(const char*, const char*, rte_tel_data* d) {
             add_str(c, "peer_ip", q.peer_ip.to_string());
             add_u64(c, "peer_qpn", q.peer_qpn);
         }
-        char key[96];
-        std::snprintf(key, sizeof key, "%s/%u", q.ip.to_string().c_str(), q.qpn);
-        rte_tel_data_add_dict_container(d, key, c, 0);
+        rte_tel_data_add_dict_container(d, ("qp" + std::to_string(rank++)).c_str(), c, 0);
     }
     return 0;
 }
