@@ -29,7 +29,8 @@ class JsonObject {
     }
     void num(std::string_view k, uint64_t v) {
         key(k);
-        fmt::format_to(std::back_inserter(out_), "{}", v);
+        const fmt::format_int text(v);  // no locale, no format string parsing
+        out_.append(text.data(), text.size());
     }
     void real(std::string_view k, double v) {
         key(k);
