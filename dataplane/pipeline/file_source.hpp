@@ -52,6 +52,8 @@ public:
     uint64_t oversize_frames() const { return oversize_; }
     // Times the reader waited for a worker's ring or for free mbufs (back-pressure).
     uint64_t full_waits() const { return full_waits_; }
+    // After run() failed: the capture ended inside a record (cut short), not corrupt.
+    bool truncated() const { return file_.truncated(); }
 
 private:
     FileSource() = default;

@@ -201,6 +201,9 @@ int run_replay(int argc, char** argv) {
         g_source.store(source.get());
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
+        // A closed records pipe (`| head`) becomes a write error reported at the end, so
+        // the workers still drain and EAL still cleans up.
+        std::signal(SIGPIPE, SIG_IGN);
         if (!pipe->launch(error)) {
             std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
             status = 1;
@@ -214,10 +217,14 @@ int run_replay(int argc, char** argv) {
         const double wall_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-        if (!complete)
-            std::fprintf(stderr, "%s: warning: %s; the %llu frames before it were analysed\n",
-                         kName, walk_error.c_str(),
+        // A capture cut short (still being written, copied partially) is ordinary: warn
+        // and keep the results. A corrupt one is bad input: same results, exit 2.
+        if (!complete) {
+            std::fprintf(stderr, "%s: %s%s; the %llu frames before it were analysed\n", kName,
+                         source->truncated() ? "warning: " : "", walk_error.c_str(),
                          static_cast<unsigned long long>(source->progress().frames));
+            if (!source->truncated()) status = 2;
+        }
         const exporter::SummaryCounts totals = pipe->totals(wall_s);
         exporter::RecordWriter& writer = pipe->exporter().writer();
         writer.write_summary(totals);

@@ -5,7 +5,7 @@ usage: replay_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS
 
 Every case runs the real binary with EAL on 4 KB pages (--no-huge); the tool gives each
 process its own --file-prefix and removes its runtime directory, which `clean_runtime`
-checks. Cases: determinism, hostile, records, errors.
+checks. Cases: determinism, bundled, hostile, records, errors.
 """
 import glob
 import json
@@ -77,6 +77,25 @@ def case_determinism(insert_dp, d):
         if other != base:
             fail(f"{name}: --shard ip-pair-sport changes the records")
         print(f"{name}: {len(base[0])} msgs, {len(base[1])} qps identical for 1, 2, 4 workers")
+
+
+def case_bundled(insert_dp, d):
+    """SPEC invariant 1 on every capture shipped in pcaps/ (made by other tools)."""
+    root = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../../.."))
+    pcaps = sorted(glob.glob(os.path.join(root, "pcaps", "*.pcap")) +
+                   glob.glob(os.path.join(root, "pcaps", "*.pcapng")))
+    if not pcaps:
+        print("no bundled captures in pcaps/")
+        sys.exit(77)  # meson: skipped
+    for pcap in pcaps:
+        base = comparable(records(insert_dp, pcap, 1))
+        s = records(insert_dp, pcap, 4)[-1]
+        if s["pkts"] != s["roce_pkts"] + s["non_roce_pkts"] + sum(s["malformed"].values()):
+            fail(f"{pcap}: summary pkts is not roce + non_roce + malformed")
+        for workers in (2, 4):
+            if comparable(records(insert_dp, pcap, workers)) != base:
+                fail(f"{os.path.basename(pcap)}: records differ between --workers 1 and {workers}")
+        print(f"{os.path.basename(pcap)}: {len(base[0])} msgs, {len(base[1])} qps identical for 1, 2, 4 workers")
 
 
 def check_victims(recs, label):
@@ -196,7 +215,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="insert-pipeline-") as d:
         subprocess.run([make_pcaps, d], check=True)
         {"determinism": case_determinism, "hostile": case_hostile, "records": case_records,
-         "errors": case_errors}[case](insert_dp, d)
+         "errors": case_errors, "bundled": case_bundled}[case](insert_dp, d)
     leftovers = runtime_dirs() - before
     if leftovers:
         fail(f"runtime directories left behind: {sorted(leftovers)}")
