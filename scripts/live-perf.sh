@@ -48,8 +48,6 @@ done
 
 echo "== veth/af_packet, MTU 9000, ${SECS} s each"
 "$HERE/netns-inline.sh" up $NS
-ip -n $NS-a addr add 10.99.0.1/24 dev a0
-ip -n $NS-b addr add 10.99.0.2/24 dev b0
 frames="$TMP/in.pcap"
 cat "$ROOT/pcaps/rc_mixed.pcap" > "$frames"
 AFP=framesz=10240,blocksz=20480,framecnt=512
@@ -60,18 +58,18 @@ for fwd in testpmd insert-dp; do
         { sleep 6; echo start; sleep $((SECS * 2 + 10)); echo stop; echo quit; } |
             "$HERE/netns-inline.sh" exec $NS mid dpdk-testpmd -l 0,1 --no-pci --no-huge -m 1024 --file-prefix "tpv$$" \
             --log-level=3 --vdev "net_af_packet0,iface=a1,$AFP" --vdev "net_af_packet1,iface=b1,$AFP" \
-            -- -i --forward-mode=io --nb-cores=1 --mbuf-size=12288 > "$TMP/tpv.out" 2>&1 &
+            -- -i --forward-mode=io --nb-cores=1 --mbuf-size=12288 --total-num-mbufs=16384 > "$TMP/tpv.out" 2>&1 &
         sleep 8
     else
         "$HERE/netns-inline.sh" exec $NS mid "$DP" inline --iface a1 --iface b1 --quiet --duration $((SECS * 2 + 10)) \
             -- --no-huge -m 1024 2> "$TMP/dpv.err" > /dev/null &
         sleep 5
     fi
-    # latency: ping through the bump (first, with no load)
-    rtt=$("$HERE/netns-inline.sh" exec $NS a ping -q -c 200 -i 0.01 10.99.0.2 | sed -n 's|.*= [0-9.]*/\([0-9.]*\)/.*|\1|p')
+    # latency: frames sent one at a time from A, received at B (no load)
+    lat=$(python3 "$HERE/frame-latency.py" $NS-a a0 $NS-b b0 500)
     before=$(count_b)
     run_load "$SECS"
     after=$(count_b)
-    echo "$fwd: $(echo "$before $after $SECS" | awk '{printf "%.3f Mpps forwarded A->B", ($2-$1)/$3/1e6}'),  ping RTT $rtt ms (per frame $(echo "$rtt" | awk '{printf "%.1f us", $1*1000/2}'))"
+    echo "$fwd: $(echo "$before $after $SECS" | awk '{printf "%.3f Mpps forwarded A->B", ($2-$1)/$3/1e6}'); latency: $lat"
     wait
 done
