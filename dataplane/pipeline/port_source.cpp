@@ -492,8 +492,23 @@ void PortSource::release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
         }
         return;
     }
-    for (uint16_t i = 0; i < n; ++i) forward(lane, pkts[i]);
     bump(lane.counters.tx, n);
+    // Fast path (l2fwd/testpmd io style): a whole burst from one port with nothing buffered
+    // for its peer goes out in one tx_burst, without copying through the Tx buffer.
+    const uint16_t from = pkts[0]->port;
+    bool one_port = true;
+    for (uint16_t i = 1; i < n && one_port; ++i) one_port = pkts[i]->port == from;
+    const int idx = port_index_[from];
+    if (one_port && idx >= 0 && n >= kBurst / 2) {
+        const uint16_t peer = ports_[idx].peer;
+        rte_eth_dev_tx_buffer* buf = lane.tx[port_index_[peer]];
+        if (buf->length == 0) {
+            const uint16_t sent = rte_eth_tx_burst(peer, lane.tx_queue, pkts, n);
+            if (sent < n) on_tx_full(pkts + sent, n - sent, buf->error_userdata);
+            return;
+        }
+    }
+    for (uint16_t i = 0; i < n; ++i) forward(lane, pkts[i]);
 }
 
 bool PortSource::drained(unsigned q) const noexcept {
