@@ -20,15 +20,28 @@ using proto::psn_sub;
 constexpr uint32_t kWindow = 1024;
 // semantics.md "Messages": outstanding messages per endpoint.
 constexpr std::size_t kMaxOpenMessages = 16;
+// semantics.md `psn`: candidates examined per response; more and the rule does not decide.
+constexpr std::size_t kMaxPsnCandidates = 64;
+// semantics.md `psn`: a READ whose Last/Only response is unknown is assumed to span one
+// response PSN per 256 B of its DMA length (the smallest path MTU).
+constexpr uint32_t kSmallestMtu = 256;
 
-uint64_t ep_key(uint16_t host, uint32_t qpn) { return (uint64_t{host} << 32) | qpn; }
+uint64_t ep_key(uint16_t host, uint32_t qpn) {
+    return (uint64_t{host} << 32) | qpn;
+}
 uint64_t sport_key(uint16_t x, uint16_t y, uint16_t s) {
     return (uint64_t{x} << 32) | (uint64_t{y} << 16) | s;
 }
-uint64_t ip_key(uint16_t x, uint16_t y) { return (uint64_t{x} << 16) | y; }
+uint64_t ip_key(uint16_t x, uint16_t y) {
+    return (uint64_t{x} << 16) | y;
+}
 
-bool is_send_write(OpType o) { return o == OpType::send || o == OpType::write; }
-bool is_atomic(OpType o) { return o == OpType::cmp_swap || o == OpType::fetch_add; }
+bool is_send_write(OpType o) {
+    return o == OpType::send || o == OpType::write;
+}
+bool is_atomic(OpType o) {
+    return o == OpType::cmp_swap || o == OpType::fetch_add;
+}
 
 bool in_range(uint32_t psn, uint32_t first, uint32_t last) {
     return psn_not_older(psn, first) && psn_not_older(last, psn);
@@ -44,16 +57,25 @@ const char* status_name(TruthStatus s) {
 
 const char* pair_rule_name(PairRule r) {
     switch (r) {
-        case PairRule::cm: return "cm";
-        case PairRule::sport: return "sport";
-        case PairRule::ip: return "ip";
-        case PairRule::none: break;
+        case PairRule::cm:
+            return "cm";
+        case PairRule::sport:
+            return "sport";
+        case PairRule::ip:
+            return "ip";
+        case PairRule::psn:
+            return "psn";
+        case PairRule::none:
+            break;
     }
     return nullptr;
 }
 
 TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
-    : sc_(scenario), sim_(sim), ms_(sim.messages().size()), conn_ep_(sim.conns().size() * 2, kNone) {
+    : sc_(scenario),
+      sim_(sim),
+      ms_(sim.messages().size()),
+      conn_ep_(sim.conns().size() * 2, kNone) {
     out_.reserve(sim.messages().size());
 }
 
@@ -64,7 +86,8 @@ int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
 
 uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
     // SPEC 3: an endpoint (ip, qpn) exists once it has received a well-formed RoCE packet.
-    const auto [it, added] = ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
+    const auto [it, added] =
+        ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
     if (added) {
         TruthEndpoint& e = eps_.emplace_back();
         e.host = host;
@@ -128,7 +151,9 @@ void TruthObserver::observe(const SimPacket& p) {
     }
     if (info.transport == proto::Transport::ud) return;
     // RC / UC: pairing is attempted before the packet is applied (semantics.md "Pairing").
+    // A response marks its receiver as a requester first: that alone may let sport/ip pair it.
     register_source(e, p);
+    if (!info.request) eps_[e].got_response = true;
     if (eps_[e].peer < 0) try_pair(e);
     if (info.request)
         on_request(e, p);
@@ -146,11 +171,14 @@ void TruthObserver::register_source(uint32_t e, const SimPacket& p) {
         ep.sport = p.sport;
         by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].push_back(e);
         by_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
+        by_first_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
         return;
     }
     if (ep.multi_src || p.src_host == ep.src_host) return;
     ep.multi_src = true;
-    auto drop = [e](std::vector<uint32_t>& v) { v.erase(std::remove(v.begin(), v.end(), e), v.end()); };
+    auto drop = [e](std::vector<uint32_t>& v) {
+        v.erase(std::remove(v.begin(), v.end(), e), v.end());
+    };
     drop(by_sport_[sport_key(ep.host, ep.src_host, ep.sport)]);
     drop(by_ip_[ip_key(ep.host, ep.src_host)]);
 }
@@ -170,17 +198,19 @@ void TruthObserver::try_pair(uint32_t e) {
         return;
     }
     if (!ep.has_src || ep.multi_src) return;
-    auto only = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& m, uint64_t k) -> int64_t {
+    auto only = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& m,
+                   uint64_t k) -> int64_t {
         const auto it = m.find(k);
         return it != m.end() && it->second.size() == 1 ? int64_t{it->second[0]} : -1;
     };
     auto named_by_cm = [this](int64_t f) {
         return cm_partner_.count(ep_key(eps_[f].host, eps_[f].qpn)) != 0;
     };
-    // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from X.
+    // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from
+    // X.
     if (only(by_sport_, sport_key(ep.host, ep.src_host, ep.sport)) == e) {
         const int64_t f = only(by_sport_, sport_key(ep.src_host, ep.host, ep.sport));
-        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f)) {
+        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f) && can_be_peers(ep, eps_[f])) {
             make_pair(e, static_cast<uint32_t>(f), PairRule::sport);
             return;
         }
@@ -188,8 +218,57 @@ void TruthObserver::try_pair(uint32_t e) {
     // ip: e the only RC/UC/XRC endpoint at X receiving from Y, f the only one at Y from X.
     if (only(by_ip_, ip_key(ep.host, ep.src_host)) == e) {
         const int64_t f = only(by_ip_, ip_key(ep.src_host, ep.host));
-        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f)) make_pair(e, static_cast<uint32_t>(f), PairRule::ip);
+        if (f >= 0 && eps_[f].peer < 0 && !named_by_cm(f) && can_be_peers(ep, eps_[f]))
+            make_pair(e, static_cast<uint32_t>(f), PairRule::ip);
     }
+}
+
+// semantics.md: sport/ip/psn pair a requester with its responder, so one of the two must
+// have received a response - except UC, which has none. Without this the ip rule pairs the
+// two responders of opposite connections between two hosts before a requester is seen.
+bool TruthObserver::can_be_peers(const TruthEndpoint& e, const TruthEndpoint& f) const {
+    const int uc = static_cast<int>(proto::Transport::uc);
+    return e.got_response || f.got_response || (e.transport == uc && f.transport == uc);
+}
+
+// semantics.md `psn`: f's outstanding range is its request window (max_psn - 1024, max_psn],
+// extended past max_psn when the request at max_psn is a READ - to its observed Last/Only
+// response, else by one PSN per 256 B of its length.
+bool TruthObserver::psn_outstanding(const TruthEndpoint& f, uint32_t psn) const {
+    if (!f.has_max) return false;  // never received a request: nothing outstanding
+    uint32_t extra = 0;
+    const MsgInfo& at_max = sim_.messages()[f.max_uid];
+    if (at_max.op == OpType::read) {
+        const MsgState& r = ms_[f.max_uid];
+        extra =
+            r.last_resp_seen
+                ? psn_sub(r.resp_last_psn, f.max_psn)
+                : static_cast<uint32_t>((uint64_t{at_max.len} + kSmallestMtu - 1) / kSmallestMtu);
+    }
+    // PSN in (max_psn - 1024, max_psn + extra]: not newer than the end and less than
+    // 1024 + extra behind it.
+    const uint32_t end = psn_add(f.max_psn, extra);
+    return psn_not_older(end, psn) && psn_sub(end, psn) < kWindow + extra;
+}
+
+// semantics.md `psn`, the last resort on a response to the unpaired A at X from Y: the
+// candidates are the unpaired endpoints at Y receiving RC/UC/XRC only from X, with no CM
+// pair and at least one request; exactly one whose outstanding range holds the PSN pairs.
+void TruthObserver::try_pair_by_psn(uint32_t a, uint32_t psn) {
+    const TruthEndpoint& ep = eps_[a];
+    if (!ep.has_src || ep.multi_src || cm_partner_.count(ep_key(ep.host, ep.qpn))) return;
+    const auto it = by_first_ip_.find(ip_key(ep.src_host, ep.host));
+    if (it == by_first_ip_.end() || it->second.size() > kMaxPsnCandidates) return;
+    int64_t match = -1;
+    for (uint32_t f : it->second) {
+        const TruthEndpoint& c = eps_[f];
+        if (f == a || c.peer >= 0 || c.multi_src || cm_partner_.count(ep_key(c.host, c.qpn)) ||
+            !psn_outstanding(c, psn))
+            continue;
+        if (match >= 0) return;  // two candidates hold it: ambiguous
+        match = f;
+    }
+    if (match >= 0) make_pair(a, static_cast<uint32_t>(match), PairRule::psn);
 }
 
 void TruthObserver::make_pair(uint32_t e, uint32_t f, PairRule rule) {
@@ -215,7 +294,9 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
     if (ep.window.empty()) ep.window.assign(kWindow / 64, 0);
     auto bit = [&](uint32_t q) -> bool { return (ep.window[(q % kWindow) / 64] >> (q % 64)) & 1; };
     auto set_bit = [&](uint32_t q) { ep.window[(q % kWindow) / 64] |= uint64_t{1} << (q % 64); };
-    auto clear_bit = [&](uint32_t q) { ep.window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64)); };
+    auto clear_bit = [&](uint32_t q) {
+        ep.window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64));
+    };
 
     // SPEC 4 classification.
     bool dup = false;
@@ -261,7 +342,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
 
     MsgState& m = ms_[uid];
     if (m.state == 3) return;  // frozen: later duplicates count only at the endpoint (SPEC 5)
-    touch(m, p.t_ns);  // t_first/t_last: any observation of the message (SPEC 5)
+    touch(m, p.t_ns);          // t_first/t_last: any observation of the message (SPEC 5)
     if (dup) {
         ++m.retx;  // SPEC 5 retx_pkts: packets of the message classified dup
         return;
@@ -304,10 +385,12 @@ uint32_t TruthObserver::psn_last(uint32_t uid) const {
             if (m.next_req_set) return proto::psn_sub(m.next_req_psn, 1);
             return mi.psn_first;
         case OpType::cmp_swap:
-        case OpType::fetch_add: return mi.psn_first;
+        case OpType::fetch_add:
+            return mi.psn_first;
         default:
             // semantics.md: the Last/Only; never observed -> the newest PSN observed.
-            return m.last_seen ? psn_add(mi.psn_first, mi.npkts - 1) : psn_add(mi.psn_first, m.newest_off);
+            return m.last_seen ? psn_add(mi.psn_first, mi.npkts - 1)
+                               : psn_add(mi.psn_first, m.newest_off);
     }
 }
 
@@ -340,12 +423,22 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
     if (is_ack_opcode && cls == proto::AethClass::rnr_nak) ++ep.naks.rnr;  // SPEC 7 naks{}
     if (is_ack_opcode && cls == proto::AethClass::nak) {
         switch (nak) {
-            case proto::NakCode::psn_seq_error: ++ep.naks.seq; break;
-            case proto::NakCode::invalid_request: ++ep.naks.inv; break;
-            case proto::NakCode::remote_access: ++ep.naks.access; break;
-            case proto::NakCode::remote_op: ++ep.naks.op; break;
+            case proto::NakCode::psn_seq_error:
+                ++ep.naks.seq;
+                break;
+            case proto::NakCode::invalid_request:
+                ++ep.naks.inv;
+                break;
+            case proto::NakCode::remote_access:
+                ++ep.naks.access;
+                break;
+            case proto::NakCode::remote_op:
+                ++ep.naks.op;
+                break;
         }
     }
+    // semantics.md: `psn` is tried on a response when cm/sport/ip did not pair A.
+    if (ep.peer < 0) try_pair_by_psn(a, psn);
     // semantics.md: completion uses the pair; unpaired, responses complete nothing.
     if (ep.peer < 0) return;
     const uint32_t b = static_cast<uint32_t>(ep.peer);
@@ -363,7 +456,8 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
             }
             if (info.position == proto::Position::first || info.position == proto::Position::only)
                 m.first_resp_seen = true;
-            const bool last = info.position == proto::Position::last || info.position == proto::Position::only;
+            const bool last =
+                info.position == proto::Position::last || info.position == proto::Position::only;
             if (last && m.first_resp_seen) {
                 m.last_resp_seen = true;
                 m.resp_last_psn = psn;
@@ -397,7 +491,8 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
     }
 }
 
-void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status, std::optional<uint64_t> t_ack) {
+void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
+                           std::optional<uint64_t> t_ack) {
     TruthEndpoint& ep = eps_[b];
     MsgState& m = ms_[uid];
     const MsgInfo& mi = sim_.messages()[uid];

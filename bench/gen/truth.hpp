@@ -22,7 +22,7 @@ namespace insert::gen {
 enum class TruthStatus : uint8_t { ok, nak_inv, nak_access, nak_op, nak_seq, nak_rnr, incomplete };
 const char* status_name(TruthStatus s);
 
-enum class PairRule : uint8_t { none, cm, sport, ip };
+enum class PairRule : uint8_t { none, cm, sport, ip, psn };
 const char* pair_rule_name(PairRule r);  // nullptr for none
 
 // One SPEC 7 `msg` record.
@@ -65,6 +65,9 @@ struct TruthEndpoint {
 
     // Pairing candidacy (semantics.md: first source IP and port of RC/UC/XRC packets).
     bool has_src = false, multi_src = false;
+    // Has received a response (ACK, ATOMIC ACK, READ response, NAK): it is a requester, so
+    // sport/ip may pair it (semantics.md "Pairing").
+    bool got_response = false;
     uint16_t src_host = 0, sport = 0;
     // Classification (SPEC 4).
     bool has_max = false;
@@ -89,7 +92,7 @@ struct TruthSummary {
 };
 
 class TruthObserver : public ObservedSink {
-public:
+  public:
     TruthObserver(const Scenario& scenario, const Simulator& sim);
     void observe(const SimPacket& p) override;
     // End of capture: freezes every open message (SPEC 5 "at the end").
@@ -106,7 +109,7 @@ public:
     // Messages frozen early because 16 were open at their endpoint (semantics.md cap).
     uint64_t msgs_overflow() const { return msgs_overflow_; }
 
-private:
+  private:
     struct MsgState {
         uint8_t state = 0;  // 0 unseen, 1 packets seen but not its First, 2 open, 3 frozen
         bool seen_any = false;
@@ -125,6 +128,9 @@ private:
     uint32_t endpoint(uint16_t host, uint32_t qpn, uint64_t t);
     void register_source(uint32_t e, const SimPacket& p);
     void try_pair(uint32_t e);
+    void try_pair_by_psn(uint32_t a, uint32_t psn);
+    bool psn_outstanding(const TruthEndpoint& f, uint32_t psn) const;
+    bool can_be_peers(const TruthEndpoint& e, const TruthEndpoint& f) const;
     void make_pair(uint32_t e, uint32_t f, PairRule rule);
     void on_request(uint32_t b, const SimPacket& p);
     void on_response(uint32_t a, const SimPacket& p);
@@ -142,6 +148,9 @@ private:
     // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_sport_;
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_ip_;
+    // (X, Y) -> every endpoint at X whose first RC/UC/XRC source was Y, including ones a
+    // second source IP disqualified later: the psn rule's 64-candidate limit counts them.
+    std::unordered_map<uint64_t, std::vector<uint32_t>> by_first_ip_;
     // CM: REQ Local Communication ID -> (sender host, Local QPN); learnt pairs by endpoint key.
     std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
     std::unordered_map<uint64_t, uint64_t> cm_partner_;

@@ -34,7 +34,8 @@ Scenario base() {
     s.timing.read_delay_ns = 1500;
     s.timing.retx_timeout_ns = 100'000;
     s.timing.rnr_timer_ns = 20'000;
-    s.hosts = {{*proto::IpAddress::parse("10.0.0.1"), {}}, {*proto::IpAddress::parse("10.0.0.2"), {}}};
+    s.hosts = {{*proto::IpAddress::parse("10.0.0.1"), {}},
+               {*proto::IpAddress::parse("10.0.0.2"), {}}};
     ConnSpec c;
     c.a = 0;
     c.b = 1;
@@ -47,7 +48,9 @@ Scenario base() {
     return s;
 }
 
-void add(Scenario& s, OpType op, uint32_t len, uint64_t at_ns) { s.messages.push_back({0, op, len, at_ns, false, false}); }
+void add(Scenario& s, OpType op, uint32_t len, uint64_t at_ns) {
+    s.messages.push_back({0, op, len, at_ns, false, false});
+}
 
 std::unique_ptr<Generation> run(const Scenario& s) {
     EXPECT_EQ(validate(s), "");
@@ -63,12 +66,14 @@ const TruthEndpoint& ep(const Generation& g, uint16_t host, uint32_t qpn) {
     return g.truth().endpoints().at(static_cast<std::size_t>(i));
 }
 
-uint64_t t(uint64_t offset) { return kEpochNs + offset; }
+uint64_t t(uint64_t offset) {
+    return kEpochNs + offset;
+}
 
 // Fields every test checks the same way.
-void expect_msg(const TruthMsg& m, uint32_t psn_first, uint32_t psn_last, uint32_t pkts, uint64_t bytes,
-                uint64_t t_first, uint64_t t_last, std::optional<uint64_t> t_ack, uint32_t retx, uint32_t naks,
-                uint32_t rnr_naks, TruthStatus status) {
+void expect_msg(const TruthMsg& m, uint32_t psn_first, uint32_t psn_last, uint32_t pkts,
+                uint64_t bytes, uint64_t t_first, uint64_t t_last, std::optional<uint64_t> t_ack,
+                uint32_t retx, uint32_t naks, uint32_t rnr_naks, TruthStatus status) {
     EXPECT_EQ(m.src_host, kA);
     EXPECT_EQ(m.dst_host, kB);
     EXPECT_EQ(m.dst_qpn, kQpB);
@@ -169,7 +174,8 @@ TEST(GenReliability, lost_last_packet_times_out_and_resends_the_message) {
     s.imp.targets.push_back({Action::drop_before, 0, 0, 2, 1});
     const auto g = run(s);
     ASSERT_EQ(g->truth().msgs().size(), 1u);
-    expect_msg(g->truth().msgs()[0], 100, 102, 3, 3072, 2218, 104422, 105704, 2, 0, 0, TruthStatus::ok);
+    expect_msg(g->truth().msgs()[0], 100, 102, 3, 3072, 2218, 104422, 105704, 2, 0, 0,
+               TruthStatus::ok);
     EXPECT_EQ(g->sim().stats().timeouts, 1u);
     const TruthEndpoint& b = ep(*g, kB, kQpB);
     EXPECT_EQ(b.pkts, 5u);
@@ -270,7 +276,8 @@ TEST(GenReliability, read_spans_its_response_psns) {
     EXPECT_EQ(r.op, OpType::read);
     EXPECT_EQ(r.dma_len, std::optional<uint32_t>(2048));
     // WRITE: observed 10000+1094+100 = 11194, ACK at 11294+1000, observed 12476.
-    expect_msg(g->truth().msgs()[1], 102, 102, 1, 1000, 11194, 11194, 12476, 0, 0, 0, TruthStatus::ok);
+    expect_msg(g->truth().msgs()[1], 102, 102, 1, 1000, 11194, 11194, 12476, 0, 0, 0,
+               TruthStatus::ok);
     EXPECT_EQ(ep(*g, kB, kQpB).gaps, 0u);
     EXPECT_EQ(ep(*g, kA, kQpA).pkts, 3u);
     EXPECT_EQ(ep(*g, kA, kQpA).bytes, 2048u);
@@ -302,6 +309,57 @@ TEST(GenReliability, pairing_follows_cm_then_sport_then_ip) {
     EXPECT_EQ(g->truth().summary().connections, 0u);
     EXPECT_EQ(g->truth().msgs()[0].src_qpn, std::nullopt);
     EXPECT_EQ(g->truth().msgs()[0].status, TruthStatus::incomplete);  // completion needs the pair
+    // The ACKs (PSN 100, to A:256 and A:300) fall in both responders' request windows
+    // (PSN 100 each): the psn rule finds two candidates and does not decide (semantics.md).
+    EXPECT_EQ(ep(*g, kA, 300).pair_by, PairRule::none);
+}
+
+// semantics.md `psn`: the same two connections, the second starting at PSN 3000. The ACK of
+// PSN 100 to A:256 lies in B:512's window (100 - 1024, 100] only, not in B:600's
+// (3000 - 1024, 3000]; the ACK of PSN 3000 to A:300 then has one unpaired candidate left.
+TEST(GenReliability, psn_rule_pairs_by_the_outstanding_request_window) {
+    Scenario p = base();
+    p.sport_policy = SportPolicy::per_qp;
+    ConnSpec second = p.conns[0];
+    second.qpn_a = 300;
+    second.qpn_b = 600;
+    second.psn_a = 3000;
+    p.conns.push_back(second);
+    add(p, OpType::write, 100, 1000);
+    p.messages.push_back({1, OpType::write, 100, 1000, false, false});
+    const auto g = run(p);
+    EXPECT_EQ(ep(*g, kA, kQpA).pair_by, PairRule::psn);
+    EXPECT_EQ(ep(*g, kA, kQpA).peer, g->truth().find(kB, kQpB));
+    EXPECT_EQ(ep(*g, kA, 300).pair_by, PairRule::psn);
+    EXPECT_EQ(ep(*g, kA, 300).peer, g->truth().find(kB, 600));
+    EXPECT_EQ(g->truth().summary().connections, 2u);
+    for (const TruthMsg& m : g->truth().msgs()) EXPECT_EQ(m.status, TruthStatus::ok);
+}
+
+// semantics.md: sport/ip/psn pair a requester with its responder. Connection 0 goes A -> B,
+// connection 1 B -> A (requester B:600, responder A:300), per-QP source ports. When A:300
+// receives its first request, it and B:512 are "the only endpoints" receiving from the
+// other host, but both are responders (no response received yet): no pair. The ACK to
+// A:256 then makes two endpoints at A receive from B, so ip no longer applies; the psn rule
+// pairs A:256 with B:512 (B:600 has received no request, so has no outstanding range).
+TEST(GenReliability, two_responders_are_never_paired) {
+    Scenario p = base();
+    p.sport_policy = SportPolicy::per_qp;
+    ConnSpec back = p.conns[0];
+    back.a = kB;
+    back.b = kA;
+    back.qpn_a = 600;
+    back.qpn_b = 300;
+    back.psn_a = 7000;
+    p.conns.push_back(back);
+    add(p, OpType::write, 100, 1000);
+    p.messages.push_back({1, OpType::write, 100, 1000, false, false});
+    const auto g = run(p);
+    EXPECT_EQ(ep(*g, kA, kQpA).pair_by, PairRule::psn);
+    EXPECT_EQ(ep(*g, kA, kQpA).peer, g->truth().find(kB, kQpB));
+    EXPECT_EQ(ep(*g, kB, 600).pair_by, PairRule::psn);
+    EXPECT_EQ(ep(*g, kB, 600).peer, g->truth().find(kA, 300));
+    EXPECT_EQ(g->truth().summary().connections, 2u);
 }
 
 }  // namespace
