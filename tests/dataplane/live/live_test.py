@@ -150,6 +150,10 @@ def start_dp(topo, mode, ifaces, records, extra=()):
            ["--records", records, "--no-view", "--interval", "1"] + list(extra)
     dp = Proc(topo.cmd("mid", *argv))
     wait_for(lambda: dp.has("running on") or dp.p.poll() is not None, 60, "insert-dp to start")
+    if dp.p.poll() is None and not dp.has("running on"):
+        dp.p.kill()
+        dp.p.wait(10)
+        fail("insert-dp did not start: " + "\n".join(dp.lines))
     if dp.p.poll() is not None:
         fail("insert-dp exited at start: " + "\n".join(dp.lines))
     prefix = [l for l in dp.lines if "telemetry prefix" in l][0].split()[-1]
@@ -308,6 +312,9 @@ def case_shutdown_under_load():
             wait_for(lambda: telemetry(prefix, "/insert/stats")["pkts"] > 50000, 60, "load")
             rc = dp.stop(signal.SIGINT, timeout=60)  # under load
         finally:
+            if dp.p.poll() is None:  # a failed wait: never leave insert-dp behind
+                dp.p.kill()
+                dp.p.wait(10)
             load.send_signal(signal.SIGTERM)
             load.wait(30)
         if rc != 0:
