@@ -17,7 +17,8 @@ HERE=$(dirname "$(readlink -f "$0")")
 ROOT=$(dirname "$HERE")
 NS=perf$$
 TMP=$(mktemp -d)
-cleanup() { "$HERE/netns-inline.sh" down $NS; rm -rf "$TMP"; }
+# testpmd leaves its runtime directory behind: remove ours.
+cleanup() { "$HERE/netns-inline.sh" down $NS; rm -rf "$TMP" "/var/run/dpdk/tp$$" "/var/run/dpdk/tpv$$"; }
 trap cleanup EXIT INT TERM
 
 testpmd_rate() {  # testpmd_rate LABEL NETNS-ROLE-or-"" EAL-ARGS... : prints forwarded pps
