@@ -4,8 +4,8 @@
 usage: replay_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS
 
 Every case runs the real binary with EAL on 4 KB pages (--no-huge); the tool gives each
-process its own --file-prefix and removes its runtime directory, which `clean_runtime`
-checks. Cases: determinism, bundled, hostile, records, errors.
+process its own --file-prefix (with its pid) and removes its runtime directory, which
+run_checked() verifies after every run. Cases: determinism, bundled, hostile, records, errors.
 """
 import glob
 import json
@@ -23,13 +23,20 @@ def fail(msg):
     sys.exit(1)
 
 
-def runtime_dirs():
-    return set(glob.glob("/var/run/dpdk/insert-dp-replay-*"))
+def run_checked(cmd):
+    """Runs insert-dp and checks that its own runtime directory (the prefix carries its pid)
+    is gone afterwards; other processes on the machine may be running EAL too."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    left = glob.glob(f"/var/run/dpdk/insert-dp-replay-{proc.pid}-*")
+    if left:
+        fail(f"{' '.join(cmd)} left its runtime directory behind: {left}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def replay(insert_dp, pcap, *args, eal=EAL, check=True):
     cmd = [insert_dp, "replay", pcap, "--quiet", *args, *eal]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    p = run_checked(cmd)
     if check and p.returncode != 0:
         fail(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
     return p
@@ -173,8 +180,7 @@ def case_records(insert_dp, d):
             fail("--interval produced no periodic qp records")
     # Records to a file: the summary goes to stdout, the file holds every record.
     out = os.path.join(d, "out.jsonl")
-    p = subprocess.run([insert_dp, "replay", pcap, "--workers", "2", "--records", out, *EAL],
-                       capture_output=True, text=True, timeout=TIMEOUT)
+    p = run_checked([insert_dp, "replay", pcap, "--workers", "2", "--records", out, *EAL])
     lines = open(out).read().splitlines()
     if p.returncode != 0 or "Top" not in p.stdout or json.loads(lines[-1])["msgs"] != msgs:
         fail(f"--records FILE: exit {p.returncode}, summary on stdout: {'Top' in p.stdout}")
@@ -211,14 +217,10 @@ def case_errors(insert_dp, d):
 
 def main():
     case, insert_dp, make_pcaps = sys.argv[1:4]
-    before = runtime_dirs()
     with tempfile.TemporaryDirectory(prefix="insert-pipeline-") as d:
         subprocess.run([make_pcaps, d], check=True)
         {"determinism": case_determinism, "hostile": case_hostile, "records": case_records,
          "errors": case_errors, "bundled": case_bundled}[case](insert_dp, d)
-    leftovers = runtime_dirs() - before
-    if leftovers:
-        fail(f"runtime directories left behind: {sorted(leftovers)}")
 
 
 if __name__ == "__main__":
