@@ -35,9 +35,28 @@ class JsonOut {
         p_ += s.size();
         return *this;
     }
+    // Decimal digits two at a time from a table: std::to_chars took ~200 instructions per
+    // number here (callgrind), and most numbers are 19-digit nanosecond timestamps.
     JsonOut& num(uint64_t v) {
         room(kMaxPiece);
-        p_ = std::to_chars(p_, p_ + kMaxPiece, v).ptr;
+        char tmp[20];
+        char* end = tmp + sizeof(tmp);
+        char* d = end;
+        while (v >= 100) {
+            const auto two = static_cast<std::size_t>(v % 100) * 2;
+            v /= 100;
+            *--d = kDigitPairs[two + 1];
+            *--d = kDigitPairs[two];
+        }
+        if (v >= 10) {
+            *--d = kDigitPairs[v * 2 + 1];
+            *--d = kDigitPairs[v * 2];
+        } else {
+            *--d = static_cast<char>('0' + v);
+        }
+        const auto n = static_cast<std::size_t>(end - d);
+        std::memcpy(p_, d, n);
+        p_ += n;
         return *this;
     }
     // `,"key":value` (first: no comma).
@@ -73,6 +92,10 @@ class JsonOut {
     }
 
   private:
+    static constexpr char kDigitPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     static constexpr std::size_t kFlushBytes = 1 << 20;
     // Keys, numbers and the other pieces are far shorter; longer strings are written through.
     static constexpr std::size_t kMaxPiece = 64;
