@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 
@@ -207,27 +208,85 @@ void append_summary_json(std::string& out, const SummaryCounts& s) {
     o.real("mpps", s.mpps);
 }
 
-void RecordWriter::write(Record& r) {
-    if (r.type == RecordType::msg && r.msg.has_ack)
-        book_.add({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.t_ack_ns - r.msg.t_first_ns);
-    if (r.type == RecordType::qp) {
-        QpRecord& q = r.qp;
-        const LatencyHistogram* h = book_.find({q.ip, q.qpn});
-        q.lat_count = h ? h->count() : 0;
-        if (h) {
-            q.lat_p50_ns = h->percentile(50);
-            q.lat_p99_ns = h->percentile(99);
-            q.lat_max_ns = h->max();
-        }
+void merge_final_qp(QpRecord& into, const QpRecord& other) {
+    const bool other_first = other.t_first_ns < into.t_first_ns;
+    into.pkts += other.pkts;
+    into.bytes += other.bytes;
+    for (int i = 0; i < 5; ++i) into.msgs[i] += other.msgs[i];
+    into.dup_pkts += other.dup_pkts;
+    into.ooo_pkts += other.ooo_pkts;
+    into.gaps += other.gaps;
+    into.missing += other.missing;
+    into.naks.seq += other.naks.seq;
+    into.naks.rnr += other.naks.rnr;
+    into.naks.inv += other.naks.inv;
+    into.naks.access += other.naks.access;
+    into.naks.op += other.naks.op;
+    into.cnps += other.cnps;
+    into.ecn_ce += other.ecn_ce;
+    // `transport` is the family of the endpoint's first non-CNP packet: the earlier part's.
+    if (other.transport != TransportFamily::unknown &&
+        (into.transport == TransportFamily::unknown || other_first))
+        into.transport = other.transport;
+    if (other.pair_by != PairBy::none && (into.pair_by == PairBy::none || other_first)) {
+        into.pair_by = other.pair_by;
+        into.peer_ip = other.peer_ip;
+        into.peer_qpn = other.peer_qpn;
     }
+    into.t_first_ns = std::min(into.t_first_ns, other.t_first_ns);
+    into.t_last_ns = std::max(into.t_last_ns, other.t_last_ns);
+}
+
+void RecordWriter::fill_latency(QpRecord& q) const {
+    const LatencyHistogram* h = book_.find({q.ip, q.qpn});
+    q.lat_count = h ? h->count() : 0;
+    if (h) {
+        q.lat_p50_ns = h->percentile(50);
+        q.lat_p99_ns = h->percentile(99);
+        q.lat_max_ns = h->max();
+    }
+}
+
+void RecordWriter::emit(const Record& r) {
     ++records_;
+    if (observer_) observer_(r);
     if (!out_) return;
     append_json(buffer_, r);
     buffer_.push_back('\n');
     if (buffer_.size() >= kFlushBytes) flush();
 }
 
-void RecordWriter::write_summary(const SummaryCounts& s) {
+void RecordWriter::write(Record& r) {
+    if (r.type == RecordType::msg && r.msg.has_ack)
+        book_.add({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.t_ack_ns - r.msg.t_first_ns);
+    if (r.type == RecordType::qp) {
+        QpRecord& q = r.qp;
+        if (q.final && !q.evicted) {
+            const EndpointKey key{q.ip, q.qpn};
+            auto [it, fresh] = final_index_.try_emplace(key, finals_.size());
+            if (fresh)
+                finals_.push_back(r);
+            else
+                merge_final_qp(finals_[it->second].qp, q);
+            return;
+        }
+        if (q.evicted) evicted_seen_.insert({q.ip, q.qpn});
+        fill_latency(q);
+    }
+    emit(r);
+}
+
+void RecordWriter::write_summary(SummaryCounts s) {
+    for (Record& r : finals_) {
+        fill_latency(r.qp);
+        emit(r);
+    }
+    std::size_t distinct = finals_.size();
+    for (const EndpointKey& k : evicted_seen_)
+        if (!final_index_.count(k)) ++distinct;
+    s.endpoints = distinct;
+    finals_.clear();
+    final_index_.clear();
     ++records_;
     if (!out_) return;
     append_summary_json(buffer_, s);

@@ -5,7 +5,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "dataplane/export/latency_book.hpp"
 #include "dataplane/proto/parser.hpp"
@@ -30,18 +34,31 @@ struct SummaryCounts {
 void append_json(std::string& out, const state::Record& record);
 void append_summary_json(std::string& out, const SummaryCounts& summary);
 
+// Sums two final `qp` records of one endpoint seen by different workers (an endpoint that
+// receives from several hosts - a UD QP, QP 1 - is split by connection-affine sharding).
+void merge_final_qp(state::QpRecord& into, const state::QpRecord& other);
+
 class RecordWriter {
   public:
+    using Observer = std::function<void(const state::Record&)>;
+
     // `out` may be null: records are then only aggregated (for the terminal summary).
     explicit RecordWriter(std::FILE* out) : out_(out) {}
     ~RecordWriter() { flush(); }
     RecordWriter(const RecordWriter&) = delete;
     RecordWriter& operator=(const RecordWriter&) = delete;
 
+    // Called with every record exactly as written (merged, latencies filled).
+    void set_observer(Observer observer) { observer_ = std::move(observer); }
+
     // Updates the latency book from `msg` records and fills the latency fields of `qp`
-    // records in place, then writes the JSON line.
+    // records, then writes the JSON line. End-of-input final `qp` records are held and
+    // merged per endpoint until write_summary(), so an endpoint seen by several workers
+    // gives one final record (SPEC invariant 1); evicted endpoints' are written at once.
     void write(state::Record& record);
-    void write_summary(const SummaryCounts& summary);
+    // Writes the held final `qp` records, then the summary, whose `endpoints` becomes the
+    // number of distinct endpoints with a final record.
+    void write_summary(SummaryCounts summary);
     // False if a write to `out` failed (disk full, closed pipe).
     bool flush();
 
@@ -49,7 +66,14 @@ class RecordWriter {
     const LatencyBook& latencies() const { return book_; }
 
   private:
+    void fill_latency(state::QpRecord& q) const;
+    void emit(const state::Record& record);
+
     std::FILE* out_;
+    Observer observer_;
+    std::unordered_map<EndpointKey, std::size_t, EndpointKeyHash> final_index_;
+    std::vector<state::Record> finals_;  // held end-of-input final qp records, merged
+    std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
     std::string buffer_;
     LatencyBook book_;
     uint64_t records_ = 0;

@@ -24,7 +24,10 @@ Exporter::Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
       rings_(std::move(rings)),
       source_(source),
       writer_(config.records),
-      batch_(std::make_unique<state::Record[]>(kBatch)) {}
+      batch_(std::make_unique<state::Record[]>(kBatch)) {
+    // The terminal summary sees records as written: final qp records merged per endpoint.
+    writer_.set_observer([this](const state::Record& r) { summary_.observe(r); });
+}
 
 Exporter::~Exporter() {
     if (thread_.joinable()) finish();
@@ -57,7 +60,6 @@ unsigned Exporter::drain_once() {
         while ((n = ring->pop(batch, kBatch)) > 0) {
             for (unsigned i = 0; i < n; ++i) {
                 writer_.write(batch[i]);
-                summary_.observe(batch[i]);
             }
             total += n;
             if (n < kBatch) break;  // move on: keep every ring moving

@@ -84,7 +84,7 @@ class EngineImpl final : public Engine {
     // engine_records.cpp
     void freeze(Endpoint& ep, uint32_t m, MsgStatus status, bool acked, uint64_t t_ack) noexcept;
     void freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept;
-    void emit_qp(const Endpoint& ep, bool final) noexcept;
+    void emit_qp(const Endpoint& ep, bool final, bool evicted = false) noexcept;
     void emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
                     uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
     void push(const Record& r) noexcept;

@@ -89,7 +89,7 @@ void EngineImpl::freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept 
     }
 }
 
-void EngineImpl::emit_qp(const Endpoint& ep, bool final) noexcept {
+void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept {
     Record r;
     r.type = RecordType::qp;
     r.qp = QpRecord{};
@@ -114,6 +114,7 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final) noexcept {
     q.peer_qpn = ep.peer_qpn;
     q.transport = ep.transport;
     q.final = final;
+    q.evicted = evicted;
     push(r);
 }
 
@@ -134,7 +135,7 @@ void EngineImpl::finish(uint64_t end_ns) {
 void EngineImpl::evict(uint32_t idx) noexcept {
     Endpoint& ep = endpoints_[idx];
     freeze_open(ep, true, ep.counters.t_last_ns);
-    emit_qp(ep, true);
+    emit_qp(ep, true, true);
     forget_source(ep);
     if (ep.orphans != kNoIndex) orphan_blocks_.release(ep.orphans);
     ep.orphans = kNoIndex;

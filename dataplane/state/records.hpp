@@ -67,6 +67,7 @@ struct QpRecord {
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
     bool final = false;
+    bool evicted = false;  // final because the endpoint went idle (not exported)
     uint64_t pkts = 0;
     uint64_t bytes = 0;
     uint64_t msgs[5] = {};  // indexed by MsgOp

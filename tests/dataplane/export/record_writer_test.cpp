@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace insert::exporter {
 namespace {
@@ -61,39 +62,86 @@ TEST(RecordJson, summary_lists_every_malformed_reason) {
               "\"mpps\":0.000000}");
 }
 
-TEST(RecordWriter, qp_record_gets_nearest_rank_latencies_of_its_messages) {
-    std::FILE* f = std::tmpfile();
-    ASSERT_NE(f, nullptr);
-    RecordWriter w(f);
-    // Latencies 100, 200, ..., 1000 ns: p50 = 500 (5 of 10 at or below), p99 = 1000.
-    for (int i = 1; i <= 10; ++i) {
-        Record m = make_msg();
-        m.msg.t_first_ns = 0;
-        m.msg.t_ack_ns = static_cast<uint64_t>(i) * 100;
-        w.write(m);
-    }
+Record make_final_qp(uint64_t pkts, uint64_t t_first) {
     Record q;
     q.type = RecordType::qp;
     q.qp = QpRecord{};
     q.qp.ip = *proto::IpAddress::parse("fd00::2");
     q.qp.qpn = 34;
     q.qp.final = true;
-    w.write(q);
-    EXPECT_EQ(q.qp.lat_count, 10u);
-    EXPECT_EQ(q.qp.lat_p50_ns, 500u);
-    EXPECT_EQ(q.qp.lat_p99_ns, 1000u);
-    EXPECT_EQ(q.qp.lat_max_ns, 1000u);
-    ASSERT_TRUE(w.flush());
+    q.qp.pkts = pkts;
+    q.qp.t_first_ns = t_first;
+    q.qp.t_last_ns = t_first + 10;
+    return q;
+}
+
+std::string read_all(std::FILE* f) {
     std::rewind(f);
     char buf[4096];
     std::string all;
     while (std::fgets(buf, sizeof(buf), f)) all += buf;
+    return all;
+}
+
+TEST(RecordWriter, qp_record_gets_nearest_rank_latencies_of_its_messages) {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    std::vector<Record> seen;
+    {
+        RecordWriter w(f);
+        w.set_observer([&](const Record& r) { seen.push_back(r); });
+        // Latencies 100, 200, ..., 1000 ns: p50 = 500 (5 of 10 at or below), p99 = 1000.
+        for (int i = 1; i <= 10; ++i) {
+            Record m = make_msg();
+            m.msg.t_first_ns = 0;
+            m.msg.t_ack_ns = static_cast<uint64_t>(i) * 100;
+            w.write(m);
+        }
+        Record q = make_final_qp(5, 0);
+        w.write(q);
+        w.write_summary(SummaryCounts{});
+        ASSERT_TRUE(w.flush());
+    }
+    ASSERT_EQ(seen.size(), 11u);
+    const QpRecord& q = seen.back().qp;
+    EXPECT_EQ(q.lat_count, 10u);
+    EXPECT_EQ(q.lat_p50_ns, 500u);
+    EXPECT_EQ(q.lat_p99_ns, 1000u);
+    EXPECT_EQ(q.lat_max_ns, 1000u);
+    const std::string all = read_all(f);
     std::fclose(f);
     EXPECT_NE(
         all.find("\"lat_p50_ns\":500,\"lat_p99_ns\":1000,\"lat_max_ns\":1000,\"final\":true}"),
         std::string::npos);
     EXPECT_NE(all.find("\"peer_ip\":null,\"peer_qpn\":null,\"pair_by\":null,\"transport\":null"),
               std::string::npos);
+    EXPECT_NE(all.find("\"endpoints\":1,"), std::string::npos);
+}
+
+TEST(RecordWriter, final_records_of_one_endpoint_from_two_workers_merge_into_one) {
+    std::vector<Record> seen;
+    RecordWriter w(nullptr);
+    w.set_observer([&](const Record& r) { seen.push_back(r); });
+    Record a = make_final_qp(3, 500);
+    a.qp.transport = TransportFamily::ud;
+    a.qp.bytes = 30;
+    Record b = make_final_qp(4, 200);
+    b.qp.transport = TransportFamily::ud;
+    b.qp.bytes = 40;
+    b.qp.ecn_ce = 1;
+    w.write(a);
+    w.write(b);
+    EXPECT_TRUE(seen.empty());  // held until the end
+    SummaryCounts s;
+    s.endpoints = 2;  // what two workers count
+    w.write_summary(s);
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].qp.pkts, 7u);
+    EXPECT_EQ(seen[0].qp.bytes, 70u);
+    EXPECT_EQ(seen[0].qp.ecn_ce, 1u);
+    EXPECT_EQ(seen[0].qp.t_first_ns, 200u);
+    EXPECT_EQ(seen[0].qp.t_last_ns, 510u);
+    EXPECT_EQ(seen[0].qp.transport, TransportFamily::ud);
 }
 
 TEST(LatencyHistogram, exact_while_small) {
