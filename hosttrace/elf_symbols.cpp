@@ -17,18 +17,21 @@ constexpr uint16_t kVersymHidden = 0x8000;
 
 struct FdGuard {
     int fd;
-    ~FdGuard() { if (fd >= 0) ::close(fd); }
+    ~FdGuard() {
+        if (fd >= 0) ::close(fd);
+    }
 };
 
 struct ElfGuard {
     Elf* elf;
-    ~ElfGuard() { if (elf) elf_end(elf); }
+    ~ElfGuard() {
+        if (elf) elf_end(elf);
+    }
 };
 
 }  // namespace
 
-std::optional<ElfSymbols> ElfSymbols::load(const std::string& path, std::string& error)
-{
+std::optional<ElfSymbols> ElfSymbols::load(const std::string& path, std::string& error) {
     if (elf_version(EV_CURRENT) == EV_NONE) {
         error = "libelf initialisation failed";
         return std::nullopt;
@@ -70,20 +73,16 @@ std::optional<ElfSymbols> ElfSymbols::load(const std::string& path, std::string&
         if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
             continue;
         Elf_Data* data = elf_getdata(scn, nullptr);
-        if (!data || sh.sh_entsize == 0)
-            continue;
+        if (!data || sh.sh_entsize == 0) continue;
         const size_t count = sh.sh_size / sh.sh_entsize;
         for (size_t i = 0; i < count; i++) {
             GElf_Sym sym;
-            if (!gelf_getsym(data, static_cast<int>(i), &sym))
-                continue;
+            if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
             if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
                 continue;
-            if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
-                continue;
+            if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
             const char* name = elf_strptr(elf.elf, sh.sh_link, sym.st_name);
-            if (!name || !*name)
-                continue;
+            if (!name || !*name) continue;
             bool is_default = true;
             if (sh.sh_type == SHT_DYNSYM && versym) {
                 GElf_Versym v;
@@ -91,7 +90,8 @@ std::optional<ElfSymbols> ElfSymbols::load(const std::string& path, std::string&
                     is_default = (v & kVersymHidden) == 0;
             }
             // .symtab names carry no version; .dynsym's verdict wins when both exist.
-            auto [it, inserted] = out.functions_.try_emplace(name, Symbol{sym.st_value, is_default});
+            auto [it, inserted] =
+                out.functions_.try_emplace(name, Symbol{sym.st_value, is_default});
             if (!inserted && sh.sh_type == SHT_DYNSYM && !it->second.default_version && is_default)
                 it->second = Symbol{sym.st_value, true};
         }
@@ -99,19 +99,15 @@ std::optional<ElfSymbols> ElfSymbols::load(const std::string& path, std::string&
     return out;
 }
 
-std::optional<uint64_t> ElfSymbols::function_offset(std::string_view name) const
-{
+std::optional<uint64_t> ElfSymbols::function_offset(std::string_view name) const {
     auto it = functions_.find(std::string(name));
-    if (it == functions_.end())
-        return std::nullopt;
+    if (it == functions_.end()) return std::nullopt;
     return vaddr_to_offset(it->second.vaddr);
 }
 
-std::optional<uint64_t> ElfSymbols::vaddr_to_offset(uint64_t vaddr) const
-{
+std::optional<uint64_t> ElfSymbols::vaddr_to_offset(uint64_t vaddr) const {
     for (const Segment& s : segments_)
-        if (vaddr >= s.vaddr && vaddr < s.vaddr + s.memsz)
-            return vaddr - s.vaddr + s.offset;
+        if (vaddr >= s.vaddr && vaddr < s.vaddr + s.memsz) return vaddr - s.vaddr + s.offset;
     return std::nullopt;
 }
 

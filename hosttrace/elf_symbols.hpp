@@ -14,7 +14,7 @@
 namespace insert::hosttrace {
 
 class ElfSymbols {
-public:
+  public:
     // Reads .dynsym and, where present, .symtab. nullopt with `error` set when the file
     // is missing or not an ELF object.
     static std::optional<ElfSymbols> load(const std::string& path, std::string& error);
@@ -25,7 +25,7 @@ public:
     // Converts a virtual address of this object (as in its symbol table) to a file offset.
     std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
 
-private:
+  private:
     struct Segment {
         uint64_t vaddr;
         uint64_t memsz;

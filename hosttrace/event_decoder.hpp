@@ -19,7 +19,7 @@ const char* event_name(uint32_t kind);
 
 // Updates `table` with the event and returns its record.
 nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& table,
-                            int64_t wall_offset_ns);
+                                    int64_t wall_offset_ns);
 
 std::string hex_pointer(uint64_t p);
 

@@ -13,12 +13,13 @@ namespace {
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+void on_signal(int) {
+    g_stop.store(true, std::memory_order_relaxed);
+}
 
 }  // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     insert::hosttrace::TraceOptions options;
     std::string error;
     const int parsed = insert::hosttrace::parse_trace_options(argc, argv, options, error);
@@ -26,8 +27,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
         return 2;
     }
-    if (parsed == 0)
-        return 0;
+    if (parsed == 0) return 0;
     struct sigaction sa {};
     sa.sa_handler = on_signal;  // no SA_RESTART: the ring-buffer wait returns EINTR
     sigaction(SIGINT, &sa, nullptr);

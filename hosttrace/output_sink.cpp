@@ -9,9 +9,8 @@
 
 namespace insert::hosttrace {
 
-std::unique_ptr<OutputSink> OutputSink::open(const std::string& path, const std::string& unix_socket,
-                                             std::string& error)
-{
+std::unique_ptr<OutputSink> OutputSink::open(const std::string& path,
+                                             const std::string& unix_socket, std::string& error) {
     std::unique_ptr<OutputSink> sink(new OutputSink());
     if (!unix_socket.empty()) {
         sockaddr_un addr{};
@@ -42,39 +41,33 @@ std::unique_ptr<OutputSink> OutputSink::open(const std::string& path, const std:
     return sink;
 }
 
-OutputSink::~OutputSink()
-{
+OutputSink::~OutputSink() {
     flush();
-    if (owns_file_)
-        std::fclose(file_);
-    if (socket_fd_ >= 0)
-        ::close(socket_fd_);
+    if (owns_file_) std::fclose(file_);
+    if (socket_fd_ >= 0) ::close(socket_fd_);
 }
 
-bool OutputSink::write_line(const std::string& line)
-{
-    if (failed_)
-        return false;
+bool OutputSink::write_line(const std::string& line) {
+    if (failed_) return false;
     if (socket_fd_ >= 0) {
         pending_ += line;
         pending_ += '\n';
         return true;
     }
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fputc('\n', file_) == EOF)
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+        std::fputc('\n', file_) == EOF)
         failed_ = true;
     return !failed_;
 }
 
-bool OutputSink::flush()
-{
-    if (failed_)
-        return false;
+bool OutputSink::flush() {
+    if (failed_) return false;
     if (socket_fd_ >= 0) {
         size_t done = 0;
         while (done < pending_.size()) {
-            const ssize_t n = ::send(socket_fd_, pending_.data() + done, pending_.size() - done, MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR)
-                continue;
+            const ssize_t n =
+                ::send(socket_fd_, pending_.data() + done, pending_.size() - done, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {
                 failed_ = true;
                 return false;
@@ -84,8 +77,7 @@ bool OutputSink::flush()
         pending_.clear();
         return true;
     }
-    if (std::fflush(file_) != 0)
-        failed_ = true;
+    if (std::fflush(file_) != 0) failed_ = true;
     return !failed_;
 }
 

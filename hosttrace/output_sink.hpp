@@ -8,7 +8,7 @@
 namespace insert::hosttrace {
 
 class OutputSink {
-public:
+  public:
     // `path` "-" is stdout; `unix_socket` non-empty connects there instead.
     static std::unique_ptr<OutputSink> open(const std::string& path, const std::string& unix_socket,
                                             std::string& error);
@@ -20,7 +20,7 @@ public:
     bool write_line(const std::string& line);
     bool flush();
 
-private:
+  private:
     OutputSink() = default;
     FILE* file_ = nullptr;
     bool owns_file_ = false;

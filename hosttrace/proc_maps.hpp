@@ -21,8 +21,8 @@ struct Mapping {
 };
 
 struct FileLocation {
-    std::string path;      // as the process sees it
-    uint64_t offset = 0;   // file offset: what a uprobe attaches to
+    std::string path;     // as the process sees it
+    uint64_t offset = 0;  // file offset: what a uprobe attaches to
 };
 
 // nullopt with `error` when the process does not exist or its maps are unreadable.

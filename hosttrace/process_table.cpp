@@ -11,10 +11,8 @@
 
 namespace insert::hosttrace {
 
-std::optional<std::string> gid_to_ip(const Gid& gid)
-{
-    if (std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; }))
-        return std::nullopt;
+std::optional<std::string> gid_to_ip(const Gid& gid) {
+    if (std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; })) return std::nullopt;
     static constexpr uint8_t kV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     char text[INET6_ADDRSTRLEN] = {};
     if (std::memcmp(gid.data(), kV4Prefix, sizeof(kV4Prefix)) == 0)
@@ -30,17 +28,14 @@ namespace {
 // link-local ones.
 constexpr int kMaxSysfsGids = 16;
 
-bool parse_gid_text(const std::string& text, Gid& out)
-{
+bool parse_gid_text(const std::string& text, Gid& out) {
     // "0000:0000:0000:0000:0000:ffff:0a00:0001": eight groups of four hex digits.
-    if (text.size() < 39)
-        return false;
+    if (text.size() < 39) return false;
     for (int i = 0; i < 8; i++) {
         const std::string group = text.substr(i * 5, 4);
         char* end = nullptr;
         const unsigned long v = std::strtoul(group.c_str(), &end, 16);
-        if (end != group.c_str() + 4)
-            return false;
+        if (end != group.c_str() + 4) return false;
         out[2 * i] = static_cast<uint8_t>(v >> 8);
         out[2 * i + 1] = static_cast<uint8_t>(v);
     }
@@ -50,127 +45,108 @@ bool parse_gid_text(const std::string& text, Gid& out)
 // A real RDMA device publishes its GID table in sysfs, so its IP is known from the
 // device open on, before the application queries anything. (softverbs has no sysfs
 // entries: there the application's ibv_query_gid is the source.)
-void load_sysfs_gids(const std::string& device, ContextState& c)
-{
-    if (device.empty() || device.find('/') != std::string::npos || device.starts_with("."))
-        return;
+void load_sysfs_gids(const std::string& device, ContextState& c) {
+    if (device.empty() || device.find('/') != std::string::npos || device.starts_with(".")) return;
     for (int i = 0; i < kMaxSysfsGids; i++) {
         std::ifstream in("/sys/class/infiniband/" + device + "/ports/1/gids/" + std::to_string(i));
         std::string text;
-        if (!in || !std::getline(in, text))
-            break;
+        if (!in || !std::getline(in, text)) break;
         Gid g;
-        if (parse_gid_text(text, g))
-            c.gids.try_emplace(i, g);
+        if (parse_gid_text(text, g)) c.gids.try_emplace(i, g);
     }
 }
 
-bool ipv4_mapped(const Gid& g)
-{
+bool ipv4_mapped(const Gid& g) {
     static constexpr uint8_t kV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     return std::memcmp(g.data(), kV4Prefix, sizeof(kV4Prefix)) == 0;
 }
 
 }  // namespace
 
-int ProcessTable::apply(const insert_trace_event& e)
-{
+int ProcessTable::apply(const insert_trace_event& e) {
     ProcessState& p = procs_[static_cast<pid_t>(e.pid)];
     p.comm.assign(e.comm, strnlen(e.comm, sizeof(e.comm)));
     switch (e.kind) {
-    case INSERT_EV_OPEN_DEVICE:
-        if (e.obj) {
-            ContextState& c = p.contexts[e.obj];
-            c.device.assign(e.u.open_device.dev_name, strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN));
-            load_sysfs_gids(c.device, c);
+        case INSERT_EV_OPEN_DEVICE:
+            if (e.obj) {
+                ContextState& c = p.contexts[e.obj];
+                c.device.assign(e.u.open_device.dev_name,
+                                strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN));
+                load_sysfs_gids(c.device, c);
+            }
+            break;
+        case INSERT_EV_QUERY_GID:
+            if (e.ret == 0) {
+                Gid g;
+                std::memcpy(g.data(), e.u.query_gid.gid, g.size());
+                p.contexts[e.ctx].gids[e.u.query_gid.index] = g;
+            }
+            break;
+        case INSERT_EV_CREATE_QP:
+            if (e.obj) p.qps[e.obj] = QpState{e.ctx, e.u.create_qp.qp_num, IBV_QPS_RESET, -1};
+            break;
+        case INSERT_EV_MODIFY_QP: {
+            QpState& q = p.qps[e.obj];
+            q.ctx = e.ctx;
+            q.qpn = e.u.modify_qp.qp_num;
+            const int previous = q.state;
+            if (e.ret == 0) {
+                ibv_qp_attr attr;
+                std::memcpy(&attr, e.u.modify_qp.attr, sizeof(attr));
+                if (e.u.modify_qp.attr_mask & IBV_QP_STATE) q.state = attr.qp_state;
+                if ((e.u.modify_qp.attr_mask & IBV_QP_AV) && attr.ah_attr.is_global)
+                    q.sgid_index = attr.ah_attr.grh.sgid_index;
+            }
+            return previous;
         }
-        break;
-    case INSERT_EV_QUERY_GID:
-        if (e.ret == 0) {
-            Gid g;
-            std::memcpy(g.data(), e.u.query_gid.gid, g.size());
-            p.contexts[e.ctx].gids[e.u.query_gid.index] = g;
-        }
-        break;
-    case INSERT_EV_CREATE_QP:
-        if (e.obj)
-            p.qps[e.obj] = QpState{e.ctx, e.u.create_qp.qp_num, IBV_QPS_RESET, -1};
-        break;
-    case INSERT_EV_MODIFY_QP: {
-        QpState& q = p.qps[e.obj];
-        q.ctx = e.ctx;
-        q.qpn = e.u.modify_qp.qp_num;
-        const int previous = q.state;
-        if (e.ret == 0) {
-            ibv_qp_attr attr;
-            std::memcpy(&attr, e.u.modify_qp.attr, sizeof(attr));
-            if (e.u.modify_qp.attr_mask & IBV_QP_STATE)
-                q.state = attr.qp_state;
-            if ((e.u.modify_qp.attr_mask & IBV_QP_AV) && attr.ah_attr.is_global)
-                q.sgid_index = attr.ah_attr.grh.sgid_index;
-        }
-        return previous;
-    }
-    case INSERT_EV_DESTROY_QP:
-        p.qps.erase(e.obj);
-        break;
-    case INSERT_EV_REG_MR:
-        if (e.obj)
-            p.mrs[e.obj] = e.u.mr.rkey;
-        break;
-    case INSERT_EV_DEREG_MR:
-        p.mrs.erase(e.obj);
-        break;
-    default:
-        break;
+        case INSERT_EV_DESTROY_QP:
+            p.qps.erase(e.obj);
+            break;
+        case INSERT_EV_REG_MR:
+            if (e.obj) p.mrs[e.obj] = e.u.mr.rkey;
+            break;
+        case INSERT_EV_DEREG_MR:
+            p.mrs.erase(e.obj);
+            break;
+        default:
+            break;
     }
     return 0;
 }
 
-std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64_t qp) const
-{
+std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64_t qp) const {
     auto pit = procs_.find(pid);
-    if (pit == procs_.end())
-        return std::nullopt;
+    if (pit == procs_.end()) return std::nullopt;
     const ProcessState& p = pit->second;
     int sgid_index = -1;
     if (auto q = p.qps.find(qp); q != p.qps.end()) {
         sgid_index = q->second.sgid_index;
-        if (!ctx)
-            ctx = q->second.ctx;
+        if (!ctx) ctx = q->second.ctx;
     }
     auto cit = p.contexts.find(ctx);
-    if (cit == p.contexts.end())
-        return std::nullopt;
+    if (cit == p.contexts.end()) return std::nullopt;
     const auto& gids = cit->second.gids;
     if (sgid_index >= 0)
         if (auto g = gids.find(sgid_index); g != gids.end())
-            if (auto ip = gid_to_ip(g->second))
-                return ip;
+            if (auto ip = gid_to_ip(g->second)) return ip;
     // RoCEv2 over IPv4 is the common case; link-local (RoCE v1) GIDs come first in tables.
     for (const auto& [index, gid] : gids)
         if (ipv4_mapped(gid))
-            if (auto ip = gid_to_ip(gid))
-                return ip;
+            if (auto ip = gid_to_ip(gid)) return ip;
     for (const auto& [index, gid] : gids)
-        if (auto ip = gid_to_ip(gid))
-            return ip;
+        if (auto ip = gid_to_ip(gid)) return ip;
     return std::nullopt;
 }
 
-bool ProcessTable::claim_context_for_ops(pid_t pid, uint64_t ctx)
-{
-    if (!ctx)
-        return false;
+bool ProcessTable::claim_context_for_ops(pid_t pid, uint64_t ctx) {
+    if (!ctx) return false;
     ContextState& c = procs_[pid].contexts[ctx];
-    if (c.ops_resolved)
-        return false;
+    if (c.ops_resolved) return false;
     c.ops_resolved = true;
     return true;
 }
 
-std::vector<ExitedProcess> ProcessTable::reap_exited()
-{
+std::vector<ExitedProcess> ProcessTable::reap_exited() {
     std::vector<ExitedProcess> gone;
     for (auto it = procs_.begin(); it != procs_.end();) {
         if (process_alive(it->first)) {

@@ -28,15 +28,15 @@ struct ContextState {
 struct QpState {
     uint64_t ctx = 0;
     uint32_t qpn = 0;
-    int state = 0;         // enum ibv_qp_state; RESET after create
-    int sgid_index = -1;   // from the address vector at RTR
+    int state = 0;        // enum ibv_qp_state; RESET after create
+    int sgid_index = -1;  // from the address vector at RTR
 };
 
 struct ProcessState {
     std::string comm;
     std::unordered_map<uint64_t, ContextState> contexts;
-    std::unordered_map<uint64_t, QpState> qps;  // by struct ibv_qp *
-    std::unordered_map<uint64_t, uint32_t> mrs; // struct ibv_mr * -> rkey
+    std::unordered_map<uint64_t, QpState> qps;   // by struct ibv_qp *
+    std::unordered_map<uint64_t, uint32_t> mrs;  // struct ibv_mr * -> rkey
 };
 
 struct ExitedProcess {
@@ -50,7 +50,7 @@ struct ExitedProcess {
 std::optional<std::string> gid_to_ip(const Gid& gid);
 
 class ProcessTable {
-public:
+  public:
     // Applies an event to the state. Returns the previous QP state for modify_qp events.
     int apply(const insert_trace_event& e);
 
@@ -66,7 +66,7 @@ public:
 
     size_t size() const { return procs_.size(); }
 
-private:
+  private:
     std::unordered_map<pid_t, ProcessState> procs_;
 };
 

@@ -10,11 +10,10 @@ namespace insert::hosttrace {
 
 namespace {
 
-constexpr uint32_t kMinRingbufKb = 4;          // one page
-constexpr uint32_t kMaxRingbufKb = 1u << 20;   // 1 GiB
+constexpr uint32_t kMinRingbufKb = 4;         // one page
+constexpr uint32_t kMaxRingbufKb = 1u << 20;  // 1 GiB
 
-bool parse_datapath(const std::string& text, uint32_t& sample)
-{
+bool parse_datapath(const std::string& text, uint32_t& sample) {
     if (text == "off") {
         sample = 0;
         return true;
@@ -33,11 +32,9 @@ bool parse_datapath(const std::string& text, uint32_t& sample)
 }
 
 // A cgroup v2 id is the inode number of the cgroup's directory.
-bool parse_cgroup(const std::string& text, uint64_t& id, std::string& error)
-{
+bool parse_cgroup(const std::string& text, uint64_t& id, std::string& error) {
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-    if (ec == std::errc() && p == text.data() + text.size() && id != 0)
-        return true;
+    if (ec == std::errc() && p == text.data() + text.size() && id != 0) return true;
     struct stat st;
     if (stat(text.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
         error = "--cgroup " + text + ": neither a cgroup id nor a cgroup directory";
@@ -49,21 +46,18 @@ bool parse_cgroup(const std::string& text, uint64_t& id, std::string& error)
 
 }  // namespace
 
-std::string datapath_text(uint32_t sample)
-{
-    if (sample == 0)
-        return "off";
-    if (sample == 1)
-        return "all";
+std::string datapath_text(uint32_t sample) {
+    if (sample == 0) return "off";
+    if (sample == 1) return "all";
     return "sample:" + std::to_string(sample);
 }
 
-int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& error)
-{
+int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& error) {
     CLI::App app{"insert-trace: eBPF tracing of RDMA verbs (libibverbs) on this host"};
     app.footer(
         "Examples:\n"
-        "  insert-trace                                  # every process using the system libibverbs\n"
+        "  insert-trace                                  # every process using the system "
+        "libibverbs\n"
         "  insert-trace -p 4242 -o verbs.jsonl           # one running process\n"
         "  insert-trace -l build/hosttrace/softverbs/libibverbs.so.1 --datapath sample:100\n"
         "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n");
@@ -106,9 +100,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         error = "--comm " + out.comm + ": longer than the kernel's 15-character comm";
         return 2;
     }
-    if (!cgroup.empty() && !parse_cgroup(cgroup, out.cgroup_id, error))
-        return 2;
-    if (ringbuf_kb < kMinRingbufKb || ringbuf_kb > kMaxRingbufKb || (ringbuf_kb & (ringbuf_kb - 1))) {
+    if (!cgroup.empty() && !parse_cgroup(cgroup, out.cgroup_id, error)) return 2;
+    if (ringbuf_kb < kMinRingbufKb || ringbuf_kb > kMaxRingbufKb ||
+        (ringbuf_kb & (ringbuf_kb - 1))) {
         error = "--ringbuf-kb " + std::to_string(ringbuf_kb) + ": power of two from 4 to 1048576";
         return 2;
     }

@@ -10,16 +10,16 @@
 namespace insert::hosttrace {
 
 struct TraceOptions {
-    std::string output = "-";             // file or "-" (stdout)
-    std::string unix_socket;              // connect and write there instead
-    pid_t pid = 0;                        // 0: every process
-    std::string comm;                     // exact comm (16 bytes max) or empty
-    uint64_t cgroup_id = 0;               // cgroup v2 id or 0
-    std::vector<std::string> libraries;   // libibverbs copies to probe (empty: the system's)
-    uint32_t datapath_sample = 1;         // 0 off, 1 every call, N one in N
+    std::string output = "-";            // file or "-" (stdout)
+    std::string unix_socket;             // connect and write there instead
+    pid_t pid = 0;                       // 0: every process
+    std::string comm;                    // exact comm (16 bytes max) or empty
+    uint64_t cgroup_id = 0;              // cgroup v2 id or 0
+    std::vector<std::string> libraries;  // libibverbs copies to probe (empty: the system's)
+    uint32_t datapath_sample = 1;        // 0 off, 1 every call, N one in N
     uint32_t ringbuf_bytes = 4u << 20;
-    uint32_t scan_ms = 1000;              // look for new libibverbs copies; 0 off
-    double duration_s = 0;                // 0: until SIGINT/SIGTERM
+    uint32_t scan_ms = 1000;  // look for new libibverbs copies; 0 off
+    double duration_s = 0;    // 0: until SIGINT/SIGTERM
     bool verbose = false;
 };
 

@@ -39,34 +39,31 @@ constexpr const char* kLibibverbsPrefix = "libibverbs.so";
 // set once before libbpf is first used.
 bool g_verbose = false;
 
-int libbpf_log(enum libbpf_print_level level, const char* format, va_list args)
-{
-    if (level == LIBBPF_DEBUG || (!g_verbose && level != LIBBPF_WARN))
-        return 0;
+int libbpf_log(enum libbpf_print_level level, const char* format, va_list args) {
+    if (level == LIBBPF_DEBUG || (!g_verbose && level != LIBBPF_WARN)) return 0;
     std::fputs("insert-trace: libbpf: ", stderr);
     return std::vfprintf(stderr, format, args);
 }
 
-uint64_t monotonic_ns()
-{
+uint64_t monotonic_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-int fail(const std::string& message)
-{
+int fail(const std::string& message) {
     std::fprintf(stderr, "insert-trace: %s\n", message.c_str());
     return 2;
 }
 
 class Session {
-public:
-    Session(const TraceOptions& o, OutputSink& out) : opt_(o), out_(out), wall_offset_(wall_clock_offset_ns()) {}
+  public:
+    Session(const TraceOptions& o, OutputSink& out)
+        : opt_(o), out_(out), wall_offset_(wall_clock_offset_ns()) {}
 
     int run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop);
 
-private:
+  private:
     void on_event(const insert_trace_event& e);
     void resolve_context_ops(pid_t pid, uint64_t ctx);
     void housekeeping(bool final);
@@ -86,14 +83,11 @@ private:
     std::set<std::string> rejected_;
 };
 
-void Session::emit(const json& j)
-{
-    if (!out_.write_line(j.dump()))
-        output_failed_ = true;
+void Session::emit(const json& j) {
+    if (!out_.write_line(j.dump())) output_failed_ = true;
 }
 
-bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in)
-{
+bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in) {
     std::vector<std::pair<std::string, uint64_t>> attached;
     bool already = false;
     std::string error;
@@ -103,17 +97,19 @@ bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t se
     }
     if (!already) {
         json symbols = json::object();
-        for (const auto& [name, offset] : attached)
-            symbols[name] = offset;
-        emit({{"type", "attach"}, {"what", "control"}, {"t_ns", monotonic_ns()}, {"lib", path},
-              {"pid", attach_pid}, {"seen_in_pid", seen_in ? json(seen_in) : json(nullptr)},
+        for (const auto& [name, offset] : attached) symbols[name] = offset;
+        emit({{"type", "attach"},
+              {"what", "control"},
+              {"t_ns", monotonic_ns()},
+              {"lib", path},
+              {"pid", attach_pid},
+              {"seen_in_pid", seen_in ? json(seen_in) : json(nullptr)},
               {"symbols", symbols}});
     }
     return true;
 }
 
-void Session::on_event(const insert_trace_event& e)
-{
+void Session::on_event(const insert_trace_event& e) {
     events_++;
     emit(decode_event(e, table_, wall_offset_));
     if (table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
@@ -124,8 +120,7 @@ void Session::on_event(const insert_trace_event& e)
 // context's ops tables: read those pointers from the process, find the file each lives in,
 // and probe that file. Providers' functions are static and stripped: this is the only way
 // to find them.
-void Session::resolve_context_ops(pid_t pid, uint64_t ctx)
-{
+void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
     struct Slot {
         DatapathFn fn;
         const char* name;
@@ -133,19 +128,22 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx)
     };
     std::vector<Slot> slots;
     if (opt_.datapath_sample != 0) {
-        slots.push_back({DatapathFn::PostSend, "post_send", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_SEND});
-        slots.push_back({DatapathFn::PostRecv, "post_recv", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_RECV});
+        slots.push_back(
+            {DatapathFn::PostSend, "post_send", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_SEND});
+        slots.push_back(
+            {DatapathFn::PostRecv, "post_recv", ctx + IBV_CONTEXT_OPS + IBV_OPS_POST_RECV});
         slots.push_back({DatapathFn::PollCq, "poll_cq", ctx + IBV_CONTEXT_OPS + IBV_OPS_POLL_CQ});
     }
     // verbs_get_ctx_op(): an extended context whose size covers the field.
     uint64_t abi_compat = 0, vctx_size = 0;
     if (read_process_memory(pid, ctx + IBV_CONTEXT_ABI_COMPAT, &abi_compat, sizeof(abi_compat)) &&
         abi_compat == ~0ull &&
-        read_process_memory(pid, ctx + VERBS_CONTEXT_SZ_FROM_CONTEXT, &vctx_size, sizeof(vctx_size)) &&
+        read_process_memory(pid, ctx + VERBS_CONTEXT_SZ_FROM_CONTEXT, &vctx_size,
+                            sizeof(vctx_size)) &&
         vctx_size >= VERBS_CONTEXT_CREATE_QP_EX_MIN_SZ)
-        slots.push_back({DatapathFn::CreateQpEx, "create_qp_ex", ctx + VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT});
-    if (slots.empty())
-        return;
+        slots.push_back({DatapathFn::CreateQpEx, "create_qp_ex",
+                         ctx + VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT});
+    if (slots.empty()) return;
 
     std::string error;
     auto maps = read_maps(pid, error);
@@ -179,41 +177,50 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx)
         functions[f.name] = {{"file", loc->path}, {"offset", loc->offset}, {"new", !already}};
     }
     if (report)
-        emit({{"type", "attach"}, {"what", "ops"}, {"t_ns", monotonic_ns()}, {"pid", pid},
-              {"ctx", hex_pointer(ctx)}, {"functions", functions}});
+        emit({{"type", "attach"},
+              {"what", "ops"},
+              {"t_ns", monotonic_ns()},
+              {"pid", pid},
+              {"ctx", hex_pointer(ctx)},
+              {"functions", functions}});
 }
 
-void Session::housekeeping(bool final)
-{
+void Session::housekeeping(bool final) {
     const Counters c = tracer_->counters();
     if (c.ringbuf_drops != reported_.ringbuf_drops)
-        emit({{"type", "lost"}, {"t_ns", monotonic_ns()},
+        emit({{"type", "lost"},
+              {"t_ns", monotonic_ns()},
               {"ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops},
               {"ringbuf_drops_total", c.ringbuf_drops}});
     reported_ = c;
     for (const ExitedProcess& p : table_.reap_exited())
-        emit({{"type", "process_exit"}, {"t_ns", monotonic_ns()}, {"pid", p.pid}, {"comm", p.comm},
-              {"open_qps", p.open_qps}, {"open_mrs", p.open_mrs}});
+        emit({{"type", "process_exit"},
+              {"t_ns", monotonic_ns()},
+              {"pid", p.pid},
+              {"comm", p.comm},
+              {"open_qps", p.open_qps},
+              {"open_mrs", p.open_mrs}});
     if (final)
-        emit({{"type", "trace_stats"}, {"final", true}, {"t_ns", monotonic_ns()}, {"events", events_},
-              {"ringbuf_drops", c.ringbuf_drops}, {"read_errors", c.read_errors},
-              {"sampled_out", c.sampled_out}, {"probes", tracer_->links()}});
-    if (!out_.flush())
-        output_failed_ = true;
+        emit({{"type", "trace_stats"},
+              {"final", true},
+              {"t_ns", monotonic_ns()},
+              {"events", events_},
+              {"ringbuf_drops", c.ringbuf_drops},
+              {"read_errors", c.read_errors},
+              {"sampled_out", c.sampled_out},
+              {"probes", tracer_->links()}});
+    if (!out_.flush()) output_failed_ = true;
 }
 
 // Processes started after the tracer are covered when they map a probed file (uprobes
 // follow the inode); this finds the ones that map another libibverbs copy.
-void Session::scan_processes()
-{
+void Session::scan_processes() {
     const pid_t self = getpid();
     for (pid_t pid : list_pids()) {
-        if (pid == self)
-            continue;
+        if (pid == self) continue;
         std::string error;
         auto maps = read_maps(pid, error);
-        if (!maps)
-            continue;
+        if (!maps) continue;
         auto lib = find_mapped_library(*maps, kLibibverbsPrefix);
         // A copy that is not a complete libibverbs is reported once, not every scan.
         if (lib && !attach_library(path_in_process_root(pid, *lib), -1, pid) &&
@@ -222,8 +229,7 @@ void Session::scan_processes()
     }
 }
 
-int Session::run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop)
-{
+int Session::run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop) {
     TracerFilters filters;
     filters.tgid = opt_.pid;
     filters.cgroup_id = opt_.cgroup_id;
@@ -231,23 +237,24 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     filters.datapath_sample = opt_.datapath_sample;
     filters.ringbuf_bytes = opt_.ringbuf_bytes;
     std::string error;
-    tracer_ = VerbsTracer::open(filters, [this](const insert_trace_event& e) { on_event(e); }, error);
-    if (!tracer_)
-        return fail(error);
+    tracer_ = VerbsTracer::open(
+        filters, [this](const insert_trace_event& e) { on_event(e); }, error);
+    if (!tracer_) return fail(error);
     const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
     for (const std::string& lib : libraries)
-        if (!attach_library(lib, attach_pid, 0))
-            return fail(last_error_);
+        if (!attach_library(lib, attach_pid, 0)) return fail(last_error_);
     const bool scanning = opt_.pid == 0 && opt_.scan_ms > 0;
-    if (scanning)
-        scan_processes();
-    emit({{"type", "trace_start"}, {"t_ns", monotonic_ns()}, {"wall_offset_ns", wall_offset_},
-          {"datapath", datapath_text(opt_.datapath_sample)}, {"ringbuf_bytes", opt_.ringbuf_bytes},
+    if (scanning) scan_processes();
+    emit({{"type", "trace_start"},
+          {"t_ns", monotonic_ns()},
+          {"wall_offset_ns", wall_offset_},
+          {"datapath", datapath_text(opt_.datapath_sample)},
+          {"ringbuf_bytes", opt_.ringbuf_bytes},
           {"pid", opt_.pid ? json(opt_.pid) : json(nullptr)},
           {"comm", opt_.comm.empty() ? json(nullptr) : json(opt_.comm)},
-          {"cgroup", opt_.cgroup_id ? json(opt_.cgroup_id) : json(nullptr)}, {"probes", tracer_->links()}});
-    if (!out_.flush())
-        return fail("writing the output failed");
+          {"cgroup", opt_.cgroup_id ? json(opt_.cgroup_id) : json(nullptr)},
+          {"probes", tracer_->links()}});
+    if (!out_.flush()) return fail("writing the output failed");
 
     const auto started = Clock::now();
     auto next_housekeeping = started + kHousekeeping;
@@ -270,20 +277,17 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
         if (opt_.duration_s > 0 && now - started >= std::chrono::duration<double>(opt_.duration_s))
             break;
         // With --pid, the run ends with the process.
-        if (opt_.pid && !process_alive(opt_.pid))
-            break;
+        if (opt_.pid && !process_alive(opt_.pid)) break;
     }
     tracer_->drain();
     housekeeping(true);
-    if (output_failed_)
-        return fail("writing the output failed (reader gone or disk full)");
+    if (output_failed_) return fail("writing the output failed (reader gone or disk full)");
     return 0;
 }
 
 }  // namespace
 
-int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop)
-{
+int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop) {
     g_verbose = options.verbose;
     libbpf_set_print(libbpf_log);
     if (geteuid() != 0)
@@ -294,8 +298,7 @@ int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop
     if (options.pid) {
         std::string error;
         auto maps = read_maps(options.pid, error);
-        if (!maps)
-            return fail(error);
+        if (!maps) return fail(error);
         auto lib = find_mapped_library(*maps, kLibibverbsPrefix);
         if (!lib)
             return fail(fmt::format("pid {}: maps no {}* (not a verbs application?)", options.pid,
@@ -307,23 +310,21 @@ int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop
         const std::string sys = system_libibverbs();
         if (sys.empty() && options.scan_ms == 0)
             return fail("no system libibverbs.so.1 found; give --lib PATH");
-        if (!sys.empty())
-            libraries.push_back(sys);
+        if (!sys.empty()) libraries.push_back(sys);
     }
     for (const std::string& lib : libraries) {
         std::string error;
         auto elf = ElfSymbols::load(lib, error);
-        if (!elf)
-            return fail("--lib " + error);
+        if (!elf) return fail("--lib " + error);
         for (const VerbProbeSpec& v : kControlVerbs)
             if (v.required && !elf->function_offset(v.symbol))
-                return fail("--lib " + lib + ": does not define " + v.symbol + " (not a libibverbs?)");
+                return fail("--lib " + lib + ": does not define " + v.symbol +
+                            " (not a libibverbs?)");
     }
 
     std::string error;
     auto out = OutputSink::open(options.output, options.unix_socket, error);
-    if (!out)
-        return fail(error);
+    if (!out) return fail(error);
     Session session(options, *out);
     return session.run(libraries, stop);
 }

@@ -17,9 +17,9 @@ namespace insert::hosttrace {
 
 // ibv_create_qp_ex / ibv_reg_mr_iova are exported by some libibverbs builds only.
 const std::vector<VerbProbeSpec> kControlVerbs = {
-    {"ibv_open_device", true},  {"ibv_query_gid", true},    {"ibv_alloc_pd", true},
-    {"ibv_create_cq", true},    {"ibv_create_qp", true},    {"ibv_create_qp_ex", false},
-    {"ibv_modify_qp", true},    {"ibv_destroy_qp", true},   {"ibv_reg_mr", true},
+    {"ibv_open_device", true},  {"ibv_query_gid", true},     {"ibv_alloc_pd", true},
+    {"ibv_create_cq", true},    {"ibv_create_qp", true},     {"ibv_create_qp_ex", false},
+    {"ibv_modify_qp", true},    {"ibv_destroy_qp", true},    {"ibv_reg_mr", true},
     {"ibv_reg_mr_iova", false}, {"ibv_reg_mr_iova2", false}, {"ibv_dereg_mr", true},
 };
 
@@ -30,8 +30,7 @@ struct ProbePair {
     bpf_program* ret;  // nullptr: entry only
 };
 
-ProbePair programs_for(verbs_trace_bpf* s, std::string_view symbol)
-{
+ProbePair programs_for(verbs_trace_bpf* s, std::string_view symbol) {
     auto& p = s->progs;
     if (symbol == "ibv_open_device") return {p.open_device_entry, p.open_device_return};
     if (symbol == "ibv_query_gid") return {p.query_gid_entry, p.query_gid_return};
@@ -48,11 +47,9 @@ ProbePair programs_for(verbs_trace_bpf* s, std::string_view symbol)
     return {nullptr, nullptr};
 }
 
-bool file_identity(const std::string& path, uint64_t& dev, uint64_t& ino)
-{
+bool file_identity(const std::string& path, uint64_t& dev, uint64_t& ino) {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0)
-        return false;
+    if (stat(path.c_str(), &st) != 0) return false;
     dev = st.st_dev;
     ino = st.st_ino;
     return true;
@@ -60,18 +57,16 @@ bool file_identity(const std::string& path, uint64_t& dev, uint64_t& ino)
 
 }  // namespace
 
-std::string system_libibverbs()
-{
-    for (const char* p : {"/usr/lib/x86_64-linux-gnu/libibverbs.so.1", "/usr/lib/aarch64-linux-gnu/libibverbs.so.1",
-                          "/usr/lib64/libibverbs.so.1", "/usr/lib/libibverbs.so.1"})
-        if (access(p, R_OK) == 0)
-            return p;
+std::string system_libibverbs() {
+    for (const char* p :
+         {"/usr/lib/x86_64-linux-gnu/libibverbs.so.1", "/usr/lib/aarch64-linux-gnu/libibverbs.so.1",
+          "/usr/lib64/libibverbs.so.1", "/usr/lib/libibverbs.so.1"})
+        if (access(p, R_OK) == 0) return p;
     return {};
 }
 
 std::unique_ptr<VerbsTracer> VerbsTracer::open(const TracerFilters& filters, EventHandler handler,
-                                               std::string& error)
-{
+                                               std::string& error) {
     std::unique_ptr<VerbsTracer> t(new VerbsTracer());
     t->handler_ = std::move(handler);
     t->skel_ = verbs_trace_bpf__open();
@@ -97,7 +92,8 @@ std::unique_ptr<VerbsTracer> VerbsTracer::open(const TracerFilters& filters, Eve
                 (err == -EPERM ? " (needs root: CAP_BPF and CAP_PERFMON)" : "");
         return nullptr;
     }
-    t->rb_ = ring_buffer__new(bpf_map__fd(t->skel_->maps.events), &VerbsTracer::on_sample, t.get(), nullptr);
+    t->rb_ = ring_buffer__new(bpf_map__fd(t->skel_->maps.events), &VerbsTracer::on_sample, t.get(),
+                              nullptr);
     if (!t->rb_) {
         error = std::string("creating the ring buffer reader: ") + std::strerror(errno);
         return nullptr;
@@ -105,20 +101,14 @@ std::unique_ptr<VerbsTracer> VerbsTracer::open(const TracerFilters& filters, Eve
     return t;
 }
 
-VerbsTracer::~VerbsTracer()
-{
-    for (bpf_link* l : links_)
-        bpf_link__destroy(l);
-    if (rb_)
-        ring_buffer__free(rb_);
-    if (skel_)
-        verbs_trace_bpf__destroy(skel_);
+VerbsTracer::~VerbsTracer() {
+    for (bpf_link* l : links_) bpf_link__destroy(l);
+    if (rb_) ring_buffer__free(rb_);
+    if (skel_) verbs_trace_bpf__destroy(skel_);
 }
 
-int VerbsTracer::on_sample(void* self, void* data, size_t size)
-{
-    if (size < sizeof(insert_trace_event))
-        return 0;
+int VerbsTracer::on_sample(void* self, void* data, size_t size) {
+    if (size < sizeof(insert_trace_event)) return 0;
     insert_trace_event e;
     std::memcpy(&e, data, sizeof(e));
     static_cast<VerbsTracer*>(self)->handler_(e);
@@ -126,8 +116,7 @@ int VerbsTracer::on_sample(void* self, void* data, size_t size)
 }
 
 bool VerbsTracer::attach_one(bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
-                             uint64_t offset, std::string& error)
-{
+                             uint64_t offset, std::string& error) {
     bpf_link* link = bpf_program__attach_uprobe(prog, retprobe, pid, path.c_str(), offset);
     if (!link) {
         const int err = errno;
@@ -141,19 +130,16 @@ bool VerbsTracer::attach_one(bpf_program* prog, bool retprobe, pid_t pid, const 
 
 bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
                                  std::vector<std::pair<std::string, uint64_t>>& attached,
-                                 bool& already, std::string& error)
-{
+                                 bool& already, std::string& error) {
     uint64_t dev = 0, ino = 0;
     if (!file_identity(path, dev, ino)) {
         error = path + ": " + std::strerror(errno);
         return false;
     }
     already = libraries_.count({dev, ino}) != 0;
-    if (already)
-        return true;
+    if (already) return true;
     auto elf = ElfSymbols::load(path, error);
-    if (!elf)
-        return false;
+    if (!elf) return false;
     // Resolve everything first so that a wrong file attaches nothing.
     std::vector<std::pair<std::string, uint64_t>> sites;
     for (const VerbProbeSpec& v : kControlVerbs) {
@@ -186,9 +172,8 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
     return true;
 }
 
-bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset, pid_t pid,
-                                  bool& already, std::string& error)
-{
+bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset,
+                                  pid_t pid, bool& already, std::string& error) {
     uint64_t dev = 0, ino = 0;
     if (!file_identity(path, dev, ino)) {
         error = path + ": " + std::strerror(errno);
@@ -196,55 +181,47 @@ bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64
     }
     const auto key = std::make_tuple(dev, ino, offset, static_cast<int>(fn));
     already = datapath_.count(key) != 0;
-    if (already)
-        return true;
+    if (already) return true;
     auto& p = skel_->progs;
     bool ok = false;
     switch (fn) {
-    case DatapathFn::PostSend:
-        ok = attach_one(p.post_send_entry, false, pid, path, offset, error);
-        break;
-    case DatapathFn::PostRecv:
-        ok = attach_one(p.post_recv_entry, false, pid, path, offset, error);
-        break;
-    case DatapathFn::PollCq:
-        ok = attach_one(p.poll_cq_entry, false, pid, path, offset, error) &&
-             attach_one(p.poll_cq_return, true, pid, path, offset, error);
-        break;
-    case DatapathFn::CreateQpEx:
-        ok = attach_one(p.create_qp_entry, false, pid, path, offset, error) &&
-             attach_one(p.create_qp_return, true, pid, path, offset, error);
-        break;
+        case DatapathFn::PostSend:
+            ok = attach_one(p.post_send_entry, false, pid, path, offset, error);
+            break;
+        case DatapathFn::PostRecv:
+            ok = attach_one(p.post_recv_entry, false, pid, path, offset, error);
+            break;
+        case DatapathFn::PollCq:
+            ok = attach_one(p.poll_cq_entry, false, pid, path, offset, error) &&
+                 attach_one(p.poll_cq_return, true, pid, path, offset, error);
+            break;
+        case DatapathFn::CreateQpEx:
+            ok = attach_one(p.create_qp_entry, false, pid, path, offset, error) &&
+                 attach_one(p.create_qp_return, true, pid, path, offset, error);
+            break;
     }
-    if (ok)
-        datapath_.insert(key);
+    if (ok) datapath_.insert(key);
     return ok;
 }
 
-int VerbsTracer::poll(int timeout_ms)
-{
+int VerbsTracer::poll(int timeout_ms) {
     return ring_buffer__poll(rb_, timeout_ms);
 }
 
-int VerbsTracer::drain()
-{
+int VerbsTracer::drain() {
     return ring_buffer__consume(rb_);
 }
 
-Counters VerbsTracer::counters() const
-{
+Counters VerbsTracer::counters() const {
     Counters c;
     const int ncpu = libbpf_num_possible_cpus();
-    if (ncpu <= 0)
-        return c;
+    if (ncpu <= 0) return c;
     std::vector<uint64_t> values(static_cast<size_t>(ncpu));
     const int fd = bpf_map__fd(skel_->maps.counters);
     uint64_t* fields[] = {&c.ringbuf_drops, &c.read_errors, &c.sampled_out};
     for (uint32_t key = 0; key < INSERT_CNT_MAX; key++) {
-        if (bpf_map_lookup_elem(fd, &key, values.data()) != 0)
-            continue;
-        for (uint64_t v : values)
-            *fields[key] += v;
+        if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+        for (uint64_t v : values) *fields[key] += v;
     }
     return c;
 }

@@ -48,7 +48,7 @@ struct VerbProbeSpec {
 extern const std::vector<VerbProbeSpec> kControlVerbs;
 
 class VerbsTracer {
-public:
+  public:
     using EventHandler = std::function<void(const insert_trace_event&)>;
 
     static std::unique_ptr<VerbsTracer> open(const TracerFilters& filters, EventHandler handler,
@@ -58,12 +58,12 @@ public:
     VerbsTracer& operator=(const VerbsTracer&) = delete;
 
     // Probes the control-path verbs of a libibverbs file for `pid` (-1: every process).
-    // Appends the attached symbols and their file offsets to `attached`. Returns false with `error` when the file
-    // is not a libibverbs (a required symbol is missing) or an attach fails. Attaching the
-    // same file (device, inode) twice is a no-op that returns true.
+    // Appends the attached symbols and their file offsets to `attached`. Returns false with `error`
+    // when the file is not a libibverbs (a required symbol is missing) or an attach fails.
+    // Attaching the same file (device, inode) twice is a no-op that returns true.
     bool attach_library(const std::string& path, pid_t pid,
-                        std::vector<std::pair<std::string, uint64_t>>& attached,
-                        bool& already, std::string& error);
+                        std::vector<std::pair<std::string, uint64_t>>& attached, bool& already,
+                        std::string& error);
 
     // Probes a provider function at (file, offset); idempotent per location.
     // `already` tells whether it was probed before.
@@ -78,7 +78,7 @@ public:
     Counters counters() const;
     size_t links() const { return links_.size(); }
 
-private:
+  private:
     VerbsTracer() = default;
     static int on_sample(void* self, void* data, size_t size);
     bool attach_one(::bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
@@ -88,8 +88,8 @@ private:
     ring_buffer* rb_ = nullptr;
     EventHandler handler_;
     std::vector<bpf_link*> links_;
-    std::set<std::pair<uint64_t, uint64_t>> libraries_;                  // (dev, inode)
-    std::set<std::tuple<uint64_t, uint64_t, uint64_t, int>> datapath_;   // dev, inode, offset, fn
+    std::set<std::pair<uint64_t, uint64_t>> libraries_;                 // (dev, inode)
+    std::set<std::tuple<uint64_t, uint64_t, uint64_t, int>> datapath_;  // dev, inode, offset, fn
 };
 
 // Candidates for the system's libibverbs, in the order the dynamic loader would find them.

@@ -7,8 +7,8 @@
 
 #include "verbs_trace.h"
 
-#define INSERT_CHECK_OFFSET(type, member, constant)                                    \
-    static_assert(offsetof(type, member) == (constant),                              \
+#define INSERT_CHECK_OFFSET(type, member, constant)                                          \
+    static_assert(offsetof(type, member) == (constant),                                      \
                   "verbs_trace.h: " #constant " disagrees with offsetof(" #type ", " #member \
                   ") in <infiniband/verbs.h>")
 
@@ -77,9 +77,11 @@ static_assert(sizeof(insert_ev_poll_cq) == 40);
 // ibv_create_qp_ex() is inline: it calls verbs_context.create_qp_ex when the context is
 // extended (abi_compat == __VERBS_ABI_IS_EXTENDED) and vctx->sz covers the field.
 INSERT_CHECK_OFFSET(ibv_context, abi_compat, IBV_CONTEXT_ABI_COMPAT);
-static_assert(static_cast<long>(offsetof(verbs_context, sz)) - static_cast<long>(offsetof(verbs_context, context)) ==
+static_assert(static_cast<long>(offsetof(verbs_context, sz)) -
+                  static_cast<long>(offsetof(verbs_context, context)) ==
               VERBS_CONTEXT_SZ_FROM_CONTEXT);
 static_assert(static_cast<long>(offsetof(verbs_context, create_qp_ex)) -
                   static_cast<long>(offsetof(verbs_context, context)) ==
               VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT);
-static_assert(sizeof(verbs_context) - offsetof(verbs_context, create_qp_ex) == VERBS_CONTEXT_CREATE_QP_EX_MIN_SZ);
+static_assert(sizeof(verbs_context) - offsetof(verbs_context, create_qp_ex) ==
+              VERBS_CONTEXT_CREATE_QP_EX_MIN_SZ);

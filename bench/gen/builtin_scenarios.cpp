@@ -7,7 +7,9 @@ namespace insert::gen {
 
 namespace {
 
-proto::IpAddress ip(const char* text) { return *proto::IpAddress::parse(text); }
+proto::IpAddress ip(const char* text) {
+    return *proto::IpAddress::parse(text);
+}
 
 uint32_t scaled(uint32_t n, double scale) {
     return std::max<uint32_t>(1, static_cast<uint32_t>(std::lround(n * scale)));
@@ -19,7 +21,8 @@ std::vector<HostSpec> ipv4_hosts(int n) {
     return hosts;
 }
 
-OpWeight op(OpType o, double weight, uint32_t min_len, uint32_t max_len, double imm = 0, double inv = 0) {
+OpWeight op(OpType o, double weight, uint32_t min_len, uint32_t max_len, double imm = 0,
+            double inv = 0) {
     OpWeight w;
     w.op = o;
     w.weight = weight;
@@ -83,14 +86,16 @@ Scenario cm_pairing(const ScaleOptions& o) {
                conn(1, 2, 1024)};
     s.workload.msgs_per_conn = scaled(10, o.scale);
     s.workload.start_ns = 20'000;
-    s.workload.ops = {op(OpType::write, 2, 0, 4096), op(OpType::send, 1, 0, 4096), op(OpType::read, 1, 0, 8192)};
+    s.workload.ops = {op(OpType::write, 2, 0, 4096), op(OpType::send, 1, 0, 4096),
+                      op(OpType::read, 1, 0, 8192)};
     return s;
 }
 
 Scenario losses(const ScaleOptions& o) {
     Scenario s;
     s.name = "losses";
-    s.description = "random loss before/after the observer and of ACKs, plus an RNR retry and a fatal NAK";
+    s.description =
+        "random loss before/after the observer and of ACKs, plus an RNR retry and a fatal NAK";
     s.hosts = ipv4_hosts(2);
     s.conns = {conn(0, 1, 1024), conn(0, 1, 1024), conn(0, 1, 2048), conn(0, 1, 4096)};
     const uint32_t n = scaled(40, o.scale);
@@ -104,8 +109,11 @@ Scenario losses(const ScaleOptions& o) {
     // A SEND that meets a receiver without receive buffers twice, and a WRITE to a bad R_Key
     // after which connection 3 stops (its later messages are flushed, never sent).
     const uint32_t k = std::min<uint32_t>(n - 1, 5);  // the explicit messages land after the k-th
-    MessageSpec rnr_send{1, OpType::send, 3000, s.workload.start_ns + k * s.workload.gap_ns + 1, false, false};
-    MessageSpec bad_write{3, OpType::write, 2000, s.workload.start_ns + (n / 2) * s.workload.gap_ns + 1, false, false};
+    MessageSpec rnr_send{1,     OpType::send, 3000, s.workload.start_ns + k * s.workload.gap_ns + 1,
+                         false, false};
+    MessageSpec bad_write{3,     OpType::write,
+                          2000,  s.workload.start_ns + (n / 2) * s.workload.gap_ns + 1,
+                          false, false};
     s.messages = {rnr_send, bad_write};
     s.imp.targets.push_back({Action::rnr, 1, k + 1, 0, 2});
     s.imp.targets.push_back({Action::access_error, 3, n / 2 + 1, 0, 1});
@@ -129,10 +137,11 @@ Scenario reordering(const ScaleOptions& o) {
 Scenario congestion(const ScaleOptions& o) {
     Scenario s;
     s.name = "congestion";
-    s.description = "3-to-1 incast: CE marks, CNPs back to the senders, paced retransmission-free traffic";
+    s.description =
+        "3-to-1 incast: CE marks, CNPs back to the senders, paced retransmission-free traffic";
     s.hosts = ipv4_hosts(4);
-    s.conns = {conn(0, 3, 4096), conn(1, 3, 4096), conn(2, 3, 4096), conn(0, 3, 1024), conn(1, 3, 2048),
-               conn(2, 3, 1024)};
+    s.conns = {conn(0, 3, 4096), conn(1, 3, 4096), conn(2, 3, 4096),
+               conn(0, 3, 1024), conn(1, 3, 2048), conn(2, 3, 1024)};
     s.rate_gbps = 25;
     s.workload.msgs_per_conn = scaled(30, o.scale);
     s.workload.gap_ns = 8'000;
@@ -165,7 +174,8 @@ Scenario ipv6_vlan_wrap(const ScaleOptions& o) {
 Scenario malformed_background(const ScaleOptions& o) {
     Scenario s;
     s.name = "malformed_background";
-    s.description = "RoCE on source port 53, non-RoCE frames and each kind of malformed UDP-4791 frame";
+    s.description =
+        "RoCE on source port 53, non-RoCE frames and each kind of malformed UDP-4791 frame";
     s.hosts = ipv4_hosts(3);
     s.sport_policy = SportPolicy::fixed;
     s.fixed_sport = 53;  // Wireshark would take it for DNS
@@ -195,12 +205,14 @@ Scenario large(const ScaleOptions& o) {
     // Each message is one request and (ACK coalescing aside) one ACK; 2% extra so that
     // coalesced ACKs do not leave the total below the figure asked for.
     const uint64_t want = packets + packets / 50;
-    s.workload.msgs_per_conn = static_cast<uint32_t>(std::max<uint64_t>(1, (want + 2 * conns - 1) / (2 * conns)));
+    s.workload.msgs_per_conn =
+        static_cast<uint32_t>(std::max<uint64_t>(1, (want + 2 * conns - 1) / (2 * conns)));
     s.workload.ops = {op(OpType::write, 1, 64, 1024)};
     constexpr double kLoad = 0.3;
     constexpr double kFrameBits = (600 + 90) * 8.0;  // average request + ACK on the wire
     const double per_host = static_cast<double>(conns) / kHosts;
-    s.workload.gap_ns = std::max<uint64_t>(20'000, static_cast<uint64_t>(per_host * kFrameBits / (kLoad * s.rate_gbps)));
+    s.workload.gap_ns = std::max<uint64_t>(
+        20'000, static_cast<uint64_t>(per_host * kFrameBits / (kLoad * s.rate_gbps)));
     s.workload.jitter_ns = s.workload.gap_ns;
     s.workload.start_ns = 10'000;
     s.timing.retx_timeout_ns = 10'000'000;
@@ -212,9 +224,14 @@ struct Entry {
     Scenario (*make)(const ScaleOptions&);
 };
 constexpr Entry kBuiltins[] = {
-    {"clean_write", clean_write},       {"mixed_ops", mixed_ops},   {"cm_pairing", cm_pairing},
-    {"losses", losses},                 {"reordering", reordering}, {"congestion", congestion},
-    {"ipv6_vlan_wrap", ipv6_vlan_wrap}, {"malformed_background", malformed_background},
+    {"clean_write", clean_write},
+    {"mixed_ops", mixed_ops},
+    {"cm_pairing", cm_pairing},
+    {"losses", losses},
+    {"reordering", reordering},
+    {"congestion", congestion},
+    {"ipv6_vlan_wrap", ipv6_vlan_wrap},
+    {"malformed_background", malformed_background},
     {"large", large},
 };
 

@@ -34,7 +34,9 @@ void write_cm_mad(const CmMadFields& f, std::array<uint8_t, kMadBytes>& mad) {
     m[2] = kClassVersion;
     m[3] = kMethodSend;
     store_be64(m + 8, (uint64_t{f.local_comm_id} << 32) | static_cast<uint8_t>(f.kind));  // TID
-    const uint16_t attr = f.kind == CmKind::req ? kCmAttrReq : f.kind == CmKind::rep ? kCmAttrRep : kCmAttrRtu;
+    const uint16_t attr = f.kind == CmKind::req   ? kCmAttrReq
+                          : f.kind == CmKind::rep ? kCmAttrRep
+                                                  : kCmAttrRtu;
     store_be16(m + 16, attr);
     uint8_t* d = m + 24;  // the CM message data
     switch (f.kind) {
@@ -45,18 +47,19 @@ void write_cm_mad(const CmMadFields& f, std::array<uint8_t, kMadBytes>& mad) {
             store_be24(d + 32, f.local_qpn);
             d[35] = kResponderResources;
             d[39] = kInitiatorDepth;
-            d[43] = static_cast<uint8_t>(20 << 3);  // remote CM response timeout; RC; no EE flow control
+            d[43] = static_cast<uint8_t>(
+                20 << 3);  // remote CM response timeout; RC; no EE flow control
             store_be24(d + 44, f.starting_psn);
             d[47] = static_cast<uint8_t>((20 << 3) | 7);  // local CM response timeout, retry count
-            store_be16(d + 48, 0xFFFF);                    // P_Key
+            store_be16(d + 48, 0xFFFF);                   // P_Key
             d[50] = static_cast<uint8_t>((mtu_code(f.path_mtu) << 4) | 7);  // path MTU, RNR retry
-            d[51] = static_cast<uint8_t>(15 << 4);                           // max CM retries
-            store_be16(d + 52, 0xFFFF);  // RoCE: permissive LIDs
+            d[51] = static_cast<uint8_t>(15 << 4);                          // max CM retries
+            store_be16(d + 52, 0xFFFF);                                     // RoCE: permissive LIDs
             store_be16(d + 54, 0xFFFF);
-            std::memcpy(d + 56, f.local_ip.bytes.data(), 16);   // GIDs: IPv4-mapped or IPv6
+            std::memcpy(d + 56, f.local_ip.bytes.data(), 16);  // GIDs: IPv4-mapped or IPv6
             std::memcpy(d + 72, f.remote_ip.bytes.data(), 16);
-            d[93] = 64;                                         // hop limit
-            d[95] = static_cast<uint8_t>(18 << 3);              // local ACK timeout
+            d[93] = 64;                             // hop limit
+            d[95] = static_cast<uint8_t>(18 << 3);  // local ACK timeout
             break;
         case CmKind::rep:
             store_be32(d + 0, f.local_comm_id);
@@ -73,7 +76,8 @@ void write_cm_mad(const CmMadFields& f, std::array<uint8_t, kMadBytes>& mad) {
             store_be32(d + 0, f.local_comm_id);
             store_be32(d + 4, f.remote_comm_id);
             break;
-        case CmKind::none: break;
+        case CmKind::none:
+            break;
     }
 }
 

@@ -70,9 +70,15 @@ FrameEncoder::FrameEncoder(const Scenario& scenario, const Simulator& sim)
 std::span<const uint8_t> FrameEncoder::encode(const SimPacket& p) {
     std::size_t n = 0;
     switch (p.cls) {
-        case PacketClass::roce: n = encode_roce(p, buf_.data()); break;
-        case PacketClass::background: n = encode_background(p, buf_.data()); break;
-        case PacketClass::malformed: n = encode_malformed(p, buf_.data()); break;
+        case PacketClass::roce:
+            n = encode_roce(p, buf_.data());
+            break;
+        case PacketClass::background:
+            n = encode_background(p, buf_.data());
+            break;
+        case PacketClass::malformed:
+            n = encode_malformed(p, buf_.data());
+            break;
     }
     return {buf_.data(), n};
 }
@@ -86,7 +92,8 @@ std::size_t FrameEncoder::encode_roce(const SimPacket& p, uint8_t* out) {
     spec.vlan_count = static_cast<uint8_t>(src.vlans.size());
     for (std::size_t i = 0; i < src.vlans.size(); ++i) {
         // Two tags: 802.1ad outer, 802.1Q inner.
-        spec.vlan_tpid[i] = src.vlans.size() == 2 && i == 0 ? proto::kEtherTypeQinQ : proto::kEtherTypeVlan;
+        spec.vlan_tpid[i] =
+            src.vlans.size() == 2 && i == 0 ? proto::kEtherTypeQinQ : proto::kEtherTypeVlan;
         spec.vlan_tci[i] = static_cast<uint16_t>((kRocePcp << 13) | (src.vlans[i] & 0x0FFF));
     }
     spec.src_ip = src.ip;
@@ -136,7 +143,8 @@ std::size_t FrameEncoder::encode_roce(const SimPacket& p, uint8_t* out) {
     return n;
 }
 
-std::size_t FrameEncoder::write_l2(uint16_t host, uint16_t dst_host, uint16_t ether_type, uint8_t* out) const {
+std::size_t FrameEncoder::write_l2(uint16_t host, uint16_t dst_host, uint16_t ether_type,
+                                   uint8_t* out) const {
     const proto::MacAddress s = host_mac(host), d = host_mac(dst_host);
     std::memcpy(out, d.data(), 6);
     std::memcpy(out + 6, s.data(), 6);
@@ -182,7 +190,8 @@ std::size_t FrameEncoder::encode_background(const SimPacket& p, uint8_t* out) {
             const std::size_t off = write_l2(p.src_host, p.dst_host, proto::kEtherTypeIpv4, out);
             const auto kind = static_cast<BackgroundKind>(p.variant);
             uint8_t* udp = out + off + proto::kIpv4MinHeaderLen;
-            const uint16_t sport = kind == BackgroundKind::udp_from_4791 ? proto::kRoceV2Port : p.sport;
+            const uint16_t sport =
+                kind == BackgroundKind::udp_from_4791 ? proto::kRoceV2Port : p.sport;
             const uint16_t dport = kind == BackgroundKind::udp_from_4791   ? 40000
                                    : kind == BackgroundKind::ipv4_fragment ? proto::kRoceV2Port
                                                                            : 9000;
@@ -190,10 +199,14 @@ std::size_t FrameEncoder::encode_background(const SimPacket& p, uint8_t* out) {
             store_be16(udp, sport);
             store_be16(udp + 2, dport);
             // A first fragment announces the whole datagram's UDP length.
-            store_be16(udp + 4, static_cast<uint16_t>(8 + payload + (kind == BackgroundKind::ipv4_fragment ? 1000 : 0)));
+            store_be16(udp + 4,
+                       static_cast<uint16_t>(8 + payload +
+                                             (kind == BackgroundKind::ipv4_fragment ? 1000 : 0)));
             for (uint32_t i = 0; i < payload; ++i) udp[8 + i] = static_cast<uint8_t>(i * 13 + 5);
-            const uint16_t frag = kind == BackgroundKind::ipv4_fragment ? 0x2000 : 0x4000;  // MF : DF
-            write_ipv4(out + off, proto::kIpProtoUdp, static_cast<uint16_t>(20 + 8 + payload), id, frag, src, dst);
+            const uint16_t frag =
+                kind == BackgroundKind::ipv4_fragment ? 0x2000 : 0x4000;  // MF : DF
+            write_ipv4(out + off, proto::kIpProtoUdp, static_cast<uint16_t>(20 + 8 + payload), id,
+                       frag, src, dst);
             return std::max<std::size_t>(off + 28 + payload, kMinFrame);
         }
     }

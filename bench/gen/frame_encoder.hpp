@@ -16,12 +16,12 @@ namespace insert::gen {
 constexpr std::size_t kMaxFrameBytes = 9216;
 
 class FrameEncoder {
-public:
+  public:
     FrameEncoder(const Scenario& scenario, const Simulator& sim);
     // Encodes into an internal buffer valid until the next call; empty span on failure.
     std::span<const uint8_t> encode(const SimPacket& p);
 
-private:
+  private:
     std::size_t encode_roce(const SimPacket& p, uint8_t* out);
     std::size_t encode_background(const SimPacket& p, uint8_t* out);
     std::size_t encode_malformed(const SimPacket& p, uint8_t* out);

@@ -3,9 +3,9 @@
 // docs/insert-gen.md.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 #include "bench/gen/builtin_scenarios.hpp"
 #include "bench/gen/generator.hpp"
@@ -14,7 +14,8 @@ namespace {
 
 std::string temp_pcap() {
     const char* dir = std::getenv("TMPDIR");
-    return std::string(dir ? dir : "/tmp") + "/insert_gen_bench_" + std::to_string(::getpid()) + ".pcap";
+    return std::string(dir ? dir : "/tmp") + "/insert_gen_bench_" + std::to_string(::getpid()) +
+           ".pcap";
 }
 
 // `large` scaled by the benchmark arguments: QPs, packets. Writes a real file.
@@ -35,10 +36,14 @@ void BM_GenerateLargeToDisk(benchmark::State& state) {
     }
     std::remove(path.c_str());
     state.SetItemsProcessed(static_cast<int64_t>(packets));
-    state.counters["Mpps"] = benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
+    state.counters["Mpps"] =
+        benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_GenerateLargeToDisk)->Args({100'000, 1'000'000})->Args({20'000, 200'000})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GenerateLargeToDisk)
+    ->Args({100'000, 1'000'000})
+    ->Args({20'000, 200'000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Simulation and truth only (no frames): how much of the time the wire format takes.
 void BM_SimulateAndTruth(benchmark::State& state) {
@@ -53,9 +58,13 @@ void BM_SimulateAndTruth(benchmark::State& state) {
         packets += gen.truth().summary().pkts;
     }
     state.SetItemsProcessed(static_cast<int64_t>(packets));
-    state.counters["Mpps"] = benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
+    state.counters["Mpps"] =
+        benchmark::Counter(static_cast<double>(packets) / 1e6, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_SimulateAndTruth)->Args({100'000, 1'000'000})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SimulateAndTruth)
+    ->Args({100'000, 1'000'000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

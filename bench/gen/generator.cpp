@@ -12,7 +12,7 @@ namespace {
 
 // Fans each observed packet out to the truth observer and the frame encoder.
 class Tee : public ObservedSink {
-public:
+  public:
     Tee(TruthObserver& truth, FrameEncoder& encoder, capture::PcapWriter* pcap,
         const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame)
         : truth_(truth), encoder_(encoder), pcap_(pcap), on_frame_(on_frame) {}
@@ -32,7 +32,7 @@ public:
     uint64_t frames() const { return frames_; }
     uint64_t encode_failures() const { return encode_failures_; }
 
-private:
+  private:
     TruthObserver& truth_;
     FrameEncoder& encoder_;
     capture::PcapWriter* pcap_;
@@ -43,13 +43,15 @@ private:
 
 }  // namespace
 
-Generation::Generation(Scenario scenario, uint64_t seed) : scenario_(std::move(scenario)), seed_(seed) {
+Generation::Generation(Scenario scenario, uint64_t seed)
+    : scenario_(std::move(scenario)), seed_(seed) {
     sim_ = std::make_unique<Simulator>(scenario_, seed_);
     truth_ = std::make_unique<TruthObserver>(scenario_, *sim_);
 }
 
-bool Generation::run(const std::string& pcap_path, std::string& error,
-                     const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame) {
+bool Generation::run(
+    const std::string& pcap_path, std::string& error,
+    const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame) {
     capture::PcapWriter writer;
     capture::PcapWriter* pcap = nullptr;
     if (!pcap_path.empty()) {
@@ -65,7 +67,8 @@ bool Generation::run(const std::string& pcap_path, std::string& error,
     truth_->finish();
     frames_ = tee.frames();
     if (tee.encode_failures() > 0) {
-        error = "internal error: " + std::to_string(tee.encode_failures()) + " packets could not be encoded";
+        error = "internal error: " + std::to_string(tee.encode_failures()) +
+                " packets could not be encoded";
         if (pcap) writer.close(), std::remove(pcap_path.c_str());
         return false;
     }

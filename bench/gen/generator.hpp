@@ -15,7 +15,7 @@
 namespace insert::gen {
 
 class Generation {
-public:
+  public:
     Generation(Scenario scenario, uint64_t seed);
 
     // Runs the scenario. Frames go to `pcap_path` (skipped when empty) and to `on_frame`
@@ -30,7 +30,7 @@ public:
     uint64_t seed() const { return seed_; }
     uint64_t frames() const { return frames_; }
 
-private:
+  private:
     Scenario scenario_;
     uint64_t seed_;
     std::unique_ptr<Simulator> sim_;

@@ -3,10 +3,10 @@
 //   insert-gen --scenario my.json --seed 1 --out x.pcap --truth x.truth.json
 //   insert-gen --scenario large --qps 100000 --packets 2000000 --out big.pcap --truth big.json
 //   insert-gen --list-scenarios
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 
 #include "bench/gen/builtin_scenarios.hpp"
 #include "bench/gen/generator.hpp"
@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
         "  insert-gen --list-scenarios\n"
         "  insert-gen --scenario losses --seed 7 --out losses.pcap --truth losses.truth.json\n"
         "  insert-gen --scenario my.json --seed 1 --out x.pcap --truth x.truth.json\n"
-        "  insert-gen --scenario large --qps 100000 --packets 2000000 --out big.pcap --truth big.json");
+        "  insert-gen --scenario large --qps 100000 --packets 2000000 --out big.pcap --truth "
+        "big.json");
     std::string scenario_arg, out_path, truth_path;
     uint64_t seed = 1;
     bool list = false, quiet = false;
@@ -40,9 +41,11 @@ int main(int argc, char** argv) {
     app.add_option("--seed", seed, "random seed (same seed, same bytes)");
     app.add_option("--out", out_path, "pcap to write (nanosecond timestamps)");
     app.add_option("--truth", truth_path, "ground-truth JSON to write");
-    app.add_option("--scale", scale.scale, "multiply message/connection counts of a built-in scenario")
+    app.add_option("--scale", scale.scale,
+                   "multiply message/connection counts of a built-in scenario")
         ->check(CLI::Range(0.001, 1000.0));
-    app.add_option("--qps", scale.qps, "large: number of QPs (two per connection)")->check(CLI::Range(2, 20'000'000));
+    app.add_option("--qps", scale.qps, "large: number of QPs (two per connection)")
+        ->check(CLI::Range(2, 20'000'000));
     app.add_option("--packets", scale.packets, "large: approximate number of packets")
         ->check(CLI::Range(1, 2'000'000'000));
     app.add_flag("--quiet", quiet, "no summary line on stderr");
@@ -55,17 +58,23 @@ int main(int argc, char** argv) {
     }
 
     if (list) {
-        for (const std::string& name : insert::gen::builtin_names()) std::printf("%s\n", name.c_str());
+        for (const std::string& name : insert::gen::builtin_names())
+            std::printf("%s\n", name.c_str());
         return 0;
     }
-    if (scenario_arg.empty()) return usage_error("--scenario: required (a name from --list-scenarios or a .json file)");
+    if (scenario_arg.empty())
+        return usage_error("--scenario: required (a name from --list-scenarios or a .json file)");
     if (out_path.empty()) return usage_error("--out: required (the pcap to write)");
-    if (truth_path.empty()) return usage_error("--truth: required (the ground-truth JSON to write)");
+    if (truth_path.empty())
+        return usage_error("--truth: required (the ground-truth JSON to write)");
 
-    std::optional<insert::gen::Scenario> scenario = insert::gen::builtin_scenario(scenario_arg, scale);
+    std::optional<insert::gen::Scenario> scenario =
+        insert::gen::builtin_scenario(scenario_arg, scale);
     if (!scenario) {
-        if (scenario_arg.find('/') == std::string::npos && scenario_arg.find(".json") == std::string::npos)
-            return usage_error("--scenario: unknown scenario \"" + scenario_arg + "\" (see --list-scenarios)");
+        if (scenario_arg.find('/') == std::string::npos &&
+            scenario_arg.find(".json") == std::string::npos)
+            return usage_error("--scenario: unknown scenario \"" + scenario_arg +
+                               "\" (see --list-scenarios)");
         std::string error;
         scenario = insert::gen::load_scenario_file(scenario_arg, error);
         if (!scenario) return usage_error("--scenario: " + error);
@@ -82,15 +91,18 @@ int main(int argc, char** argv) {
         std::remove(out_path.c_str());
         return usage_error("--truth: " + error);
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!quiet) {
         const auto& s = gen.truth().summary();
-        std::fprintf(stderr,
-                     "%s", fmt::format("insert-gen: {} seed {}: {} frames ({} RoCE, {} non-RoCE, {} malformed), "
-                                 "{} endpoints, {} connections, {} msgs in {:.3f} s ({:.2f} Mpps)\n",
-                                 gen.scenario().name, seed, s.pkts, s.roce_pkts, s.non_roce_pkts,
-                                 s.malformed[0] + s.malformed[1] + s.malformed[2], s.endpoints, s.connections,
-                                 s.msgs, secs, secs > 0 ? s.pkts / secs / 1e6 : 0.0).c_str());
+        std::fprintf(
+            stderr, "%s",
+            fmt::format("insert-gen: {} seed {}: {} frames ({} RoCE, {} non-RoCE, {} malformed), "
+                        "{} endpoints, {} connections, {} msgs in {:.3f} s ({:.2f} Mpps)\n",
+                        gen.scenario().name, seed, s.pkts, s.roce_pkts, s.non_roce_pkts,
+                        s.malformed[0] + s.malformed[1] + s.malformed[2], s.endpoints,
+                        s.connections, s.msgs, secs, secs > 0 ? s.pkts / secs / 1e6 : 0.0)
+                .c_str());
     }
     return 0;
 }

@@ -8,7 +8,7 @@
 namespace insert::gen {
 
 class Rng {
-public:
+  public:
     explicit Rng(uint64_t seed) {
         for (uint64_t& s : state_) s = splitmix(seed);
     }
@@ -40,7 +40,7 @@ public:
         return static_cast<double>(next() >> 11) * 0x1.0p-53 < p;
     }
 
-private:
+  private:
     static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
     static uint64_t splitmix(uint64_t& x) {
         uint64_t z = (x += 0x9E3779B97F4A7C15ull);

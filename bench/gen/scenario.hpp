@@ -103,7 +103,7 @@ struct Impairments {
     double loss_before = 0.0;
     double loss_after = 0.0;
     double swap = 0.0;
-    double ce_mark = 0.0;     // on every request packet (first transmission)
+    double ce_mark = 0.0;          // on every request packet (first transmission)
     double ack_loss_before = 0.0;  // on ACKs
     uint32_t spray_paths = 1;      // requests spread over N paths...
     uint64_t spray_step_ns = 0;    // ... path k adds k * step
@@ -111,17 +111,17 @@ struct Impairments {
 };
 
 struct Timing {
-    uint64_t ack_delay_ns = 2'000;        // responder ACK coalescing window
-    uint64_t responder_delay_ns = 300;    // NAK generation
-    uint64_t read_delay_ns = 1'500;       // first READ response
+    uint64_t ack_delay_ns = 2'000;      // responder ACK coalescing window
+    uint64_t responder_delay_ns = 300;  // NAK generation
+    uint64_t read_delay_ns = 1'500;     // first READ response
     uint64_t atomic_delay_ns = 1'000;
-    uint64_t retx_timeout_ns = 500'000;   // requester local ACK timeout
-    uint64_t rnr_timer_ns = 40'000;       // wait after an RNR NAK
-    uint64_t cnp_interval_ns = 50'000;    // at most one CNP per QP per interval
+    uint64_t retx_timeout_ns = 500'000;  // requester local ACK timeout
+    uint64_t rnr_timer_ns = 40'000;      // wait after an RNR NAK
+    uint64_t cnp_interval_ns = 50'000;   // at most one CNP per QP per interval
     uint64_t cnp_delay_ns = 1'000;
-    uint64_t rate_recovery_ns = 55'000;   // DCQCN-like: halve the divider after this
-    uint64_t cm_delay_ns = 30'000;        // CM REQ -> REP -> RTU turnaround
-    uint64_t swap_hold_ns = 20'000;       // a swapped packet waits at most this long
+    uint64_t rate_recovery_ns = 55'000;  // DCQCN-like: halve the divider after this
+    uint64_t cm_delay_ns = 30'000;       // CM REQ -> REP -> RTU turnaround
+    uint64_t swap_hold_ns = 20'000;      // a swapped packet waits at most this long
 };
 
 struct UdFlows {

@@ -17,9 +17,12 @@ struct JsonError {
     std::string what;
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw JsonError{path + ": " + msg}; }
+[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+    throw JsonError{path + ": " + msg};
+}
 
-void check_keys(const json& j, const std::string& path, std::initializer_list<std::string_view> allowed) {
+void check_keys(const json& j, const std::string& path,
+                std::initializer_list<std::string_view> allowed) {
     if (!j.is_object()) fail(path, "expected an object");
     for (auto it = j.begin(); it != j.end(); ++it) {
         bool ok = false;
@@ -40,8 +43,9 @@ void get(const json& j, const std::string& path, const char* key, T& out) {
         if (!it->is_number()) fail(p, "expected a number");
         out = it->template get<double>();
     } else if constexpr (std::is_integral_v<T>) {
-        if (!it->is_number_integer() || (it->is_number_integer() && it->template get<int64_t>() < 0 &&
-                                         !it->is_number_unsigned()))
+        if (!it->is_number_integer() ||
+            (it->is_number_integer() && it->template get<int64_t>() < 0 &&
+             !it->is_number_unsigned()))
             fail(p, "expected a non-negative integer");
         const uint64_t v = it->template get<uint64_t>();
         if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail(p, "value too large");
@@ -54,8 +58,11 @@ void get(const json& j, const std::string& path, const char* key, T& out) {
 
 OpType parse_op(const std::string& s, const std::string& path) {
     static constexpr std::pair<std::string_view, OpType> kOps[] = {
-        {"SEND", OpType::send}, {"WRITE", OpType::write}, {"READ", OpType::read},
-        {"CMP_SWAP", OpType::cmp_swap}, {"FETCH_ADD", OpType::fetch_add}};
+        {"SEND", OpType::send},
+        {"WRITE", OpType::write},
+        {"READ", OpType::read},
+        {"CMP_SWAP", OpType::cmp_swap},
+        {"FETCH_ADD", OpType::fetch_add}};
     for (const auto& [name, op] : kOps)
         if (s == name) return op;
     fail(path, "unknown op \"" + s + "\" (SEND WRITE READ CMP_SWAP FETCH_ADD)");
@@ -63,9 +70,13 @@ OpType parse_op(const std::string& s, const std::string& path) {
 
 Action parse_action(const std::string& s, const std::string& path) {
     static constexpr std::pair<std::string_view, Action> kActions[] = {
-        {"drop_before", Action::drop_before}, {"drop_after", Action::drop_after},
-        {"swap", Action::swap}, {"ce_mark", Action::ce_mark}, {"rnr", Action::rnr},
-        {"access_error", Action::access_error}, {"drop_ack_before", Action::drop_ack_before},
+        {"drop_before", Action::drop_before},
+        {"drop_after", Action::drop_after},
+        {"swap", Action::swap},
+        {"ce_mark", Action::ce_mark},
+        {"rnr", Action::rnr},
+        {"access_error", Action::access_error},
+        {"drop_ack_before", Action::drop_ack_before},
         {"drop_ack_after", Action::drop_ack_after}};
     for (const auto& [name, a] : kActions)
         if (s == name) return a;
@@ -80,9 +91,10 @@ ConnTransport parse_transport(const std::string& s, const std::string& path) {
 
 Scenario parse(const json& j) {
     Scenario s;
-    check_keys(j, "$", {"name", "description", "link", "timing", "hosts", "sport_policy", "fixed_sport",
-                        "connections", "random_connections", "workload", "messages", "impairments",
-                        "ud", "background", "malformed"});
+    check_keys(j, "$",
+               {"name", "description", "link", "timing", "hosts", "sport_policy", "fixed_sport",
+                "connections", "random_connections", "workload", "messages", "impairments", "ud",
+                "background", "malformed"});
     get(j, "$", "name", s.name);
     get(j, "$", "description", s.description);
     if (j.contains("link")) {
@@ -95,9 +107,10 @@ Scenario parse(const json& j) {
     if (j.contains("timing")) {
         const json& t = j["timing"];
         const std::string p = "$.timing";
-        check_keys(t, p, {"ack_delay_ns", "responder_delay_ns", "read_delay_ns", "atomic_delay_ns",
-                          "retx_timeout_ns", "rnr_timer_ns", "cnp_interval_ns", "cnp_delay_ns",
-                          "rate_recovery_ns", "cm_delay_ns", "swap_hold_ns"});
+        check_keys(t, p,
+                   {"ack_delay_ns", "responder_delay_ns", "read_delay_ns", "atomic_delay_ns",
+                    "retx_timeout_ns", "rnr_timer_ns", "cnp_interval_ns", "cnp_delay_ns",
+                    "rate_recovery_ns", "cm_delay_ns", "swap_hold_ns"});
         Timing& tm = s.timing;
         get(t, p, "ack_delay_ns", tm.ack_delay_ns);
         get(t, p, "responder_delay_ns", tm.responder_delay_ns);
@@ -126,7 +139,8 @@ Scenario parse(const json& j) {
             if (h.contains("vlans")) {
                 if (!h["vlans"].is_array()) fail(p + ".vlans", "expected an array of VLAN IDs");
                 for (const json& v : h["vlans"]) {
-                    if (!v.is_number_unsigned() || v.get<uint64_t>() > 4095) fail(p + ".vlans", "VLAN IDs are 0..4095");
+                    if (!v.is_number_unsigned() || v.get<uint64_t>() > 4095)
+                        fail(p + ".vlans", "VLAN IDs are 0..4095");
                     hs.vlans.push_back(static_cast<uint16_t>(v.get<uint64_t>()));
                 }
             }
@@ -136,10 +150,14 @@ Scenario parse(const json& j) {
     if (j.contains("sport_policy")) {
         std::string pol;
         get(j, "$", "sport_policy", pol);
-        if (pol == "symmetric") s.sport_policy = SportPolicy::symmetric;
-        else if (pol == "per_qp") s.sport_policy = SportPolicy::per_qp;
-        else if (pol == "fixed") s.sport_policy = SportPolicy::fixed;
-        else fail("$.sport_policy", "must be symmetric, per_qp or fixed");
+        if (pol == "symmetric")
+            s.sport_policy = SportPolicy::symmetric;
+        else if (pol == "per_qp")
+            s.sport_policy = SportPolicy::per_qp;
+        else if (pol == "fixed")
+            s.sport_policy = SportPolicy::fixed;
+        else
+            fail("$.sport_policy", "must be symmetric, per_qp or fixed");
     }
     get(j, "$", "fixed_sport", s.fixed_sport);
     if (j.contains("connections")) {
@@ -147,7 +165,8 @@ Scenario parse(const json& j) {
         for (std::size_t i = 0; i < j["connections"].size(); ++i) {
             const json& c = j["connections"][i];
             const std::string p = "$.connections[" + std::to_string(i) + "]";
-            check_keys(c, p, {"a", "b", "transport", "mtu", "psn_a", "psn_b", "qpn_a", "qpn_b", "cm"});
+            check_keys(c, p,
+                       {"a", "b", "transport", "mtu", "psn_a", "psn_b", "qpn_a", "qpn_b", "cm"});
             ConnSpec cs;
             get(c, p, "a", cs.a);
             get(c, p, "b", cs.b);
@@ -167,7 +186,9 @@ Scenario parse(const json& j) {
     if (j.contains("random_connections")) {
         const json& r = j["random_connections"];
         const std::string p = "$.random_connections";
-        check_keys(r, p, {"count", "uc_fraction", "mtu_min", "mtu_max", "cm_fraction", "near_wrap_fraction"});
+        check_keys(
+            r, p,
+            {"count", "uc_fraction", "mtu_min", "mtu_max", "cm_fraction", "near_wrap_fraction"});
         RandomConnections& rc = s.random_conns;
         get(r, p, "count", rc.count);
         get(r, p, "uc_fraction", rc.uc_fraction);
@@ -224,8 +245,9 @@ Scenario parse(const json& j) {
     if (j.contains("impairments")) {
         const json& im = j["impairments"];
         const std::string p = "$.impairments";
-        check_keys(im, p, {"loss_before", "loss_after", "swap", "ce_mark", "ack_loss_before", "spray_paths",
-                           "spray_step_ns", "targets"});
+        check_keys(im, p,
+                   {"loss_before", "loss_after", "swap", "ce_mark", "ack_loss_before",
+                    "spray_paths", "spray_step_ns", "targets"});
         get(im, p, "loss_before", s.imp.loss_before);
         get(im, p, "loss_after", s.imp.loss_after);
         get(im, p, "swap", s.imp.swap);
@@ -259,7 +281,8 @@ Scenario parse(const json& j) {
     get(j, "$", "background", s.background);
     if (j.contains("malformed")) {
         const json& m = j["malformed"];
-        check_keys(m, "$.malformed", {"length_mismatch", "truncated_short", "reserved_opcode", "truncated_headers"});
+        check_keys(m, "$.malformed",
+                   {"length_mismatch", "truncated_short", "reserved_opcode", "truncated_headers"});
         get(m, "$.malformed", "length_mismatch", s.malformed[0]);
         get(m, "$.malformed", "truncated_short", s.malformed[1]);
         get(m, "$.malformed", "reserved_opcode", s.malformed[2]);

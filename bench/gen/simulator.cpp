@@ -26,28 +26,36 @@ constexpr uint32_t kCmQkey = 0x80010000;
 constexpr uint32_t kMadLen = 256;
 constexpr uint32_t kUdQkey = 0x1111C0DE;
 constexpr uint32_t kMaxRateDivider = 16;  // CNP reaction floor: 1/16 of the link rate
-constexpr uint8_t kRnrTimerCode = 0x0E;    // encoded RNR timer (IBTA table 45), informative
+constexpr uint8_t kRnrTimerCode = 0x0E;   // encoded RNR timer (IBTA table 45), informative
 
 // Soft-RoCE's source port: 0xC000 + 14 bits of hash_32(qpn) (rxe_qp.c).
 uint16_t rxe_sport(uint32_t qpn) {
     return static_cast<uint16_t>(0xC000 | ((qpn * 0x61C88647u) >> (32 - 14)));
 }
 
-bool is_send_write(OpType o) { return o == OpType::send || o == OpType::write; }
+bool is_send_write(OpType o) {
+    return o == OpType::send || o == OpType::write;
+}
 
 uint32_t packets_for(uint32_t len, uint32_t mtu) {
     return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
-uint32_t action_bit(Action a) { return 1u << static_cast<unsigned>(a); }
+uint32_t action_bit(Action a) {
+    return 1u << static_cast<unsigned>(a);
+}
 
 uint8_t request_opcode(OpType o, proto::Position pos, bool imm, bool inv, bool uc) {
     using proto::Position;
     uint8_t code = 0;
     if (o == OpType::send) {
         switch (pos) {
-            case Position::first: code = op::kSendFirst; break;
-            case Position::middle: code = op::kSendMiddle; break;
+            case Position::first:
+                code = op::kSendFirst;
+                break;
+            case Position::middle:
+                code = op::kSendMiddle;
+                break;
             case Position::last:
                 code = imm ? op::kSendLastImm : inv ? op::kSendLastInv : op::kSendLast;
                 break;
@@ -57,10 +65,18 @@ uint8_t request_opcode(OpType o, proto::Position pos, bool imm, bool inv, bool u
         }
     } else {
         switch (pos) {
-            case Position::first: code = op::kWriteFirst; break;
-            case Position::middle: code = op::kWriteMiddle; break;
-            case Position::last: code = imm ? op::kWriteLastImm : op::kWriteLast; break;
-            case Position::only: code = imm ? op::kWriteOnlyImm : op::kWriteOnly; break;
+            case Position::first:
+                code = op::kWriteFirst;
+                break;
+            case Position::middle:
+                code = op::kWriteMiddle;
+                break;
+            case Position::last:
+                code = imm ? op::kWriteLastImm : op::kWriteLast;
+                break;
+            case Position::only:
+                code = imm ? op::kWriteOnlyImm : op::kWriteOnly;
+                break;
         }
     }
     return uc ? static_cast<uint8_t>(code + op::kUcBase) : code;
@@ -96,7 +112,9 @@ uint32_t Simulator::alloc_packet() {
     return static_cast<uint32_t>(pool_.size() - 1);
 }
 
-void Simulator::free_packet(uint32_t idx) { free_.push_back(idx); }
+void Simulator::free_packet(uint32_t idx) {
+    free_.push_back(idx);
+}
 
 void Simulator::setup() {
     const std::size_t nh = sc_.hosts.size();
@@ -132,13 +150,16 @@ void Simulator::setup() {
         ci.spec = specs[i];
         ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
         ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
-        ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
-        ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a
+                                 : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+        ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b
+                                 : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
         switch (sc_.sport_policy) {
             case SportPolicy::symmetric: {
                 // mlx5 hashes the connection into 0xC000-0xFFFF; distinct ports between two
                 // hosts (while there are ports left) so that the sport rule can pair them.
-                const uint32_t lo = std::min(ci.spec.a, ci.spec.b), hi = std::max(ci.spec.a, ci.spec.b);
+                const uint32_t lo = std::min(ci.spec.a, ci.spec.b),
+                               hi = std::max(ci.spec.a, ci.spec.b);
                 auto& used = used_sports[(uint64_t{lo} << 32) | hi];
                 uint16_t port = 0;
                 for (int attempt = 0; attempt < 64; ++attempt) {
@@ -152,7 +173,9 @@ void Simulator::setup() {
                 ci.sport_req = rxe_sport(ci.qpn_a);
                 ci.sport_resp = rxe_sport(ci.qpn_b);
                 break;
-            case SportPolicy::fixed: ci.sport_req = ci.sport_resp = sc_.fixed_sport; break;
+            case SportPolicy::fixed:
+                ci.sport_req = ci.sport_resp = sc_.fixed_sport;
+                break;
         }
         ci.cm_id_a = static_cast<uint32_t>(rng_.next());
         ci.cm_id_b = static_cast<uint32_t>(rng_.next());
@@ -186,7 +209,8 @@ void Simulator::setup() {
                 m.imm = rng_.chance(chosen->imm);
                 m.inv = !uc && m.op == OpType::send && !m.imm && rng_.chance(chosen->inv);
             }
-            m.post_ns = w.start_ns + i * w.gap_ns + (w.jitter_ns ? rng_.between(0, w.jitter_ns) : 0);
+            m.post_ns =
+                w.start_ns + i * w.gap_ns + (w.jitter_ns ? rng_.between(0, w.jitter_ns) : 0);
             per_conn[c].push_back(m);
         }
     }
@@ -258,7 +282,8 @@ void Simulator::setup() {
         SimPacket& p = pkt(idx);
         p.src_host = static_cast<uint16_t>(a);
         p.dst_host = static_cast<uint16_t>(b);
-        p.sport = sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(hosts_[a].ud_qpn);
+        p.sport =
+            sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(hosts_[a].ud_qpn);
         const bool imm = rng_.chance(0.5);
         p.t.bth.opcode = imm ? op::kUdSendOnlyImm : op::kUdSendOnly;
         p.t.bth.dest_qp = hosts_[b].ud_qpn;
@@ -277,7 +302,8 @@ void Simulator::setup() {
         p.variant = variant;
         p.src_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
         p.dst_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
-        if (nh > 1 && p.dst_host == p.src_host) p.dst_host = static_cast<uint16_t>((p.src_host + 1) % nh);
+        if (nh > 1 && p.dst_host == p.src_host)
+            p.dst_host = static_cast<uint16_t>((p.src_host + 1) % nh);
         p.sport = static_cast<uint16_t>(rng_.between(1024, 65535));
         p.payload_len = static_cast<uint32_t>(rng_.between(0, 512));
         p.t.bth.opcode = op::kWriteOnly;
@@ -333,8 +359,7 @@ void Simulator::on_observe(uint32_t idx) {
         if (p.swap && cs.held[dir] == kNone) {
             cs.held[dir] = idx;
             ++cs.held_gen[dir];
-            schedule(now_ + sc_.timing.swap_hold_ns, Ev::release, conn,
-                     cs.held_gen[dir] * 2 + dir);
+            schedule(now_ + sc_.timing.swap_hold_ns, Ev::release, conn, cs.held_gen[dir] * 2 + dir);
             return;
         }
     }
@@ -485,8 +510,8 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
         b.pad = proto::pad_for(p.payload_len);
         if (!p.retx) {
             const bool data = is_send_write(m.op);
-            p.drop_before = target(uid, i, Action::drop_before) ||
-                            (data && rng_.chance(imp.loss_before));
+            p.drop_before =
+                target(uid, i, Action::drop_before) || (data && rng_.chance(imp.loss_before));
             p.drop_after = !p.drop_before && (target(uid, i, Action::drop_after) ||
                                               (data && rng_.chance(imp.loss_after)));
             p.swap = target(uid, i, Action::swap) || (data && rng_.chance(imp.swap));
@@ -494,7 +519,8 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
         } else {
             ++stats_.retransmitted;
         }
-        if (imp.spray_paths > 1) p.extra_delay_ns = rng_.between(0, imp.spray_paths - 1) * imp.spray_step_ns;
+        if (imp.spray_paths > 1)
+            p.extra_delay_ns = rng_.between(0, imp.spray_paths - 1) * imp.spray_step_ns;
         m.sent_pkts = std::max(m.sent_pkts, i + 1);
 
         uint64_t desired = now_;
@@ -515,7 +541,8 @@ void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
         if (psn_newer(psn, last)) continue;
         uint32_t from = 0;
-        if (is_send_write(m.op) && psn_newer(psn, m.psn_first)) from = proto::psn_sub(psn, m.psn_first);
+        if (is_send_write(m.op) && psn_newer(psn, m.psn_first))
+            from = proto::psn_sub(psn, m.psn_first);
         if (m.op == OpType::read) m.resp_next = m.psn_first;  // the READ is asked again whole
         send_message_from(conn, uid, from);
     }
@@ -610,7 +637,8 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
                     arm_retx(conn, true);
                 }
                 return;
-            case proto::AethClass::reserved: return;
+            case proto::AethClass::reserved:
+                return;
         }
         return;
     }
@@ -738,8 +766,8 @@ void Simulator::send_ack(uint32_t conn) {
     const auto it = ack_targets_.find((uint64_t{conn} << 32) | cs.acks_sent);
     const uint32_t mask = it == ack_targets_.end() ? 0 : it->second;
     p.index = cs.acks_sent++;
-    p.drop_before = (mask & action_bit(Action::drop_ack_before)) != 0 ||
-                    rng_.chance(sc_.imp.ack_loss_before);
+    p.drop_before =
+        (mask & action_bit(Action::drop_ack_before)) != 0 || rng_.chance(sc_.imp.ack_loss_before);
     p.drop_after = !p.drop_before && (mask & action_bit(Action::drop_ack_after)) != 0;
     queue_response(conn, idx, now_);
 }
@@ -765,7 +793,8 @@ void Simulator::send_read_responses(uint32_t conn, const MsgInfo& m) {
         constexpr uint8_t kCode[] = {op::kReadResponseFirst, op::kReadResponseMiddle,
                                      op::kReadResponseLast, op::kReadResponseOnly};
         uint32_t idx;
-        SimPacket& p = new_response(conn, idx, kCode[static_cast<int>(pos)], psn_add(m.psn_first, i));
+        SimPacket& p =
+            new_response(conn, idx, kCode[static_cast<int>(pos)], psn_add(m.psn_first, i));
         p.t.aeth.syndrome = proto::aeth_ack();
         p.payload_len = std::min(mtu, m.len - std::min(m.len, i * mtu));
         p.t.bth.pad = proto::pad_for(p.payload_len);
@@ -836,7 +865,8 @@ void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
             p.cm_local_id = ci.cm_id_a;
             p.cm_remote_id = ci.cm_id_b;
             break;
-        case CmKind::none: break;
+        case CmKind::none:
+            break;
     }
     transmit(idx, std::max(desired, now_));
 }
@@ -849,9 +879,15 @@ void Simulator::run(ObservedSink& sink) {
         now_ = e.t;
         ++stats_.events;
         switch (e.type) {
-            case Ev::post: on_post(e.a, e.b); break;
-            case Ev::tx: on_tx(e.a); break;
-            case Ev::observe: on_observe(e.a); break;
+            case Ev::post:
+                on_post(e.a, e.b);
+                break;
+            case Ev::tx:
+                on_tx(e.a);
+                break;
+            case Ev::observe:
+                on_observe(e.a);
+                break;
             case Ev::release: {
                 ConnState& cs = conn_[e.a];
                 const uint32_t dir = e.b & 1;
@@ -863,7 +899,9 @@ void Simulator::run(ObservedSink& sink) {
                 }
                 break;
             }
-            case Ev::deliver: on_deliver(e.a); break;
+            case Ev::deliver:
+                on_deliver(e.a);
+                break;
             case Ev::ack_timer: {
                 ConnState& cs = conn_[e.a];
                 if (cs.ack_pending && cs.ack_gen == e.b) {
@@ -872,7 +910,9 @@ void Simulator::run(ObservedSink& sink) {
                 }
                 break;
             }
-            case Ev::retx_timer: on_retx_timer(e.a, e.b); break;
+            case Ev::retx_timer:
+                on_retx_timer(e.a, e.b);
+                break;
             case Ev::rnr_resume: {
                 ConnState& cs = conn_[e.a];
                 if (cs.paused && cs.rnr_gen == e.b) {
@@ -887,7 +927,8 @@ void Simulator::run(ObservedSink& sink) {
                 if (cs.rate_gen == e.b && cs.rate_div > 1) {
                     cs.rate_div /= 2;
                     if (cs.rate_div > 1)
-                        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, e.a, ++cs.rate_gen);
+                        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, e.a,
+                                 ++cs.rate_gen);
                 }
                 break;
             }

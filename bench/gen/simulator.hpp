@@ -5,8 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <ranges>
 #include <queue>
+#include <ranges>
 #include <unordered_map>
 #include <vector>
 
@@ -20,7 +20,7 @@ namespace insert::gen {
 constexpr uint64_t kEpochNs = 1'700'000'000'000'000'000ull;
 
 class ObservedSink {
-public:
+  public:
     virtual ~ObservedSink() = default;
     virtual void observe(const SimPacket& pkt) = 0;
 };
@@ -62,7 +62,7 @@ struct ConnInfo {
 
 struct SimStats {
     uint64_t events = 0;
-    uint64_t sent = 0;           // packets put on a wire (incl. lost ones)
+    uint64_t sent = 0;  // packets put on a wire (incl. lost ones)
     uint64_t lost_before = 0;
     uint64_t lost_after = 0;
     uint64_t retransmitted = 0;
@@ -71,7 +71,7 @@ struct SimStats {
 };
 
 class Simulator {
-public:
+  public:
     Simulator(const Scenario& scenario, uint64_t seed);
     // Runs to completion, handing every observed packet to `sink` in capture order.
     void run(ObservedSink& sink);
@@ -80,9 +80,18 @@ public:
     const std::vector<ConnInfo>& conns() const { return conn_info_; }
     const SimStats& stats() const { return stats_; }
 
-private:
-    enum class Ev : uint8_t { post, tx, observe, release, deliver, ack_timer, retx_timer,
-                              rnr_resume, rate_recover };
+  private:
+    enum class Ev : uint8_t {
+        post,
+        tx,
+        observe,
+        release,
+        deliver,
+        ack_timer,
+        retx_timer,
+        rnr_resume,
+        rate_recover
+    };
     struct Event {
         uint64_t t;
         uint64_t seq;

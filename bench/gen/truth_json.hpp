@@ -17,7 +17,7 @@ struct TruthFileInfo {
 // Nearest-rank percentile (SPEC 7): the smallest value with at least p% at or below it.
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, unsigned percent);
 
-bool write_truth_json(const Scenario& scenario, const TruthObserver& truth, const TruthFileInfo& info,
-                      const std::string& path, std::string& error);
+bool write_truth_json(const Scenario& scenario, const TruthObserver& truth,
+                      const TruthFileInfo& info, const std::string& path, std::string& error);
 
 }  // namespace insert::gen

@@ -50,7 +50,7 @@ const Trace& trace(uint32_t endpoints, uint64_t messages) {
 }
 
 class NullSink final : public state::RecordSink {
-public:
+  public:
     bool push(const state::Record& r) override {
         benchmark::DoNotOptimize(&r);
         return true;
@@ -112,12 +112,15 @@ void run_engine(benchmark::State& st, const Trace& t, uint32_t capacity) {
         i += kBurst;
     }
     st.SetItemsProcessed(st.iterations() * kBurst);
-    st.counters["ns_per_pkt"] = benchmark::Counter(
-        static_cast<double>(st.iterations() * kBurst), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    st.counters["ns_per_pkt"] =
+        benchmark::Counter(static_cast<double>(st.iterations() * kBurst),
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     st.counters["bytes_per_endpoint"] = static_cast<double>(engine->bytes_per_endpoint());
 }
 
-void BM_EngineHot(benchmark::State& st) { run_engine(st, trace(2, 200000), 1024); }
+void BM_EngineHot(benchmark::State& st) {
+    run_engine(st, trace(2, 200000), 1024);
+}
 BENCHMARK(BM_EngineHot);
 
 void BM_EngineTable(benchmark::State& st) {

@@ -34,7 +34,8 @@ std::vector<uint64_t> parse_list(const char* text) {
     std::size_t pos = 0;
     while (pos <= s.size()) {
         const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        const std::string item =
+            s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
         char* end = nullptr;
         const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
         if (item.empty() || *end != '\0' || v == 0) return {};
@@ -61,8 +62,8 @@ struct RunResult {
 bool run_once(const std::vector<pipeline::MemoryFrame>& frames, unsigned workers,
               uint32_t endpoints, const pipeline::MbufTimestamp& ts, RunResult& out,
               std::string& error) {
-    auto source = pipeline::MemorySource::create(frames, workers, pipeline::ShardPolicy::ip_pair,
-                                                 ts, error);
+    auto source =
+        pipeline::MemorySource::create(frames, workers, pipeline::ShardPolicy::ip_pair, ts, error);
     if (!source) return false;
     pipeline::PipelineConfig config;
     config.make_engine = &state::Engine::create;
@@ -109,21 +110,31 @@ int main(int argc, char** argv) {
             }
         };
         std::vector<uint64_t> one;
-        if (a == "--endpoints") value(endpoint_counts);
-        else if (a == "--workers") value(worker_counts);
-        else if (a == "--messages-per-endpoint") { value(one); per_endpoint = one[0]; }
-        else if (a == "--repeat") { value(one); repeat = one[0]; }
-        else if (a == "--") { eal_args.assign(argv + i + 1, argv + argc); break; }
-        else if (a == "-h" || a == "--help") {
-            std::printf("usage: insert-pipeline-bench [--endpoints 1000,100000,1000000] "
-                        "[--workers 1,2] [--messages-per-endpoint 4] [--repeat 3] [-- EAL options]\n");
+        if (a == "--endpoints")
+            value(endpoint_counts);
+        else if (a == "--workers")
+            value(worker_counts);
+        else if (a == "--messages-per-endpoint") {
+            value(one);
+            per_endpoint = one[0];
+        } else if (a == "--repeat") {
+            value(one);
+            repeat = one[0];
+        } else if (a == "--") {
+            eal_args.assign(argv + i + 1, argv + argc);
+            break;
+        } else if (a == "-h" || a == "--help") {
+            std::printf(
+                "usage: insert-pipeline-bench [--endpoints 1000,100000,1000000] "
+                "[--workers 1,2] [--messages-per-endpoint 4] [--repeat 3] [-- EAL options]\n");
             return 0;
         } else {
             std::fprintf(stderr, "insert-pipeline-bench: unknown option %s\n", a.c_str());
             return 2;
         }
     }
-    const unsigned max_workers = static_cast<unsigned>(*std::max_element(worker_counts.begin(), worker_counts.end()));
+    const unsigned max_workers =
+        static_cast<unsigned>(*std::max_element(worker_counts.begin(), worker_counts.end()));
     pipeline::EalRequest req;
     req.lcores = max_workers + 1;
     req.memory_bytes = 256u << 20;
@@ -140,8 +151,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "insert-pipeline-bench: %s\n", error.c_str());
         return 1;
     }
-    std::printf("# EAL: %s, %u lcores on %zu cpus\n", eal.plan().hugepages ? "hugepages" : "4 KB pages",
-                rte_lcore_count(), pipeline::allowed_cpus().size());
+    std::printf("# EAL: %s, %u lcores on %zu cpus\n",
+                eal.plan().hugepages ? "hugepages" : "4 KB pages", rte_lcore_count(),
+                pipeline::allowed_cpus().size());
     std::printf("%-10s %-8s %10s %12s %14s %14s %9s\n", "endpoints", "workers", "frames", "msgs",
                 "Mpps/worker", "Mpps total", "balance");
     for (uint64_t endpoints : endpoint_counts) {
@@ -157,7 +169,8 @@ int main(int argc, char** argv) {
             std::vector<double> per_worker, total, balance;
             RunResult r;
             for (uint64_t k = 0; k < repeat; ++k) {
-                if (!run_once(frames, static_cast<unsigned>(workers), spec.endpoints, ts, r, error)) {
+                if (!run_once(frames, static_cast<unsigned>(workers), spec.endpoints, ts, r,
+                              error)) {
                     std::fprintf(stderr, "insert-pipeline-bench: %s\n", error.c_str());
                     return 1;
                 }

@@ -18,14 +18,14 @@ using namespace insert::proto;
 constexpr std::size_t kMaxFrame = 10'000;
 
 struct Connection {
-    IpAddress a, b;             // requester, responder
+    IpAddress a, b;  // requester, responder
     uint32_t qpn_a = 0, qpn_b = 0;
-    uint32_t psn = 0;           // requester's next PSN
-    uint16_t sport = 0;         // symmetric source port
+    uint32_t psn = 0;    // requester's next PSN
+    uint16_t sport = 0;  // symmetric source port
 };
 
 class Emitter {
-public:
+  public:
     Emitter(const WorkloadSpec& spec, const FrameSink& emit)
         : spec_(spec), emit_(emit), ts_(spec.start_ns) {}
 
@@ -48,14 +48,16 @@ public:
         ts_ += spec_.gap_ns;
     }
 
-private:
+  private:
     const WorkloadSpec& spec_;
     const FrameSink& emit_;
     uint64_t ts_;
     std::array<uint8_t, kMaxFrame> buf_{};
 };
 
-IpAddress host_ip(uint32_t h) { return IpAddress::v4(0x0A000000u | (h + 1)); }
+IpAddress host_ip(uint32_t h) {
+    return IpAddress::v4(0x0A000000u | (h + 1));
+}
 
 }  // namespace
 
@@ -83,15 +85,15 @@ void generate_workload(const WorkloadSpec& spec, const FrameSink& emit) {
         const unsigned kind = static_cast<unsigned>(rng() % 10);
         TransportHeaders ack;
         ack.aeth.syndrome = 0x1F;  // ACK, credit field "invalid"
-        if (kind < 4) {  // WRITE, 1-4 packets
+        if (kind < 4) {            // WRITE, 1-4 packets
             const uint32_t pkts = 1 + static_cast<uint32_t>(rng() % 4);
             const uint32_t len = (pkts - 1) * mtu + 1 + static_cast<uint32_t>(rng() % mtu);
             TransportHeaders reth;
             reth.reth = {0x7F0000000000ull + m * 4096, 0x1234, len};
             for (uint32_t p = 0; p < pkts; ++p) {
                 const uint32_t payload = p + 1 < pkts ? mtu : len - (pkts - 1) * mtu;
-                const uint8_t opcode = pkts == 1 ? op::kWriteOnly
-                                       : p == 0  ? op::kWriteFirst
+                const uint8_t opcode = pkts == 1      ? op::kWriteOnly
+                                       : p == 0       ? op::kWriteFirst
                                        : p + 1 < pkts ? op::kWriteMiddle
                                                       : op::kWriteLast;
                 out.send(c, true, opcode, c.psn + p, payload, p == 0 ? reth : TransportHeaders{});
@@ -101,8 +103,11 @@ void generate_workload(const WorkloadSpec& spec, const FrameSink& emit) {
         } else if (kind < 7) {  // SEND, 1-2 packets
             const uint32_t pkts = 1 + static_cast<uint32_t>(rng() % 2);
             for (uint32_t p = 0; p < pkts; ++p) {
-                const uint8_t opcode = pkts == 1 ? op::kSendOnly : p == 0 ? op::kSendFirst : op::kSendLast;
-                out.send(c, true, opcode, c.psn + p, p + 1 < pkts ? mtu : 64 + static_cast<uint32_t>(rng() % mtu));
+                const uint8_t opcode = pkts == 1 ? op::kSendOnly
+                                       : p == 0  ? op::kSendFirst
+                                                 : op::kSendLast;
+                out.send(c, true, opcode, c.psn + p,
+                         p + 1 < pkts ? mtu : 64 + static_cast<uint32_t>(rng() % mtu));
             }
             c.psn += pkts;
             out.send(c, false, op::kAck, c.psn - 1, 0, ack);

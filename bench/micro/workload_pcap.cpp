@@ -10,7 +10,9 @@
 
 int main(int argc, char** argv) {
     if (argc < 2 || argv[1][0] == '-') {
-        std::fprintf(stderr, "usage: insert-workload-pcap OUT.pcap [--endpoints N] [--messages M] [--seed S]\n");
+        std::fprintf(
+            stderr,
+            "usage: insert-workload-pcap OUT.pcap [--endpoints N] [--messages M] [--seed S]\n");
         return 2;
     }
     insert::bench::WorkloadSpec spec;
@@ -19,9 +21,12 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         const unsigned long long v = std::strtoull(argv[i + 1], nullptr, 10);
-        if (a == "--endpoints") spec.endpoints = static_cast<uint32_t>(v);
-        else if (a == "--messages") spec.messages = v;
-        else if (a == "--seed") spec.seed = v;
+        if (a == "--endpoints")
+            spec.endpoints = static_cast<uint32_t>(v);
+        else if (a == "--messages")
+            spec.messages = v;
+        else if (a == "--seed")
+            spec.seed = v;
         else {
             std::fprintf(stderr, "insert-workload-pcap: unknown option %s\n", a.c_str());
             return 2;
@@ -32,7 +37,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "insert-workload-pcap: %s\n", pcap.error().c_str());
         return 2;
     }
-    insert::bench::generate_workload(spec, [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
+    insert::bench::generate_workload(
+        spec, [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
     const uint64_t frames = pcap.frames();
     if (!pcap.close()) {
         std::fprintf(stderr, "insert-workload-pcap: %s\n", pcap.error().c_str());

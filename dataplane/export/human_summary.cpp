@@ -41,7 +41,9 @@ std::string peer(const QpRecord& q) {
     return fmt::format("{} ({})", endpoint(q.peer_ip, q.peer_qpn), pair_by_name(q.pair_by));
 }
 
-uint64_t nak_total(const NakCounts& n) { return n.seq + n.rnr + n.inv + n.access + n.op; }
+uint64_t nak_total(const NakCounts& n) {
+    return n.seq + n.rnr + n.inv + n.access + n.op;
+}
 
 uint64_t msg_total(const QpRecord& q) {
     uint64_t t = 0;
@@ -131,7 +133,8 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
                            grouped(msgs_by_status_[st]));
     o += "\n";
     if (latency_.count() > 0) {
-        fmt::format_to(out, "  latency     {} acked msgs: p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+        fmt::format_to(out,
+                       "  latency     {} acked msgs: p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
                        grouped(latency_.count()), duration(latency_.percentile(50)),
                        duration(latency_.percentile(90)), duration(latency_.percentile(99)),
                        duration(latency_.percentile(99.9)), duration(latency_.max()));
@@ -165,8 +168,8 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
         fmt::format_to(out,
                        "  limits      table full {} pkts, records dropped {}, evicted idle {}, "
                        "msgs frozen early {}\n",
-                       grouped(run.table_full), grouped(run.records_dropped),
-                       grouped(run.evicted), grouped(run.msgs_overflow));
+                       grouped(run.table_full), grouped(run.records_dropped), grouped(run.evicted),
+                       grouped(run.msgs_overflow));
 
     if (!by_bytes_.empty()) {
         fmt::format_to(out, "\nTop {} QPs by bytes received\n", by_bytes_.size());

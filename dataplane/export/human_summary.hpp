@@ -18,19 +18,19 @@ namespace insert::exporter {
 
 // How the work was spread, for the balance line; filled by the pipeline.
 struct RunInfo {
-    std::string input;                     // file name or port list
-    std::string shard_policy;              // "ip-pair"
-    std::vector<uint64_t> worker_frames;   // frames per worker
-    std::vector<double> worker_busy_s;     // seconds of busy cycles per worker
-    std::vector<double> worker_cpu_s;      // thread CPU seconds per worker
-    uint64_t records_dropped = 0;          // sink refusals summed over the engines
-    uint64_t table_full = 0;               // packets of endpoints that found no room
-    uint64_t evicted = 0;                  // endpoints evicted idle
-    uint64_t msgs_overflow = 0;            // messages frozen early (too many outstanding)
+    std::string input;                    // file name or port list
+    std::string shard_policy;             // "ip-pair"
+    std::vector<uint64_t> worker_frames;  // frames per worker
+    std::vector<double> worker_busy_s;    // seconds of busy cycles per worker
+    std::vector<double> worker_cpu_s;     // thread CPU seconds per worker
+    uint64_t records_dropped = 0;         // sink refusals summed over the engines
+    uint64_t table_full = 0;              // packets of endpoints that found no room
+    uint64_t evicted = 0;                 // endpoints evicted idle
+    uint64_t msgs_overflow = 0;           // messages frozen early (too many outstanding)
 };
 
 class HumanSummary {
-public:
+  public:
     static constexpr std::size_t kTop = 10;
 
     explicit HumanSummary(std::size_t top = kTop) : top_(top) {}
@@ -44,7 +44,7 @@ public:
     const LatencyHistogram& latencies() const { return latency_; }
     uint64_t final_qps() const { return final_qps_; }
 
-private:
+  private:
     struct Ranked {
         uint64_t key = 0;
         state::QpRecord qp;

@@ -48,9 +48,12 @@ std::optional<OffloadMode> parse_offload_mode(std::string_view name) {
 
 std::string_view offload_mode_name(OffloadMode mode) {
     switch (mode) {
-        case OffloadMode::off: return "off";
-        case OffloadMode::automatic: return "auto";
-        case OffloadMode::require: return "require";
+        case OffloadMode::off:
+            return "off";
+        case OffloadMode::automatic:
+            return "auto";
+        case OffloadMode::require:
+            return "require";
     }
     return "?";
 }
@@ -95,8 +98,9 @@ bool install_plan(uint16_t port, const RulePlan& plan, OffloadMode mode, Offload
         }
         if (state.refused == 0) {
             state.hardware = true;
-            rte_log(RTE_LOG_INFO, RTE_LOGTYPE_USER1, "insert: port %u (%s): %u rte_flow rules in hardware\n",
-                    port, state.driver.c_str(), state.rules);
+            rte_log(RTE_LOG_INFO, RTE_LOGTYPE_USER1,
+                    "insert: port %u (%s): %u rte_flow rules in hardware\n", port,
+                    state.driver.c_str(), state.rules);
             return true;
         }
         state.reason = why;

@@ -20,9 +20,9 @@
 namespace insert::offload {
 
 enum class OffloadMode : uint8_t {
-    off,      // no rte_flow: every frame goes through software RSS (the replay path)
+    off,        // no rte_flow: every frame goes through software RSS (the replay path)
     automatic,  // hardware where the port takes the rules, else the emulated classifier
-    require,  // hardware or an error
+    require,    // hardware or an error
 };
 std::optional<OffloadMode> parse_offload_mode(std::string_view name);
 std::string_view offload_mode_name(OffloadMode mode);
@@ -30,11 +30,11 @@ std::string_view offload_mode_name(OffloadMode mode);
 struct OffloadState {
     uint16_t port = 0;
     std::string driver;
-    bool hardware = false;   // the whole plan runs in the NIC
-    bool emulated = false;   // the plan runs in SoftClassifier
-    unsigned rules = 0;      // rules in the plan
-    unsigned refused = 0;    // rules the port refused (validate or create)
-    std::string reason;      // the first refusal, or why the plan is empty
+    bool hardware = false;                  // the whole plan runs in the NIC
+    bool emulated = false;                  // the plan runs in SoftClassifier
+    unsigned rules = 0;                     // rules in the plan
+    unsigned refused = 0;                   // rules the port refused (validate or create)
+    std::string reason;                     // the first refusal, or why the plan is empty
     std::vector<std::string> descriptions;  // describe() of each rule as installed/emulated
     std::vector<rte_flow*> flows;           // created in hardware
     SoftClassifier classifier;              // the plan, when emulated

@@ -3,8 +3,8 @@
 #include <rte_byteorder.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <bit>
+#include <cstdio>
 
 namespace insert::offload {
 
@@ -29,10 +29,14 @@ void add_udp_roce(FlowRule& r) {
 
 std::string item_name(const rte_flow_item& it) {
     switch (it.type) {
-        case RTE_FLOW_ITEM_TYPE_ETH: return "ETH";
-        case RTE_FLOW_ITEM_TYPE_VLAN: return "VLAN";
-        case RTE_FLOW_ITEM_TYPE_IPV4: return "IPV4";
-        case RTE_FLOW_ITEM_TYPE_IPV6: return "IPV6";
+        case RTE_FLOW_ITEM_TYPE_ETH:
+            return "ETH";
+        case RTE_FLOW_ITEM_TYPE_VLAN:
+            return "VLAN";
+        case RTE_FLOW_ITEM_TYPE_IPV4:
+            return "IPV4";
+        case RTE_FLOW_ITEM_TYPE_IPV6:
+            return "IPV6";
         case RTE_FLOW_ITEM_TYPE_UDP: {
             std::string s = "UDP";
             if (it.spec && it.mask) {
@@ -44,10 +48,13 @@ std::string item_name(const rte_flow_item& it) {
             return s;
         }
 #if INSERT_HAVE_IB_BTH
-        case RTE_FLOW_ITEM_TYPE_IB_BTH: return "IB_BTH";
+        case RTE_FLOW_ITEM_TYPE_IB_BTH:
+            return "IB_BTH";
 #endif
-        case RTE_FLOW_ITEM_TYPE_VOID: return "VOID";
-        default: return "ITEM" + std::to_string(static_cast<int>(it.type));
+        case RTE_FLOW_ITEM_TYPE_VOID:
+            return "VOID";
+        default:
+            return "ITEM" + std::to_string(static_cast<int>(it.type));
     }
 }
 
@@ -131,14 +138,14 @@ RulePlan build_insert_rules(const NicCaps& caps, const std::vector<QpnRange>& qp
         return plan;
     }
     if (caps.rss_types != 0 && (caps.rss_types & kIpOnlyRssTypes) == 0) {
-        plan.skipped.push_back("the port cannot hash on IP addresses alone (flow_type_rss_offloads 0x" +
-                               [&] {
-                                   char b[32];
-                                   std::snprintf(b, sizeof b, "%llx",
-                                                 static_cast<unsigned long long>(caps.rss_types));
-                                   return std::string(b);
-                               }() +
-                               "), so RSS could split a connection");
+        plan.skipped.push_back(
+            "the port cannot hash on IP addresses alone (flow_type_rss_offloads 0x" +
+            [&] {
+                char b[32];
+                std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(caps.rss_types));
+                return std::string(b);
+            }() +
+            "), so RSS could split a connection");
         return plan;
     }
     for (unsigned vlans = 0; vlans <= 2; ++vlans)
@@ -146,7 +153,8 @@ RulePlan build_insert_rules(const NicCaps& caps, const std::vector<QpnRange>& qp
             RuleChoice c;
             c.alternatives.push_back(
                 make_roce_rss_rule(caps, vlans, ipv6, RssFlavor::symmetric_function));
-            c.alternatives.push_back(make_roce_rss_rule(caps, vlans, ipv6, RssFlavor::symmetric_key));
+            c.alternatives.push_back(
+                make_roce_rss_rule(caps, vlans, ipv6, RssFlavor::symmetric_key));
             plan.rules.push_back(std::move(c));
         }
     if (!qpn_ranges.empty()) {
@@ -186,8 +194,10 @@ RulePlan build_insert_rules(const NicCaps& caps, const std::vector<QpnRange>& qp
             }
         }
 #else
-        plan.skipped.push_back("QPN steering needs RTE_FLOW_ITEM_TYPE_IB_BTH (DPDK >= 23.07; "
-                               "this build has DPDK " + std::to_string(RTE_VER_YEAR) + "." + std::to_string(RTE_VER_MONTH) + ")");
+        plan.skipped.push_back(
+            "QPN steering needs RTE_FLOW_ITEM_TYPE_IB_BTH (DPDK >= 23.07; "
+            "this build has DPDK " +
+            std::to_string(RTE_VER_YEAR) + "." + std::to_string(RTE_VER_MONTH) + ")");
 #endif
     }
     RuleChoice pass;
@@ -208,9 +218,11 @@ std::string describe(const FlowRule& rule) {
     s += " ->";
     for (const rte_flow_action& a : rule.actions) {
         switch (a.type) {
-            case RTE_FLOW_ACTION_TYPE_END: break;
+            case RTE_FLOW_ACTION_TYPE_END:
+                break;
             case RTE_FLOW_ACTION_TYPE_QUEUE:
-                s += " QUEUE " + std::to_string(static_cast<const rte_flow_action_queue*>(a.conf)->index);
+                s += " QUEUE " +
+                     std::to_string(static_cast<const rte_flow_action_queue*>(a.conf)->index);
                 break;
             case RTE_FLOW_ACTION_TYPE_RSS: {
                 const auto* r = static_cast<const rte_flow_action_rss*>(a.conf);
@@ -220,8 +232,12 @@ std::string describe(const FlowRule& rule) {
                      ", IP, queues " + queue_list(r->queue, r->queue_num) + ")";
                 break;
             }
-            case RTE_FLOW_ACTION_TYPE_DROP: s += " DROP"; break;
-            default: s += " ACTION" + std::to_string(static_cast<int>(a.type)); break;
+            case RTE_FLOW_ACTION_TYPE_DROP:
+                s += " DROP";
+                break;
+            default:
+                s += " ACTION" + std::to_string(static_cast<int>(a.type));
+                break;
         }
     }
     return s;

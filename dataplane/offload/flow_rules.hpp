@@ -38,13 +38,13 @@ constexpr uint16_t kDefaultRetaSize = 128;     // RETA entries the emulation ass
 
 // What a port offers, read once from rte_eth_dev_info (or made up by a unit test).
 struct NicCaps {
-    std::string driver;              // "net_mlx5", "net_af_packet", ...
-    uint16_t worker_queues = 1;      // Rx queues 0..n-1 belong to the workers
-    uint64_t rss_types = 0;          // dev_info.flow_type_rss_offloads
+    std::string driver;          // "net_mlx5", "net_af_packet", ...
+    uint16_t worker_queues = 1;  // Rx queues 0..n-1 belong to the workers
+    uint64_t rss_types = 0;      // dev_info.flow_type_rss_offloads
     uint8_t hash_key_size = kDefaultRssKeyLen;
     uint16_t reta_size = kDefaultRetaSize;
-    bool hairpin = false;            // rte_eth_dev_hairpin_capability_get() succeeded
-    bool bth_match = false;          // the PMD can match IB_BTH (mlx5 on DPDK >= 23.07)
+    bool hairpin = false;    // rte_eth_dev_hairpin_capability_get() succeeded
+    bool bth_match = false;  // the PMD can match IB_BTH (mlx5 on DPDK >= 23.07)
 };
 
 // A contiguous QPN range steered to one worker queue.
@@ -63,8 +63,8 @@ enum class RssFlavor : uint8_t {
 // One rte_flow rule: attributes, pattern and actions with the storage their spec/mask/conf
 // pointers refer to (shared, so a copy stays valid).
 class FlowRule {
-public:
-    std::string name;              // "roce-ipv4-vlan1", "passthrough", "qpn-0x100/24"
+  public:
+    std::string name;  // "roce-ipv4-vlan1", "passthrough", "qpn-0x100/24"
     rte_flow_attr attr{};
     std::vector<rte_flow_item> pattern;    // END-terminated
     std::vector<rte_flow_action> actions;  // END-terminated
@@ -78,12 +78,16 @@ public:
         if (mask) it.mask = keep(*mask);
         pattern.push_back(it);
     }
-    void add_item(rte_flow_item_type type) { pattern.push_back(rte_flow_item{type, nullptr, nullptr, nullptr}); }
+    void add_item(rte_flow_item_type type) {
+        pattern.push_back(rte_flow_item{type, nullptr, nullptr, nullptr});
+    }
     template <typename T>
     void add_action(rte_flow_action_type type, const T& conf) {
         actions.push_back(rte_flow_action{type, keep(conf)});
     }
-    void add_action(rte_flow_action_type type) { actions.push_back(rte_flow_action{type, nullptr}); }
+    void add_action(rte_flow_action_type type) {
+        actions.push_back(rte_flow_action{type, nullptr});
+    }
     void finish() {
         add_item(RTE_FLOW_ITEM_TYPE_END);
         add_action(RTE_FLOW_ACTION_TYPE_END);
@@ -97,7 +101,7 @@ public:
         return p.get();
     }
 
-private:
+  private:
     template <typename T>
     const T* keep(const T& v) {
         auto p = std::make_shared<T>(v);
@@ -139,7 +143,9 @@ std::vector<std::pair<uint32_t, uint32_t>> split_qpn_range(uint32_t first, uint3
 RulePlan build_insert_rules(const NicCaps& caps, const std::vector<QpnRange>& qpn_ranges = {});
 
 // The passthrough queue index for a port with `worker_queues` worker queues.
-inline uint16_t passthrough_queue(const NicCaps& caps) { return caps.worker_queues; }
+inline uint16_t passthrough_queue(const NicCaps& caps) {
+    return caps.worker_queues;
+}
 
 // "ETH / VLAN / IPV4 / UDP dst=4791 -> RSS(SYMMETRIC_TOEPLITZ, IP, queues 0-3)"
 std::string describe(const FlowRule& rule);

@@ -26,27 +26,46 @@ constexpr uint8_t kDefaultKey[kDefaultRssKeyLen] = {
     0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
     0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint16_t be16(const uint8_t* p) {
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
 
-bool is_tpid(uint16_t t) { return t == kEtherVlan || t == kEtherQinq; }
+bool is_tpid(uint16_t t) {
+    return t == kEtherVlan || t == kEtherQinq;
+}
 
 // Bytes of the header an item compares, and whether the emulation knows the item.
 bool header_len(rte_flow_item_type t, uint8_t& len) {
     switch (t) {
-        case RTE_FLOW_ITEM_TYPE_ETH: len = kEthLen; return true;
-        case RTE_FLOW_ITEM_TYPE_VLAN: len = kTagLen; return true;
-        case RTE_FLOW_ITEM_TYPE_IPV4: len = kIpv4Len; return true;
-        case RTE_FLOW_ITEM_TYPE_IPV6: len = kIpv6Len; return true;
-        case RTE_FLOW_ITEM_TYPE_UDP: len = kUdpLen; return true;
+        case RTE_FLOW_ITEM_TYPE_ETH:
+            len = kEthLen;
+            return true;
+        case RTE_FLOW_ITEM_TYPE_VLAN:
+            len = kTagLen;
+            return true;
+        case RTE_FLOW_ITEM_TYPE_IPV4:
+            len = kIpv4Len;
+            return true;
+        case RTE_FLOW_ITEM_TYPE_IPV6:
+            len = kIpv6Len;
+            return true;
+        case RTE_FLOW_ITEM_TYPE_UDP:
+            len = kUdpLen;
+            return true;
 #if INSERT_HAVE_IB_BTH
-        case RTE_FLOW_ITEM_TYPE_IB_BTH: len = kBthLen; return true;
+        case RTE_FLOW_ITEM_TYPE_IB_BTH:
+            len = kBthLen;
+            return true;
 #endif
-        default: return false;
+        default:
+            return false;
     }
 }
 
 // The header bytes of an item's spec/mask struct (all start with the wire header).
-const uint8_t* header_bytes(const void* item_struct) { return static_cast<const uint8_t*>(item_struct); }
+const uint8_t* header_bytes(const void* item_struct) {
+    return static_cast<const uint8_t*>(item_struct);
+}
 
 bool masked_equal(const uint8_t* frame, const uint8_t* spec, const uint8_t* mask, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
@@ -92,13 +111,20 @@ FrameLayout layout_of(std::span<const uint8_t> frame) noexcept {
             const uint8_t* ext = p + hdr;
             std::size_t ext_len;
             switch (next) {
-                case 0: case 43: case 60: ext_len = (std::size_t{ext[1]} + 1) * 8; break;
-                case 51: ext_len = (std::size_t{ext[1]} + 2) * 4; break;
+                case 0:
+                case 43:
+                case 60:
+                    ext_len = (std::size_t{ext[1]} + 1) * 8;
+                    break;
+                case 51:
+                    ext_len = (std::size_t{ext[1]} + 2) * 4;
+                    break;
                 case 44:
                     if (be16(ext + 2) != 0) return l;
                     ext_len = 8;
                     break;
-                default: return l;
+                default:
+                    return l;
             }
             if (len - hdr < ext_len) return l;
             next = ext[0];
@@ -138,7 +164,8 @@ bool SoftClassifier::supports(const FlowRule& rule, std::string& why) {
         if (it.type == RTE_FLOW_ITEM_TYPE_VOID) continue;
         uint8_t len = 0;
         if (!header_len(it.type, len)) {
-            why = rule.name + ": item type " + std::to_string(static_cast<int>(it.type)) + " not emulated";
+            why = rule.name + ": item type " + std::to_string(static_cast<int>(it.type)) +
+                  " not emulated";
             return false;
         }
         if (first && it.type != RTE_FLOW_ITEM_TYPE_ETH) {
@@ -168,9 +195,12 @@ bool SoftClassifier::supports(const FlowRule& rule, std::string& why) {
     for (const rte_flow_action& a : rule.actions) {
         if (a.type == RTE_FLOW_ACTION_TYPE_END) break;
         switch (a.type) {
-            case RTE_FLOW_ACTION_TYPE_VOID: break;
+            case RTE_FLOW_ACTION_TYPE_VOID:
+                break;
             case RTE_FLOW_ACTION_TYPE_QUEUE:
-            case RTE_FLOW_ACTION_TYPE_DROP: fate = true; break;
+            case RTE_FLOW_ACTION_TYPE_DROP:
+                fate = true;
+                break;
             case RTE_FLOW_ACTION_TYPE_RSS: {
                 const auto* r = static_cast<const rte_flow_action_rss*>(a.conf);
                 if (r == nullptr || r->queue_num == 0 || r->level > 1 ||
@@ -185,7 +215,8 @@ bool SoftClassifier::supports(const FlowRule& rule, std::string& why) {
                 break;
             }
             default:
-                why = rule.name + ": action type " + std::to_string(static_cast<int>(a.type)) + " not emulated";
+                why = rule.name + ": action type " + std::to_string(static_cast<int>(a.type)) +
+                      " not emulated";
                 return false;
         }
     }
@@ -224,7 +255,8 @@ bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
         if (a.type == RTE_FLOW_ACTION_TYPE_END) break;
         if (a.type == RTE_FLOW_ACTION_TYPE_QUEUE) {
             r.kind = Decision::Kind::queue;
-            r.queue = static_cast<uint16_t>(static_cast<const rte_flow_action_queue*>(a.conf)->index);
+            r.queue =
+                static_cast<uint16_t>(static_cast<const rte_flow_action_queue*>(a.conf)->index);
         } else if (a.type == RTE_FLOW_ACTION_TYPE_DROP) {
             r.kind = Decision::Kind::drop;
         } else if (a.type == RTE_FLOW_ACTION_TYPE_RSS) {
@@ -232,8 +264,10 @@ bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
             r.kind = Decision::Kind::queue;
             r.rss.symmetric_function = c->func == RTE_ETH_HASH_FUNCTION_SYMMETRIC_TOEPLITZ;
             r.rss.types = c->types ? c->types : kIpOnlyRssTypes;
-            if (c->key && c->key_len) r.rss.key.assign(c->key, c->key + c->key_len);
-            else r.rss.key.assign(kDefaultKey, kDefaultKey + kDefaultRssKeyLen);
+            if (c->key && c->key_len)
+                r.rss.key.assign(c->key, c->key + c->key_len);
+            else
+                r.rss.key.assign(kDefaultKey, kDefaultKey + kDefaultRssKeyLen);
             r.rss.queues.assign(c->queue, c->queue + c->queue_num);
         }
     }
@@ -283,7 +317,8 @@ bool SoftClassifier::matches(const Rule& r, std::span<const uint8_t> f,
                 at = p + l.l4_at + kUdpLen;
                 break;
 #endif
-            default: return false;
+            default:
+                return false;
         }
         if (!it.any && !masked_equal(at, it.spec.data(), it.mask.data(), it.len)) return false;
         prev = it.type;
@@ -295,10 +330,12 @@ uint16_t SoftClassifier::rss_queue(const Rss& rss, std::span<const uint8_t> f,
                                    const FrameLayout& l) const noexcept {
     uint8_t input[32];
     std::size_t n = 0;
-    const bool v4 = l.ipv4 && (rss.types & (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 |
-                                             RTE_ETH_RSS_NONFRAG_IPV4_OTHER));
-    const bool v6 = l.ipv6 && (rss.types & (RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 |
-                                             RTE_ETH_RSS_NONFRAG_IPV6_OTHER));
+    const bool v4 =
+        l.ipv4 &&
+        (rss.types & (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_OTHER));
+    const bool v6 =
+        l.ipv6 &&
+        (rss.types & (RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_OTHER));
     uint32_t hash = 0;  // types the action does not cover hash to 0, as on a NIC
     if (v4 || v6) {
         const std::size_t alen = v4 ? 4 : 16;

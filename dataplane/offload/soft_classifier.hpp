@@ -30,15 +30,15 @@ struct Decision {
 // Where a frame's headers are, found once per frame and shared by every rule.
 struct FrameLayout {
     static constexpr unsigned kMaxTags = 4;
-    uint8_t tags = 0;                       // VLAN tags after the Ethernet header
+    uint8_t tags = 0;                         // VLAN tags after the Ethernet header
     std::array<uint16_t, kMaxTags> tag_at{};  // offset of each tag's TPID
-    uint16_t l3_type = 0;                   // EtherType after the tags
+    uint16_t l3_type = 0;                     // EtherType after the tags
     uint16_t l3_at = 0;
     bool ipv4 = false;
     bool ipv6 = false;
-    bool udp = false;                       // an unfragmented datagram with a UDP header
+    bool udp = false;  // an unfragmented datagram with a UDP header
     uint16_t l4_at = 0;
-    bool eth = false;                       // at least an Ethernet header
+    bool eth = false;  // at least an Ethernet header
 };
 FrameLayout layout_of(std::span<const uint8_t> frame) noexcept;
 
@@ -46,7 +46,7 @@ FrameLayout layout_of(std::span<const uint8_t> frame) noexcept;
 uint32_t toeplitz(std::span<const uint8_t> input, std::span<const uint8_t> key) noexcept;
 
 class SoftClassifier {
-public:
+  public:
     // True when the emulation implements every item, mask bit and action of `rule`;
     // otherwise `why` names the first thing it does not.
     static bool supports(const FlowRule& rule, std::string& why);
@@ -57,7 +57,7 @@ public:
     std::size_t size() const { return rules_.size(); }
     const std::string& name(std::size_t i) const { return rules_[i].name; }
 
-private:
+  private:
     static constexpr std::size_t kMaxHeader = 40;  // IPv6, the largest compared header
     struct Item {
         rte_flow_item_type type = RTE_FLOW_ITEM_TYPE_END;
@@ -82,7 +82,8 @@ private:
         Rss rss;
     };
     bool matches(const Rule& r, std::span<const uint8_t> f, const FrameLayout& l) const noexcept;
-    uint16_t rss_queue(const Rss& rss, std::span<const uint8_t> f, const FrameLayout& l) const noexcept;
+    uint16_t rss_queue(const Rss& rss, std::span<const uint8_t> f,
+                       const FrameLayout& l) const noexcept;
 
     std::vector<Rule> rules_;  // sorted by priority, stable
     uint16_t reta_size_ = kDefaultRetaSize;

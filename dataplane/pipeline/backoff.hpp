@@ -14,7 +14,7 @@
 namespace insert::pipeline {
 
 class Backoff {
-public:
+  public:
     void pause() noexcept {
         if (spins_ < kSpins) {
             rte_pause();
@@ -29,7 +29,7 @@ public:
     }
     void reset() noexcept { spins_ = 0; }
 
-private:
+  private:
     static constexpr unsigned kSpins = 64;
     static constexpr unsigned kYields = 16;
     static constexpr long kSleepNs = 20'000;

@@ -97,8 +97,10 @@ EalPlan plan_eal(const EalRequest& request) {
 
     if (user_has(user, {"--file-prefix"})) {
         for (std::size_t i = 0; i < user.size(); ++i) {
-            if (user[i] == "--file-prefix" && i + 1 < user.size()) plan.file_prefix = user[i + 1];
-            else if (user[i].rfind("--file-prefix=", 0) == 0) plan.file_prefix = user[i].substr(14);
+            if (user[i] == "--file-prefix" && i + 1 < user.size())
+                plan.file_prefix = user[i + 1];
+            else if (user[i].rfind("--file-prefix=", 0) == 0)
+                plan.file_prefix = user[i].substr(14);
         }
     } else {
         plan.file_prefix = unique_prefix(request.tool);
@@ -136,7 +138,9 @@ EalPlan plan_eal(const EalRequest& request) {
     return plan;
 }
 
-EalSession::~EalSession() { stop(); }
+EalSession::~EalSession() {
+    stop();
+}
 
 bool EalSession::start(const EalRequest& request, std::string& error) {
     plan_ = plan_eal(request);
@@ -147,8 +151,8 @@ bool EalSession::start(const EalRequest& request, std::string& error) {
     // rte_eal_init may permute argv; it only reads the strings.
     const int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
     if (rc < 0) {
-        error = std::string("EAL initialisation failed: ") + rte_strerror(rte_errno) +
-                " (EAL options:";
+        error =
+            std::string("EAL initialisation failed: ") + rte_strerror(rte_errno) + " (EAL options:";
         for (std::size_t i = 1; i < plan_.args.size(); ++i) error += " " + plan_.args[i];
         error += ")";
         remove_runtime_dir();  // a failed init may already have created it

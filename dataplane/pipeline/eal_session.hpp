@@ -35,7 +35,7 @@ uint64_t free_hugepage_bytes();
 std::vector<unsigned> allowed_cpus();
 
 class EalSession {
-public:
+  public:
     EalSession() = default;
     ~EalSession();
     EalSession(const EalSession&) = delete;
@@ -49,7 +49,7 @@ public:
     const EalPlan& plan() const { return plan_; }
     bool running() const { return running_; }
 
-private:
+  private:
     void remove_runtime_dir();
     EalPlan plan_;
     bool running_ = false;

@@ -17,14 +17,14 @@
 namespace insert::pipeline {
 
 struct ExporterConfig {
-    std::FILE* records = nullptr;     // JSON Lines destination; null: summary only
-    bool progress = false;            // print a progress line about once a second
-    bool progress_is_tty = false;     // rewrite one line (\r) rather than append lines
-    std::vector<unsigned> cpus;       // CPUs the thread may use (empty: inherit)
+    std::FILE* records = nullptr;  // JSON Lines destination; null: summary only
+    bool progress = false;         // print a progress line about once a second
+    bool progress_is_tty = false;  // rewrite one line (\r) rather than append lines
+    std::vector<unsigned> cpus;    // CPUs the thread may use (empty: inherit)
 };
 
 class Exporter {
-public:
+  public:
     Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
              const PacketSource* source);
     ~Exporter();
@@ -40,7 +40,7 @@ public:
     const exporter::HumanSummary& summary() const { return summary_; }
     uint64_t records() const { return records_; }
 
-private:
+  private:
     void loop();
     unsigned drain_once();
     void print_progress(double elapsed_s, bool last);

@@ -28,8 +28,7 @@ std::atomic<unsigned> g_source_sequence{0};
 
 std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
                                                const FileSourceConfig& config,
-                                               const MbufTimestamp& timestamp,
-                                               std::string& error) {
+                                               const MbufTimestamp& timestamp, std::string& error) {
     if (config.workers == 0 || (config.ring_size & (config.ring_size - 1)) != 0) {
         error = "file source: need at least one worker and a power-of-two ring size";
         return nullptr;
@@ -43,8 +42,8 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
     // Every mbuf may sit in a ring, in the reader's staging or in a worker's burst, or in
     // a per-lcore mempool cache (up to 1.5x its size); beyond that the reader waits.
     const unsigned lcores = rte_lcore_count();
-    const unsigned count = config.workers * (config.ring_size + 2 * kBurst) +
-                           lcores * (kPoolCache * 3 / 2) + 1024;
+    const unsigned count =
+        config.workers * (config.ring_size + 2 * kBurst) + lcores * (kPoolCache * 3 / 2) + 1024;
     const std::string pool_name = "insert_src" + std::to_string(id);
     src->pool_ = rte_pktmbuf_pool_create(
         pool_name.c_str(), count, kPoolCache,
@@ -57,9 +56,9 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
     }
     for (unsigned q = 0; q < config.workers; ++q) {
         const std::string name = "insert_rx" + std::to_string(id) + "_" + std::to_string(q);
-        rte_ring* ring = rte_ring_create(name.c_str(), config.ring_size,
-                                         static_cast<int>(rte_socket_id()),
-                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
+        rte_ring* ring =
+            rte_ring_create(name.c_str(), config.ring_size, static_cast<int>(rte_socket_id()),
+                            RING_F_SP_ENQ | RING_F_SC_DEQ);
         if (ring == nullptr) {
             error = "cannot allocate worker ring " + name + ": " + rte_strerror(rte_errno);
             return nullptr;
@@ -144,7 +143,8 @@ bool FileSource::run(std::string& error) {
             rte_mbuf* m = fresh[used];
             fill(m, frame);
             end_ns = std::max(end_ns, frame.ts_ns);
-            const unsigned q = workers == 1 ? 0 : shard_index(shard_hash(frame.data, policy_), workers);
+            const unsigned q =
+                workers == 1 ? 0 : shard_index(shard_hash(frame.data, policy_), workers);
             Staging& s = staging_[q];
             s.pkts[s.count++] = m;
             if (s.count == kBurst) flush(q);

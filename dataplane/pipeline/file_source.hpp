@@ -29,7 +29,7 @@ struct FileSourceConfig {
 };
 
 class FileSource final : public PacketSource {
-public:
+  public:
     // Takes an opened capture. nullptr and `error` if DPDK memory cannot be had.
     static std::unique_ptr<FileSource> create(capture::CaptureFile file,
                                               const FileSourceConfig& config,
@@ -38,7 +38,8 @@ public:
 
     unsigned queues() const override { return static_cast<unsigned>(rings_.size()); }
     uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override {
-        return static_cast<uint16_t>(rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr));
+        return static_cast<uint16_t>(
+            rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr));
     }
     bool drained(unsigned q) const noexcept override {
         return done_.load(std::memory_order_acquire) && rte_ring_empty(rings_[q]);
@@ -55,7 +56,7 @@ public:
     // After run() failed: the capture ended inside a record (cut short), not corrupt.
     bool truncated() const { return file_.truncated(); }
 
-private:
+  private:
     FileSource() = default;
     bool fill(rte_mbuf* m, const capture::Frame& frame) noexcept;
     bool flush(unsigned q) noexcept;

@@ -14,7 +14,7 @@
 namespace insert::pipeline {
 
 class LiveView {
-public:
+  public:
     LiveView(const LiveStats& stats, std::FILE* out);
     ~LiveView();
     void start();
@@ -24,7 +24,7 @@ public:
     static std::string render(const LiveTotals& now, const LiveTotals& before, double dt_s,
                               const LiveStats& stats);
 
-private:
+  private:
     void loop();
     const LiveStats& stats_;
     std::FILE* out_;

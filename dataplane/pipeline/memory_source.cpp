@@ -32,8 +32,7 @@ std::unique_ptr<MemorySource> MemorySource::create(std::span<const MemoryFrame> 
     for (unsigned q = 0; q < workers; ++q) src->queues_.push_back(std::make_unique<Queue>());
     for (const MemoryFrame& f : frames) {
         const unsigned q =
-            workers == 1 ? 0
-                         : shard_index(shard_hash({f.data, f.len}, policy), workers);
+            workers == 1 ? 0 : shard_index(shard_hash({f.data, f.len}, policy), workers);
         src->queues_[q]->frames.push_back(f);
         src->end_ns_ = std::max(src->end_ns_, f.ts_ns);
     }
@@ -50,7 +49,9 @@ std::unique_ptr<MemorySource> MemorySource::create(std::span<const MemoryFrame> 
     return src;
 }
 
-MemorySource::~MemorySource() { rte_mempool_free(pool_); }
+MemorySource::~MemorySource() {
+    rte_mempool_free(pool_);
+}
 
 uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
     Queue& queue = *queues_[q];

@@ -26,12 +26,11 @@ struct MemoryFrame {
 };
 
 class MemorySource final : public PacketSource {
-public:
+  public:
     // The bytes behind `frames` must outlive the source and every mbuf it hands out.
     static std::unique_ptr<MemorySource> create(std::span<const MemoryFrame> frames,
                                                 unsigned workers, ShardPolicy policy,
-                                                const MbufTimestamp& timestamp,
-                                                std::string& error);
+                                                const MbufTimestamp& timestamp, std::string& error);
     ~MemorySource() override;
 
     unsigned queues() const override { return static_cast<unsigned>(queues_.size()); }
@@ -47,7 +46,7 @@ public:
 
     std::size_t queue_frames(unsigned q) const { return queues_[q]->frames.size(); }
 
-private:
+  private:
     MemorySource() = default;
     struct alignas(64) Queue {
         std::vector<MemoryFrame> frames;

@@ -18,7 +18,7 @@ struct SourceProgress {
 };
 
 class PacketSource {
-public:
+  public:
     virtual ~PacketSource() = default;
 
     virtual unsigned queues() const = 0;

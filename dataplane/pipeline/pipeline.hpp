@@ -34,7 +34,7 @@ struct PipelineConfig {
 };
 
 class Pipeline {
-public:
+  public:
     // One worker per source queue; needs that many EAL worker lcores. nullptr and `error`
     // (one line) when memory or lcores are missing.
     static std::unique_ptr<Pipeline> create(const PipelineConfig& config, PacketSource& source,
@@ -59,7 +59,7 @@ public:
     // Balance and limits for the terminal summary.
     exporter::RunInfo run_info() const;
 
-private:
+  private:
     Pipeline() = default;
     std::vector<std::unique_ptr<RecordRing>> rings_;
     std::vector<std::unique_ptr<state::Engine>> engines_;

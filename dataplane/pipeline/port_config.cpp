@@ -8,7 +8,9 @@ namespace insert::pipeline {
 
 namespace {
 
-uint32_t round_up(uint32_t v, uint32_t granule) { return (v + granule - 1) / granule * granule; }
+uint32_t round_up(uint32_t v, uint32_t granule) {
+    return (v + granule - 1) / granule * granule;
+}
 
 }  // namespace
 
@@ -34,9 +36,11 @@ bool check_geometry(const AfPacketGeometry& g, std::string& error) {
     if (g.framesz < kTpacketRxOverhead + g.max_frame())
         return fail("framesz " + std::to_string(g.framesz) + " cannot hold a " +
                     std::to_string(g.max_frame()) + "-byte frame after the " +
-                    std::to_string(kTpacketRxOverhead) + "-byte ring header (the kernel would cut it)");
+                    std::to_string(kTpacketRxOverhead) +
+                    "-byte ring header (the kernel would cut it)");
     if (g.blocksz % kPageSize != 0 || g.blocksz < g.framesz)
-        return fail("blocksz " + std::to_string(g.blocksz) + " must be whole pages holding a frame");
+        return fail("blocksz " + std::to_string(g.blocksz) +
+                    " must be whole pages holding a frame");
     const uint32_t per_block = g.blocksz / g.framesz;
     if (g.framecnt == 0 || g.framecnt % per_block != 0)
         return fail("framecnt " + std::to_string(g.framecnt) + " is not a multiple of the " +

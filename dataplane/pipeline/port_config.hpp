@@ -14,20 +14,20 @@ namespace insert::pipeline {
 // Kernel TPACKET_V2 layout (linux/if_packet.h, net/packet/af_packet.c tpacket_rcv()):
 // the MAC header of a received frame starts at TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 =
 // 66 bytes into its slot; the PMD's transmit data starts 32 bytes in.
-constexpr uint32_t kTpacketRxOverhead = 80;   // slot bytes before the network header
+constexpr uint32_t kTpacketRxOverhead = 80;    // slot bytes before the network header
 constexpr uint32_t kTpacketTxDataOffset = 32;  // TPACKET2_HDRLEN - sizeof(sockaddr_ll)
-constexpr uint32_t kTpacketAlign = 16;        // TPACKET_ALIGNMENT: slot sizes are multiples
-constexpr uint32_t kPageSize = 4096;          // blocks are whole pages
-constexpr uint32_t kL2Overhead = 14 + 2 * 4;  // Ethernet + up to two VLAN tags (SPEC 1)
-constexpr uint32_t kSlotGranule = 2048;       // 1500 -> 2048 (the PMD default), 9000 -> 10240
-constexpr uint32_t kMbufGranule = 4096;       // 9000 -> 12288, the size that worked in the trial
-constexpr uint32_t kDefaultFrameCount = 512;  // PACKET_MMAP slots per ring (per queue)
-constexpr uint32_t kMbufHeadroom = 128;       // RTE_PKTMBUF_HEADROOM (Debian's build)
+constexpr uint32_t kTpacketAlign = 16;         // TPACKET_ALIGNMENT: slot sizes are multiples
+constexpr uint32_t kPageSize = 4096;           // blocks are whole pages
+constexpr uint32_t kL2Overhead = 14 + 2 * 4;   // Ethernet + up to two VLAN tags (SPEC 1)
+constexpr uint32_t kSlotGranule = 2048;        // 1500 -> 2048 (the PMD default), 9000 -> 10240
+constexpr uint32_t kMbufGranule = 4096;        // 9000 -> 12288, the size that worked in the trial
+constexpr uint32_t kDefaultFrameCount = 512;   // PACKET_MMAP slots per ring (per queue)
+constexpr uint32_t kMbufHeadroom = 128;        // RTE_PKTMBUF_HEADROOM (Debian's build)
 
 struct AfPacketGeometry {
-    uint32_t mtu = 1500;             // L3 MTU of the interface
-    uint32_t framesz = 2048;         // PACKET_MMAP slot
-    uint32_t blocksz = 4096;         // PACKET_MMAP block (whole slots, whole pages)
+    uint32_t mtu = 1500;      // L3 MTU of the interface
+    uint32_t framesz = 2048;  // PACKET_MMAP slot
+    uint32_t blocksz = 4096;  // PACKET_MMAP block (whole slots, whole pages)
     uint32_t framecnt = kDefaultFrameCount;
     uint32_t mbuf_data_room = 4096;  // headroom + the largest frame a slot can hold
 

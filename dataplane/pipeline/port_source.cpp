@@ -18,8 +18,8 @@ namespace insert::pipeline {
 namespace {
 
 constexpr uint16_t kBurst = 32;
-constexpr unsigned kTxDrainUs = 100;     // l2fwd's drain period: bounds the added latency
-constexpr unsigned kTxRetries = 64;      // tries on a full Tx queue before dropping
+constexpr unsigned kTxDrainUs = 100;  // l2fwd's drain period: bounds the added latency
+constexpr unsigned kTxRetries = 64;   // tries on a full Tx queue before dropping
 constexpr unsigned kPoolCache = 256;
 constexpr auto kIdleMainSleep = std::chrono::milliseconds(1);
 constexpr auto kClockCalibration = std::chrono::milliseconds(20);
@@ -65,8 +65,7 @@ void on_tx_full(rte_mbuf** unsent, uint16_t count, void* userdata) {
     for (unsigned r = 0; r < kTxRetries && sent < count; ++r) {
         bump(ctx->lane->counters.tx_retries, 1);
         rte_pause();
-        sent += rte_eth_tx_burst(ctx->port, ctx->lane->tx_queue, unsent + sent,
-                                 count - sent);
+        sent += rte_eth_tx_burst(ctx->port, ctx->lane->tx_queue, unsent + sent, count - sent);
     }
     if (sent < count) {
         bump(ctx->lane->counters.tx_dropped, count - sent);
@@ -83,7 +82,8 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
         return nullptr;
     }
     if (config.mode == PortMode::inline_pair && config.devices.size() != 2) {
-        error = "inline mode needs exactly two ports (got " + std::to_string(config.devices.size()) + ")";
+        error = "inline mode needs exactly two ports (got " +
+                std::to_string(config.devices.size()) + ")";
         return nullptr;
     }
     if (config.devices.empty()) {
@@ -100,7 +100,8 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     src->tsc_base_ = rte_rdtsc();
     src->ns_base_ = realtime_ns();
     const uint64_t hz = rte_get_tsc_hz();
-    src->ns_per_tsc_q32_ = static_cast<uint64_t>((static_cast<unsigned __int128>(1'000'000'000ull) << 32) / hz);
+    src->ns_per_tsc_q32_ =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(1'000'000'000ull) << 32) / hz);
     src->drain_tsc_ = hz / 1'000'000 * kTxDrainUs;
 
     const unsigned nports = static_cast<unsigned>(config.devices.size());
@@ -131,14 +132,15 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     bool all_hardware = config.offload != offload::OffloadMode::off;
     for (unsigned i = 0; i < nports; ++i) {
         auto state = std::make_unique<offload::OffloadState>();
-        const offload::NicCaps caps = offload::read_caps(src->ports_[i].id, static_cast<uint16_t>(config.workers));
+        const offload::NicCaps caps =
+            offload::read_caps(src->ports_[i].id, static_cast<uint16_t>(config.workers));
         const offload::RulePlan plan = offload::build_insert_rules(caps);
         if (!offload::install_plan(src->ports_[i].id, plan, config.offload, *state, error))
             return nullptr;
         all_hardware = all_hardware && state->hardware;
         src->offload_.push_back(std::move(state));
     }
-    src->steer_ = all_hardware ? SteerMode::hardware
+    src->steer_ = all_hardware          ? SteerMode::hardware
                   : config.workers == 1 ? SteerMode::direct
                                         : SteerMode::dispatch;
     if (!all_hardware)
@@ -172,7 +174,8 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     switch (src->steer_) {
         case SteerMode::hardware:
             for (unsigned q = 0; q < config.workers; ++q)
-                for (const PortInfo& p : src->ports_) src->lanes_[q]->rx.push_back({p.id, static_cast<uint16_t>(q)});
+                for (const PortInfo& p : src->ports_)
+                    src->lanes_[q]->rx.push_back({p.id, static_cast<uint16_t>(q)});
             for (const PortInfo& p : src->ports_)
                 src->pass_rx_.push_back({p.id, static_cast<uint16_t>(config.workers)});
             break;
@@ -182,7 +185,8 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
         case SteerMode::dispatch: {
             const unsigned id = g_sequence++;
             for (unsigned q = 0; q < config.workers; ++q) {
-                const std::string name = "insert_live" + std::to_string(id) + "_" + std::to_string(q);
+                const std::string name =
+                    "insert_live" + std::to_string(id) + "_" + std::to_string(q);
                 rte_ring* r = rte_ring_create(name.c_str(), config.worker_ring,
                                               static_cast<int>(rte_socket_id()),
                                               RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -195,12 +199,14 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
             if (src->single_tx_ && config.mode == PortMode::inline_pair) {
                 // Workers hand processed frames back; the main lcore transmits them.
                 for (unsigned q = 0; q < config.workers; ++q) {
-                    const std::string name = "insert_back" + std::to_string(id) + "_" + std::to_string(q);
+                    const std::string name =
+                        "insert_back" + std::to_string(id) + "_" + std::to_string(q);
                     rte_ring* r = rte_ring_create(name.c_str(), config.worker_ring,
                                                   static_cast<int>(rte_socket_id()),
                                                   RING_F_SP_ENQ | RING_F_SC_DEQ);
                     if (r == nullptr) {
-                        error = "cannot allocate return ring " + name + ": " + rte_strerror(rte_errno);
+                        error =
+                            "cannot allocate return ring " + name + ": " + rte_strerror(rte_errno);
                         return nullptr;
                     }
                     src->back_.push_back(r);
@@ -217,7 +223,8 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
 bool PortSource::setup_port(unsigned index, const std::string& device, std::string& error) {
     uint16_t pid = 0;
     if (rte_eth_dev_get_port_by_name(device.c_str(), &pid) != 0) {
-        error = "no DPDK port " + device + " (EAL did not create it; check the --vdev/--port options)";
+        error =
+            "no DPDK port " + device + " (EAL did not create it; check the --vdev/--port options)";
         return false;
     }
     rte_eth_dev_info info{};
@@ -277,24 +284,28 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
         // af_packet takes the interface's MTU as it is; a NIC needs its MTU raised.
         conf.rxmode.mtu = config_.max_frame - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
     }
-    int rc = rte_eth_dev_configure(pid, static_cast<uint16_t>(queues), static_cast<uint16_t>(queues), &conf);
+    int rc = rte_eth_dev_configure(pid, static_cast<uint16_t>(queues),
+                                   static_cast<uint16_t>(queues), &conf);
     if (rc != 0) {
         error = "port " + device + " (" + p.driver + "): configure failed: " + rte_strerror(-rc);
         return false;
     }
     uint16_t rxd = config_.rx_desc, txd = config_.tx_desc;
     rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
-    const int socket = rte_eth_dev_socket_id(pid) >= 0 ? rte_eth_dev_socket_id(pid) : static_cast<int>(rte_socket_id());
+    const int socket = rte_eth_dev_socket_id(pid) >= 0 ? rte_eth_dev_socket_id(pid)
+                                                       : static_cast<int>(rte_socket_id());
     for (uint16_t q = 0; q < queues; ++q) {
         rte_eth_rxconf rxconf = info.default_rxconf;
         rxconf.offloads = conf.rxmode.offloads;
-        if ((rc = rte_eth_rx_queue_setup(pid, q, rxd, static_cast<unsigned>(socket), &rxconf, pool_)) != 0) {
+        if ((rc = rte_eth_rx_queue_setup(pid, q, rxd, static_cast<unsigned>(socket), &rxconf,
+                                         pool_)) != 0) {
             error = "port " + device + " (" + p.driver + "): Rx queue " + std::to_string(q) +
                     " set-up failed: " + rte_strerror(-rc) +
                     " (frame/mbuf sizes inconsistent? see the af_packet settings)";
             return false;
         }
-        if ((rc = rte_eth_tx_queue_setup(pid, q, txd, static_cast<unsigned>(socket), nullptr)) != 0) {
+        if ((rc = rte_eth_tx_queue_setup(pid, q, txd, static_cast<unsigned>(socket), nullptr)) !=
+            0) {
             error = "port " + device + " (" + p.driver + "): Tx queue " + std::to_string(q) +
                     " set-up failed: " + rte_strerror(-rc);
             return false;
@@ -319,7 +330,8 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
             HwClock& clock = hw_clock_[pid];
             clock.tick_base = c1;
             clock.ns_base = n1;
-            clock.ns_per_tick = c1 > c0 ? static_cast<double>(n1 - n0) / static_cast<double>(c1 - c0) : 0.0;
+            clock.ns_per_tick =
+                c1 > c0 ? static_cast<double>(n1 - n0) / static_cast<double>(c1 - c0) : 0.0;
             if (clock.ns_per_tick <= 0) p.hw_timestamp = false;
         }
     }
@@ -335,7 +347,8 @@ PortSource::~PortSource() {
             rte_free(b);
         }
     for (auto& lane : lanes_)
-        for (auto& s : lane->staging) rte_pktmbuf_free_bulk(s.data(), static_cast<unsigned>(s.size()));
+        for (auto& s : lane->staging)
+            rte_pktmbuf_free_bulk(s.data(), static_cast<unsigned>(s.size()));
     for (rte_ring* r : back_) {
         rte_mbuf* m;
         while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
@@ -356,7 +369,8 @@ PortSource::~PortSource() {
 
 uint64_t PortSource::now_ns() const noexcept {
     const uint64_t d = rte_rdtsc() - tsc_base_;
-    return ns_base_ + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * ns_per_tsc_q32_) >> 32);
+    return ns_base_ +
+           static_cast<uint64_t>((static_cast<unsigned __int128>(d) * ns_per_tsc_q32_) >> 32);
 }
 
 void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept {
@@ -369,7 +383,8 @@ void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept {
         if (hw && (m->ol_flags & timestamp_.rx_flag)) {
             const HwClock& c = hw_clock_[port];
             const int64_t ticks = static_cast<int64_t>(timestamp_.get(m) - c.tick_base);
-            timestamp_.set(m, c.ns_base + static_cast<uint64_t>(static_cast<double>(ticks) * c.ns_per_tick));
+            timestamp_.set(
+                m, c.ns_base + static_cast<uint64_t>(static_cast<double>(ticks) * c.ns_per_tick));
         } else {
             timestamp_.set(m, now);
         }
@@ -450,9 +465,12 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
 uint16_t PortSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
     Lane& lane = *lanes_[q];
     if (steer_ == SteerMode::dispatch) {
-        const unsigned got = rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr);
-        if (got == 0) flush(lane);
-        else maybe_flush(lane);
+        const unsigned got =
+            rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr);
+        if (got == 0)
+            flush(lane);
+        else
+            maybe_flush(lane);
         return static_cast<uint16_t>(got);
     }
     if (stop_.load(std::memory_order_relaxed)) {
@@ -484,7 +502,8 @@ void PortSource::release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
         unsigned sent = 0;
         Backoff full;
         while (sent < n) {
-            sent += rte_ring_sp_enqueue_burst(back_[q], reinterpret_cast<void**>(pkts + sent), n - sent, nullptr);
+            sent += rte_ring_sp_enqueue_burst(back_[q], reinterpret_cast<void**>(pkts + sent),
+                                              n - sent, nullptr);
             if (sent < n) {
                 bump(lane.counters.ring_waits, 1);
                 full.pause();
@@ -519,7 +538,8 @@ bool PortSource::drained(unsigned q) const noexcept {
         return d;
     }
     // done_ too: the worker finishes its engine with end_ns(), set when run() returns.
-    return lanes_[q]->finished.load(std::memory_order_acquire) && done_.load(std::memory_order_acquire);
+    return lanes_[q]->finished.load(std::memory_order_acquire) &&
+           done_.load(std::memory_order_acquire);
 }
 
 bool PortSource::dispatch_loop() {
@@ -546,7 +566,8 @@ bool PortSource::dispatch_loop() {
         unsigned total = 0;
         for (unsigned q = 0; q < back_.size(); ++q) {
             rte_mbuf* out[kBurst];
-            const unsigned k = rte_ring_sc_dequeue_burst(back_[q], reinterpret_cast<void**>(out), kBurst, nullptr);
+            const unsigned k =
+                rte_ring_sc_dequeue_burst(back_[q], reinterpret_cast<void**>(out), kBurst, nullptr);
             for (unsigned j = 0; j < k; ++j) forward(lane, out[j]);
             if (k) bump(lanes_[q]->counters.tx, k);
             total += k;
@@ -648,12 +669,15 @@ bool PortSource::run(std::string&) {
         // Direct: the worker polls the ports; the main lcore only waits for the stop.
         while (!stop_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kIdleMainSleep);
     }
-    if (end_ns_.load(std::memory_order_acquire) == 0) end_ns_.store(now_ns(), std::memory_order_release);
+    if (end_ns_.load(std::memory_order_acquire) == 0)
+        end_ns_.store(now_ns(), std::memory_order_release);
     done_.store(true, std::memory_order_release);
     return true;
 }
 
-const LaneCounters& PortSource::lane(unsigned i) const { return lanes_[i]->counters; }
+const LaneCounters& PortSource::lane(unsigned i) const {
+    return lanes_[i]->counters;
+}
 
 uint64_t PortSource::received() const {
     uint64_t n = 0;

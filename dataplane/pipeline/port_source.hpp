@@ -16,11 +16,11 @@
 // Ports with one queue pair (af_packet: a single socket keeps Rx in wire order; the PMD's
 // fan-out over several sockets would reorder the two directions of a connection) have one
 // transmitting lcore: in dispatch mode the workers hand processed frames back to the main
-// lcore through per-worker rings. Otherwise every lcore that transmits owns Tx queue `lane` of every port and buffers per port,
-// flushing when a burst fills, when its input runs dry, or after kTxDrainUs; a full Tx
-// queue is retried a bounded number of times (back-pressure) and what still does not fit is
-// counted as dropped. Timestamps: the NIC's Rx timestamp where the port offers one (converted
-// to ns with the device clock), else the TSC once per burst, as ns since the epoch.
+// lcore through per-worker rings. Otherwise every lcore that transmits owns Tx queue `lane` of
+// every port and buffers per port, flushing when a burst fills, when its input runs dry, or after
+// kTxDrainUs; a full Tx queue is retried a bounded number of times (back-pressure) and what still
+// does not fit is counted as dropped. Timestamps: the NIC's Rx timestamp where the port offers one
+// (converted to ns with the device clock), else the TSC once per burst, as ns since the epoch.
 #pragma once
 
 #include <rte_ethdev.h>
@@ -51,21 +51,21 @@ struct PortSourceConfig {
     uint16_t rx_desc = 1024;
     uint16_t tx_desc = 1024;
     uint32_t mbuf_data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
-    uint32_t max_frame = 1518;     // largest frame that must cross (checked per port)
-    unsigned worker_ring = 1024;   // dispatch mode, per worker (power of two)
+    uint32_t max_frame = 1518;    // largest frame that must cross (checked per port)
+    unsigned worker_ring = 1024;  // dispatch mode, per worker (power of two)
     bool promiscuous = true;
 };
 
 // Counters of one transmitting lcore (a lane); single writer, relaxed readers.
 struct alignas(RTE_CACHE_LINE_SIZE) LaneCounters {
-    std::atomic<uint64_t> rx{0};           // frames this lane took from ports (direct/hardware)
-    std::atomic<uint64_t> tx{0};           // frames handed to Tx queues
-    std::atomic<uint64_t> tx_retries{0};   // Tx queue full: retried (back-pressure)
-    std::atomic<uint64_t> tx_dropped{0};   // still full after the retries: freed, counted
-    std::atomic<uint64_t> passthrough{0};  // frames forwarded without a worker (non-RoCE)
-    std::atomic<uint64_t> dropped_rule{0}; // frames a DROP rule discarded
-    std::atomic<uint64_t> ring_waits{0};   // dispatch: a worker ring was full
-    std::atomic<uint64_t> ring_dropped{0}; // dispatch: frames freed at stop with rings full
+    std::atomic<uint64_t> rx{0};            // frames this lane took from ports (direct/hardware)
+    std::atomic<uint64_t> tx{0};            // frames handed to Tx queues
+    std::atomic<uint64_t> tx_retries{0};    // Tx queue full: retried (back-pressure)
+    std::atomic<uint64_t> tx_dropped{0};    // still full after the retries: freed, counted
+    std::atomic<uint64_t> passthrough{0};   // frames forwarded without a worker (non-RoCE)
+    std::atomic<uint64_t> dropped_rule{0};  // frames a DROP rule discarded
+    std::atomic<uint64_t> ring_waits{0};    // dispatch: a worker ring was full
+    std::atomic<uint64_t> ring_dropped{0};  // dispatch: frames freed at stop with rings full
 };
 
 struct PortInfo {
@@ -85,7 +85,7 @@ struct HwClock {
 };
 
 class PortSource final : public PacketSource {
-public:
+  public:
     struct Lane;  // one transmitting lcore (defined in port_source.cpp)
 
     // Configures and starts every port, installs (or emulates) the offload plan. nullptr
@@ -107,7 +107,9 @@ public:
     // Stats, from any thread.
     SteerMode steer() const { return steer_; }
     const std::vector<PortInfo>& ports() const { return ports_; }
-    const offload::OffloadState& offload(unsigned port_index) const { return *offload_[port_index]; }
+    const offload::OffloadState& offload(unsigned port_index) const {
+        return *offload_[port_index];
+    }
     unsigned lanes() const { return static_cast<unsigned>(lanes_.size()); }
     const LaneCounters& lane(unsigned i) const;
     // Frames the source took from the ports and frames it forwarded without a worker.
@@ -116,14 +118,15 @@ public:
     // Current clock as the source stamps packets (ns since the epoch).
     uint64_t now_ns() const noexcept;
 
-private:
+  private:
     PortSource() = default;
     struct RxQueue {
         uint16_t port;
         uint16_t queue;
     };
     bool setup_port(unsigned index, const std::string& device, std::string& error);
-    uint16_t poll(Lane& lane, const std::vector<RxQueue>& from, rte_mbuf** pkts, uint16_t n) noexcept;
+    uint16_t poll(Lane& lane, const std::vector<RxQueue>& from, rte_mbuf** pkts,
+                  uint16_t n) noexcept;
     void stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept;
     void forward(Lane& lane, rte_mbuf* m) noexcept;
     void flush(Lane& lane) noexcept;

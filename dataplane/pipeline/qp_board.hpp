@@ -19,7 +19,7 @@
 namespace insert::pipeline {
 
 class QpBoard {
-public:
+  public:
     static constexpr std::size_t kTop = 16;
     struct Entry {
         state::QpRecord qp;
@@ -30,14 +30,14 @@ public:
     // Any thread: a consistent copy of the used entries.
     std::vector<state::QpRecord> snapshot() const;
 
-private:
+  private:
     std::atomic<uint64_t> seq_{0};
     std::array<Entry, kTop> entries_{};
 };
 
 // The sink decorator: forwards every record to the ring, offers qp records to the board.
 class BoardSink final : public state::RecordSink {
-public:
+  public:
     bool push(const state::Record& r) override {
         if (r.type == state::RecordType::qp) board.offer(r.qp);
         return inner->push(r);
@@ -49,9 +49,9 @@ public:
 // Boards for the engines the next Pipeline::create() makes: install() before it, and the
 // factory make_engine_with_board() wraps each worker's sink in the next BoardSink.
 class QpBoards {
-public:
+  public:
     explicit QpBoards(unsigned workers);
-    void install();    // becomes the boards the factory uses (one set per process at a time)
+    void install();  // becomes the boards the factory uses (one set per process at a time)
     void uninstall();
     static std::unique_ptr<state::Engine> make_engine_with_board(const state::EngineConfig& config,
                                                                  state::RecordSink& sink,
@@ -59,7 +59,7 @@ public:
     // The K busiest endpoints over every worker, by bytes.
     std::vector<state::QpRecord> top(std::size_t k) const;
 
-private:
+  private:
     std::vector<std::unique_ptr<BoardSink>> sinks_;
     std::atomic<unsigned> next_{0};
 };

@@ -20,7 +20,9 @@ std::unique_ptr<RecordRing> RecordRing::create(const std::string& name, unsigned
     return r;
 }
 
-RecordRing::~RecordRing() { rte_ring_free(ring_); }
+RecordRing::~RecordRing() {
+    rte_ring_free(ring_);
+}
 
 bool RecordRing::push(const state::Record& record) {
     if (rte_ring_sp_enqueue_elem(ring_, const_cast<state::Record*>(&record),

@@ -28,7 +28,7 @@ enum class FullPolicy : uint8_t {
 };
 
 class RecordRing final : public state::RecordSink {
-public:
+  public:
     // nullptr and `error` when the ring cannot be allocated. `size`: a power of two.
     static std::unique_ptr<RecordRing> create(const std::string& name, unsigned size,
                                               FullPolicy policy, std::string& error);
@@ -47,7 +47,7 @@ public:
     // Times a producer found the ring full (waited or dropped).
     uint64_t full_events() const { return full_events_.load(std::memory_order_relaxed); }
 
-private:
+  private:
     RecordRing() = default;
     rte_ring* ring_ = nullptr;
     FullPolicy policy_ = FullPolicy::wait;

@@ -18,7 +18,9 @@ constexpr std::size_t kMaxVlanTags = 2;  // same limit as the parser (SPEC secti
 constexpr std::size_t kIpv4MinHeader = 20;
 constexpr std::size_t kIpv6Header = 40;
 
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+inline uint16_t be16(const uint8_t* p) {
+    return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
 
 inline uint64_t load64(const uint8_t* p) {
     uint64_t v;
@@ -42,7 +44,9 @@ inline uint64_t mix(uint64_t x) {
     return x;
 }
 
-inline uint64_t fold_v6(const uint8_t* p) { return mix(load64(p)) ^ load64(p + 8); }
+inline uint64_t fold_v6(const uint8_t* p) {
+    return mix(load64(p)) ^ load64(p + 8);
+}
 
 // Order the two address words so that A->B and B->A give the same key.
 inline uint64_t unordered(uint64_t a, uint64_t b) {

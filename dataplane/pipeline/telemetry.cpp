@@ -19,7 +19,7 @@ constexpr std::size_t kTopQps = 10;
 
 // Holds the published stats for one command; publish(nullptr) waits for it to end.
 class Reader {
-public:
+  public:
     Reader() {
         g_readers.fetch_add(1);
         stats_ = g_stats.load();
@@ -27,11 +27,13 @@ public:
     ~Reader() { g_readers.fetch_sub(1); }
     const LiveStats* get() const { return stats_; }
 
-private:
+  private:
     const LiveStats* stats_;
 };
 
-void add_u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
+void add_u64(rte_tel_data* d, const char* name, uint64_t v) {
+    rte_tel_data_add_dict_u64(d, name, v);
+}
 
 void add_str(rte_tel_data* d, const char* name, const std::string& v) {
     rte_tel_data_add_dict_string(d, name, v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
@@ -97,7 +99,8 @@ int cmd_ports(const char*, const char*, rte_tel_data* d) {
         add_u64(c, "ierrors", s.ierrors);
         add_u64(c, "oerrors", s.oerrors);
         add_u64(c, "rx_nombuf", s.rx_nombuf);
-        rte_tel_data_add_dict_container(d, p.name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
+        rte_tel_data_add_dict_container(d, p.name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c,
+                                        0);
     }
     return 0;
 }
@@ -123,7 +126,8 @@ int cmd_workers(const char*, const char*, rte_tel_data* d) {
             mal += wc.malformed[m].load(std::memory_order_relaxed);
         add_u64(c, "malformed_pkts", mal);
         add_u64(c, "bursts", wc.bursts.load(std::memory_order_relaxed));
-        add_u64(c, "busy_us", static_cast<uint64_t>(wc.busy_cycles.load(std::memory_order_relaxed) / hz * 1e6));
+        add_u64(c, "busy_us",
+                static_cast<uint64_t>(wc.busy_cycles.load(std::memory_order_relaxed) / hz * 1e6));
         add_u64(c, "endpoints_live", ec.endpoints_live.load(std::memory_order_relaxed));
         add_u64(c, "table_full", ec.table_full.load(std::memory_order_relaxed));
         add_u64(c, "evicted", ec.evicted.load(std::memory_order_relaxed));
@@ -185,9 +189,10 @@ int cmd_offload(const char*, const char*, rte_tel_data* d) {
         rte_tel_data* c = rte_tel_data_alloc();
         if (c == nullptr) return -ENOMEM;
         rte_tel_data_start_dict(c);
-        add_str(c, "steering", src->steer() == SteerMode::hardware ? "hardware"
-                                : o.emulated                       ? "emulated"
-                                                                   : "software-rss");
+        add_str(c, "steering",
+                src->steer() == SteerMode::hardware ? "hardware"
+                : o.emulated                        ? "emulated"
+                                                    : "software-rss");
         add_u64(c, "rules", o.rules);
         add_u64(c, "refused", o.refused);
         add_str(c, "reason", o.reason.empty() ? std::string("-") : o.reason);
@@ -198,7 +203,8 @@ int cmd_offload(const char*, const char*, rte_tel_data* d) {
             std::snprintf(name, sizeof name, "rule%zu", k);
             add_str(c, name, o.descriptions[k]);
         }
-        rte_tel_data_add_dict_container(d, src->ports()[i].name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
+        rte_tel_data_add_dict_container(
+            d, src->ports()[i].name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
     }
     return 0;
 }
@@ -207,11 +213,16 @@ int cmd_offload(const char*, const char*, rte_tel_data* d) {
 
 LiveStats::LiveStats(std::string mode, const Pipeline& pipeline, const PortSource* source,
                      const QpBoards* boards)
-    : mode_(std::move(mode)), pipeline_(pipeline), source_(source), boards_(boards), start_tsc_(rte_rdtsc()) {}
+    : mode_(std::move(mode)),
+      pipeline_(pipeline),
+      source_(source),
+      boards_(boards),
+      start_tsc_(rte_rdtsc()) {}
 
 LiveTotals LiveStats::totals() const {
     LiveTotals t;
-    t.uptime_s = static_cast<double>(rte_rdtsc() - start_tsc_) / static_cast<double>(rte_get_tsc_hz());
+    t.uptime_s =
+        static_cast<double>(rte_rdtsc() - start_tsc_) / static_cast<double>(rte_get_tsc_hz());
     uint64_t worker_frames = 0;
     for (unsigned w = 0; w < pipeline_.workers(); ++w) {
         const WorkerCounters& c = pipeline_.worker(w).counters;
@@ -265,16 +276,19 @@ exporter::SummaryCounts LiveStats::summary(double wall_s) const {
 void register_telemetry() {
     static std::once_flag once;
     std::call_once(once, [] {
-        rte_telemetry_register_cmd("/insert/stats", cmd_stats,
-                                   "INSERT totals: frames, RoCE, msgs, endpoints, drops. No parameters");
+        rte_telemetry_register_cmd(
+            "/insert/stats", cmd_stats,
+            "INSERT totals: frames, RoCE, msgs, endpoints, drops. No parameters");
         rte_telemetry_register_cmd("/insert/ports", cmd_ports,
                                    "INSERT ports: ethdev counters per port. No parameters");
-        rte_telemetry_register_cmd("/insert/workers", cmd_workers,
-                                   "INSERT workers: packets, busy time, table occupancy, drops. No parameters");
+        rte_telemetry_register_cmd(
+            "/insert/workers", cmd_workers,
+            "INSERT workers: packets, busy time, table occupancy, drops. No parameters");
         rte_telemetry_register_cmd("/insert/top_qps", cmd_top_qps,
                                    "INSERT busiest endpoints (ip/qpn) by bytes. No parameters");
-        rte_telemetry_register_cmd("/insert/offload", cmd_offload,
-                                   "INSERT rte_flow plan per port: hardware or emulated, refusals, hits. No parameters");
+        rte_telemetry_register_cmd(
+            "/insert/offload", cmd_offload,
+            "INSERT rte_flow plan per port: hardware or emulated, refusals, hits. No parameters");
     });
 }
 

@@ -18,10 +18,10 @@ namespace insert::pipeline {
 
 struct LiveTotals {
     double uptime_s = 0;
-    uint64_t frames = 0;       // every frame taken from the ports (or the memory source)
-    uint64_t pkts = 0;         // summary pkts: worker frames + passthrough
+    uint64_t frames = 0;  // every frame taken from the ports (or the memory source)
+    uint64_t pkts = 0;    // summary pkts: worker frames + passthrough
     uint64_t roce = 0;
-    uint64_t non_roce = 0;     // including passthrough
+    uint64_t non_roce = 0;  // including passthrough
     uint64_t malformed = 0;
     uint64_t passthrough = 0;  // forwarded without a worker (emulated/hardware plan)
     uint64_t msgs = 0;
@@ -35,12 +35,12 @@ struct LiveTotals {
     uint64_t tx_dropped = 0;
     uint64_t tx_retries = 0;
     uint64_t ring_waits = 0;
-    uint64_t rx_missed = 0;   // ethdev imissed + rx_nombuf over the ports
-    uint64_t rx_bytes = 0;    // ethdev ibytes over the ports
+    uint64_t rx_missed = 0;  // ethdev imissed + rx_nombuf over the ports
+    uint64_t rx_bytes = 0;   // ethdev ibytes over the ports
 };
 
 class LiveStats {
-public:
+  public:
     // `source` may be null (bench: no ports). Everything referenced must outlive the
     // LiveStats, and it must be unpublished (publish(nullptr)) before they go.
     LiveStats(std::string mode, const Pipeline& pipeline, const PortSource* source,
@@ -55,7 +55,7 @@ public:
     const PortSource* source() const { return source_; }
     const QpBoards* boards() const { return boards_; }
 
-private:
+  private:
     std::string mode_;
     const Pipeline& pipeline_;
     const PortSource* source_;

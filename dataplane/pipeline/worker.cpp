@@ -42,7 +42,8 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
     for (unsigned i = 0; i < n; ++i) {
         if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
         const rte_mbuf* m = pkts[i];
-        const auto frame = std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+        const auto frame =
+            std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
         proto::ParsedPacket& p = ctx.parsed[roce];
         switch (proto::parse_frame(frame, p)) {
             case proto::Verdict::roce:

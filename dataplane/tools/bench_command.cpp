@@ -75,10 +75,14 @@ int run_bench(int argc, char** argv) {
     for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
     CLI::App app("Line-rate benchmark: synthetic RoCEv2 traffic through the real workers", kName);
     app.footer(kExamples);
-    app.add_option("--workers", opt.workers, "up to N worker lcores (default 1)")->check(CLI::Range(1u, kMaxWorkers));
-    app.add_option("--endpoints", opt.endpoints, "distinct endpoints (default 100000)")->check(CLI::Range(2u, 1u << 24));
-    app.add_option("--seconds", opt.seconds, "seconds per worker count (default 3)")->check(CLI::PositiveNumber);
-    app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+    app.add_option("--workers", opt.workers, "up to N worker lcores (default 1)")
+        ->check(CLI::Range(1u, kMaxWorkers));
+    app.add_option("--endpoints", opt.endpoints, "distinct endpoints (default 100000)")
+        ->check(CLI::Range(2u, 1u << 24));
+    app.add_option("--seconds", opt.seconds, "seconds per worker count (default 3)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")
+        ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     app.add_option("--seed", opt.seed, "workload seed");
     app.add_flag("--only", opt.only, "run N workers only, not 1..N");
     try {
@@ -123,11 +127,12 @@ int run_bench(int argc, char** argv) {
         return 1;
     }
     const std::vector<unsigned> cpus = pipeline::allowed_cpus();
-    std::printf("%s: %u endpoints, %u B MTU mixed RC workload, %zu frames per pass, mean frame %.0f B, "
-                "%s, %zu CPUs\n",
-                kName, opt.endpoints, opt.mtu, frames.size(),
-                static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
-                eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", cpus.size());
+    std::printf(
+        "%s: %u endpoints, %u B MTU mixed RC workload, %zu frames per pass, mean frame %.0f B, "
+        "%s, %zu CPUs\n",
+        kName, opt.endpoints, opt.mtu, frames.size(),
+        static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
+        eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", cpus.size());
     std::printf("%-8s %-7s %10s %10s %10s\n", "workers", "worker", "Mpps", "Gb/s", "busy-Mpps");
 
     for (unsigned n = opt.only ? opt.workers : 1; n <= opt.workers; ++n) {
@@ -138,9 +143,14 @@ int run_bench(int argc, char** argv) {
         // Wire bytes per worker queue, sharded exactly as MemorySource shards the frames.
         std::vector<uint64_t> queue_bytes(n);
         for (const pipeline::MemoryFrame& f : frames)
-            queue_bytes[n == 1 ? 0 : pipeline::shard_index(pipeline::shard_hash({f.data, f.len}, pipeline::ShardPolicy::ip_pair), n)] += f.len;
+            queue_bytes[n == 1 ? 0
+                               : pipeline::shard_index(
+                                     pipeline::shard_hash({f.data, f.len},
+                                                          pipeline::ShardPolicy::ip_pair),
+                                     n)] += f.len;
         while (wall < opt.seconds) {
-            auto source = pipeline::MemorySource::create(frames, n, pipeline::ShardPolicy::ip_pair, timestamp, error);
+            auto source = pipeline::MemorySource::create(frames, n, pipeline::ShardPolicy::ip_pair,
+                                                         timestamp, error);
             pipeline::PipelineConfig config;
             config.make_engine = &state::Engine::create;
             config.engine.max_endpoints = std::max<uint32_t>(1024, opt.endpoints);
@@ -175,12 +185,13 @@ int run_bench(int argc, char** argv) {
         uint64_t tf = 0, tb = 0;
         for (unsigned q = 0; q < n; ++q) {
             std::printf("%-8u %-7u %10.2f %10.2f %10.2f\n", n, q, frames_w[q] / wall / 1e6,
-                        bytes_w[q] * 8.0 / wall / 1e9, busy_w[q] > 0 ? frames_w[q] / busy_w[q] / 1e6 : 0.0);
+                        bytes_w[q] * 8.0 / wall / 1e9,
+                        busy_w[q] > 0 ? frames_w[q] / busy_w[q] / 1e6 : 0.0);
             tf += frames_w[q];
             tb += bytes_w[q];
         }
-        std::printf("%-8u %-7s %10.2f %10.2f %10s   (%.1f s, %.2f M msgs)\n", n, "total", tf / wall / 1e6,
-                    tb * 8.0 / wall / 1e9, "", wall, msgs / 1e6);
+        std::printf("%-8u %-7s %10.2f %10.2f %10s   (%.1f s, %.2f M msgs)\n", n, "total",
+                    tf / wall / 1e6, tb * 8.0 / wall / 1e9, "", wall, msgs / 1e6);
         std::fflush(stdout);
     }
     eal.stop();

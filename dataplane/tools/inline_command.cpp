@@ -4,6 +4,8 @@
 
 namespace insert::tools {
 
-int run_inline(int argc, char** argv) { return run_live(pipeline::PortMode::inline_pair, argc, argv); }
+int run_inline(int argc, char** argv) {
+    return run_live(pipeline::PortMode::inline_pair, argc, argv);
+}
 
 }  // namespace insert::tools

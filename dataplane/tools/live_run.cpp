@@ -2,11 +2,11 @@
 // engine and exporter as replay (dataplane/pipeline); only the PacketSource differs.
 #include "dataplane/tools/live_run.hpp"
 
-#include <CLI/CLI.hpp>
+#include <linux/if_ether.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-#include <linux/if_ether.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -124,24 +124,29 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
     app.add_option("--iface", opt.ifaces, "Linux interface (af_packet PMD); repeat per port");
     app.add_option("--vdev", opt.vdevs, "EAL virtual device, e.g. net_ring0 or net_pcap0,iface=x");
     app.add_option("--port", opt.pci, "PCI address of a NIC port (needs hugepages)");
-    app.add_option("--workers", opt.workers, "worker lcores (default 1)")->check(CLI::Range(1u, kMaxWorkers));
+    app.add_option("--workers", opt.workers, "worker lcores (default 1)")
+        ->check(CLI::Range(1u, kMaxWorkers));
     app.add_option("--records", opt.records, "write JSON Lines records to OUT, or - for stdout");
     app.add_option("--interval", opt.interval_s, "periodic qp records every S seconds (default 1)")
         ->check(CLI::PositiveNumber);
     app.add_option("--offload", opt.offload, "rte_flow steering: off, auto (default), require")
         ->check(CLI::IsMember({"off", "auto", "require"}));
-    app.add_option("--shard", opt.shard, "software RSS key with --offload off: ip-pair, ip-pair-sport")
+    app.add_option("--shard", opt.shard,
+                   "software RSS key with --offload off: ip-pair, ip-pair-sport")
         ->check(CLI::IsMember({"ip-pair", "ip-pair-sport"}));
     app.add_option("--max-endpoints", opt.max_endpoints, "endpoint table capacity per worker")
         ->check(CLI::Range(1u, 1u << 28));
-    app.add_option("--idle-timeout", opt.idle_timeout_s, "evict endpoints idle for S seconds (default 60)")
+    app.add_option("--idle-timeout", opt.idle_timeout_s,
+                   "evict endpoints idle for S seconds (default 60)")
         ->check(CLI::PositiveNumber);
-    app.add_option("--record-ring", opt.record_ring, "records per worker ring, a power of two (default 16384)")
+    app.add_option("--record-ring", opt.record_ring,
+                   "records per worker ring, a power of two (default 16384)")
         ->check(CLI::Range(16u, 1u << 22));
     app.add_option("--record-full", opt.record_full,
                    "when a record ring is full: wait (default; lossless) or drop (counted)")
         ->check(CLI::IsMember({"wait", "drop"}));
-    app.add_option("--duration", opt.duration_s, "stop by itself after S seconds")->check(CLI::PositiveNumber);
+    app.add_option("--duration", opt.duration_s, "stop by itself after S seconds")
+        ->check(CLI::PositiveNumber);
     app.add_flag("--hugepages", opt.hugepages, "require hugepages (implied by --port)");
     app.add_flag("--no-view", opt.no_view, "no live terminal view");
     app.add_flag("--quiet", opt.quiet, "no live view and no terminal summary");
@@ -194,7 +199,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     // ---- Everything that can be refused, before EAL starts.
     const std::size_t nports = opt.ifaces.size() + opt.vdevs.size() + opt.pci.size();
     if (is_inline && nports != 2)
-        return fail("needs exactly two ports (--iface, --vdev or --port), got " + std::to_string(nports));
+        return fail("needs exactly two ports (--iface, --vdev or --port), got " +
+                    std::to_string(nports));
     if (nports == 0) return fail("needs at least one port (--iface, --vdev or --port)");
     std::string error;
     uint32_t max_mtu = 0, min_mtu = UINT32_MAX;
@@ -208,13 +214,15 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     if (!opt.ifaces.empty()) {
         std::string why;
         if (!can_open_packet_socket(why))
-            return fail("no permission to open packet sockets on " + opt.ifaces.front() + " (" + why +
-                        "): run as root or with CAP_NET_RAW");
+            return fail("no permission to open packet sockets on " + opt.ifaces.front() + " (" +
+                        why + "): run as root or with CAP_NET_RAW");
         geometry = pipeline::af_packet_geometry(max_mtu);
         if (!pipeline::check_geometry(geometry, error)) return fail(error);
         if (is_inline && min_mtu != max_mtu)
-            std::fprintf(stderr, "%s: warning: MTUs differ (%u and %u); frames above %u cannot leave "
-                         "the smaller side and are counted as Tx errors\n", name, min_mtu, max_mtu, min_mtu);
+            std::fprintf(stderr,
+                         "%s: warning: MTUs differ (%u and %u); frames above %u cannot leave "
+                         "the smaller side and are counted as Tx errors\n",
+                         name, min_mtu, max_mtu, min_mtu);
     }
     if (!opt.pci.empty() && ::geteuid() != 0) return fail("NIC ports (--port) need root");
     const auto offload = offload::parse_offload_mode(opt.offload);
@@ -225,8 +233,9 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     pc.offload = *offload;
     pc.policy = *pipeline::parse_shard_policy(opt.shard);
     pc.max_frame = std::max<uint32_t>(opt.ifaces.empty() ? 1518 : geometry.max_frame(), 1518);
-    pc.mbuf_data_room = std::max<uint32_t>(opt.ifaces.empty() ? RTE_MBUF_DEFAULT_BUF_SIZE : geometry.mbuf_data_room,
-                                           RTE_MBUF_DEFAULT_BUF_SIZE);
+    pc.mbuf_data_room =
+        std::max<uint32_t>(opt.ifaces.empty() ? RTE_MBUF_DEFAULT_BUF_SIZE : geometry.mbuf_data_room,
+                           RTE_MBUF_DEFAULT_BUF_SIZE);
     if (opt.pci.empty()) {
         // Software ports do not pre-post receive buffers: smaller pools do.
         pc.rx_desc = 512;
@@ -235,7 +244,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     std::vector<std::string> eal_args = opt.eal_args;
     for (std::size_t i = 0; i < opt.ifaces.size(); ++i) {
         const std::string dev = "net_af_packet" + std::to_string(i);
-        eal_args.push_back("--vdev=" + pipeline::af_packet_devargs(dev, opt.ifaces[i], 1, geometry));
+        eal_args.push_back("--vdev=" +
+                           pipeline::af_packet_devargs(dev, opt.ifaces[i], 1, geometry));
         pc.devices.push_back(dev);
     }
     for (const std::string& v : opt.vdevs) {
@@ -252,17 +262,21 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     if (!has_eal_option(eal_args, "--log-level")) eal_args.push_back("--log-level=4");
 
     const uint64_t queues = opt.workers + 1;
-    const uint64_t mbufs = nports * queues * (pc.rx_desc + pc.tx_desc) + opt.workers * pc.worker_ring + 16384;
+    const uint64_t mbufs =
+        nports * queues * (pc.rx_desc + pc.tx_desc) + opt.workers * pc.worker_ring + 16384;
     const uint64_t memory = mbufs * (pc.mbuf_data_room + 256) +
-                            uint64_t{opt.workers} * opt.record_ring * sizeof(state::Record) + 64 * kMiB;
+                            uint64_t{opt.workers} * opt.record_ring * sizeof(state::Record) +
+                            64 * kMiB;
     const bool need_huge = opt.hugepages || !opt.pci.empty();
     if (need_huge) {
-        if (has_eal_option(eal_args, "--no-huge")) return fail("--hugepages/--port conflict with --no-huge");
+        if (has_eal_option(eal_args, "--no-huge"))
+            return fail("--hugepages/--port conflict with --no-huge");
         const uint64_t free = pipeline::free_hugepage_bytes();
         if (free < memory + 64 * kMiB)
-            return fail("hugepages missing: " + std::to_string((memory + 64 * kMiB) / kMiB) + " MiB needed, " +
-                        std::to_string(free / kMiB) +
-                        " MiB free (echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)");
+            return fail(
+                "hugepages missing: " + std::to_string((memory + 64 * kMiB) / kMiB) +
+                " MiB needed, " + std::to_string(free / kMiB) +
+                " MiB free (echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)");
     }
 
     const bool records_to_stdout = opt.records == "-";
@@ -315,7 +329,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
         config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
         config.worker.tick_ns = std::max<uint64_t>(config.engine.idle_timeout_ns / 8, 1);
-        config.full_policy = opt.record_full == "drop" ? pipeline::FullPolicy::drop : pipeline::FullPolicy::wait;
+        config.full_policy =
+            opt.record_full == "drop" ? pipeline::FullPolicy::drop : pipeline::FullPolicy::wait;
         config.record_ring_size = opt.record_ring;
         config.exporter.records = records;
         config.exporter.cpus = cpus;
@@ -336,7 +351,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         if (opt.duration_s > 0) {
             itimerval t{};
             t.it_value.tv_sec = static_cast<time_t>(opt.duration_s);
-            t.it_value.tv_usec = static_cast<suseconds_t>((opt.duration_s - static_cast<double>(t.it_value.tv_sec)) * 1e6);
+            t.it_value.tv_usec = static_cast<suseconds_t>(
+                (opt.duration_s - static_cast<double>(t.it_value.tv_sec)) * 1e6);
             setitimer(ITIMER_REAL, &t, nullptr);
         }
         const auto start = std::chrono::steady_clock::now();
@@ -347,16 +363,22 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         {
             std::string ports;
             for (const pipeline::PortInfo& p : source->ports())
-                ports += (ports.empty() ? "" : is_inline ? " <-> " : ", ") + p.name + " (" + p.driver + ")";
-            const char* steer = source->steer() == pipeline::SteerMode::hardware ? "hardware rte_flow"
+                ports += (ports.empty() ? ""
+                          : is_inline   ? " <-> "
+                                        : ", ") +
+                         p.name + " (" + p.driver + ")";
+            const char* steer = source->steer() == pipeline::SteerMode::hardware
+                                    ? "hardware rte_flow"
                                 : source->steer() == pipeline::SteerMode::direct ? "direct"
                                                                                  : "dispatch";
             const bool emulated = source->offload(0).emulated;
-            std::fprintf(stderr, "%s: running on %s, %u worker%s, steering %s%s, telemetry prefix %s\n",
+            std::fprintf(stderr,
+                         "%s: running on %s, %u worker%s, steering %s%s, telemetry prefix %s\n",
                          name, ports.c_str(), opt.workers, opt.workers == 1 ? "" : "s", steer,
                          emulated ? " (emulated offload)" : "", eal.plan().file_prefix.c_str());
         }
-        const bool view_on = !opt.quiet && !opt.no_view && !records_to_stdout && ::isatty(STDOUT_FILENO);
+        const bool view_on =
+            !opt.quiet && !opt.no_view && !records_to_stdout && ::isatty(STDOUT_FILENO);
         pipeline::LiveView view(stats, stdout);
         if (view_on) view.start();
 
@@ -370,7 +392,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         }
         restore_signals();
         g_source.store(nullptr);
-        const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
         const pipeline::LiveTotals t = stats.totals();
         pipeline::publish(nullptr);
@@ -383,19 +406,25 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         }
         if (!opt.quiet) {
             exporter::RunInfo info = pipe->run_info();
-            for (const pipeline::PortInfo& p : source->ports()) info.input += (info.input.empty() ? "" : ", ") + p.name;
-            info.shard_policy = source->steer() == pipeline::SteerMode::dispatch && !source->offload(0).emulated
-                                    ? opt.shard
-                                    : "symmetric RSS (rte_flow plan)";
+            for (const pipeline::PortInfo& p : source->ports())
+                info.input += (info.input.empty() ? "" : ", ") + p.name;
+            info.shard_policy =
+                source->steer() == pipeline::SteerMode::dispatch && !source->offload(0).emulated
+                    ? opt.shard
+                    : "symmetric RSS (rte_flow plan)";
             pipe->exporter().summary().render(summary_out, totals, info);
         }
-        std::fprintf(stderr,
-                     "%s: %llu frames received, %llu forwarded (%llu passthrough), tx retries %llu, "
-                     "tx dropped %llu, rx missed %llu, records dropped %llu\n",
-                     name, static_cast<unsigned long long>(t.frames), static_cast<unsigned long long>(is_inline ? t.tx : 0),
-                     static_cast<unsigned long long>(t.passthrough), static_cast<unsigned long long>(t.tx_retries),
-                     static_cast<unsigned long long>(t.tx_dropped), static_cast<unsigned long long>(t.rx_missed),
-                     static_cast<unsigned long long>(t.records_dropped));
+        std::fprintf(
+            stderr,
+            "%s: %llu frames received, %llu forwarded (%llu passthrough), tx retries %llu, "
+            "tx dropped %llu, rx missed %llu, records dropped %llu\n",
+            name, static_cast<unsigned long long>(t.frames),
+            static_cast<unsigned long long>(is_inline ? t.tx : 0),
+            static_cast<unsigned long long>(t.passthrough),
+            static_cast<unsigned long long>(t.tx_retries),
+            static_cast<unsigned long long>(t.tx_dropped),
+            static_cast<unsigned long long>(t.rx_missed),
+            static_cast<unsigned long long>(t.records_dropped));
         pipe.reset();
         source.reset();
     }

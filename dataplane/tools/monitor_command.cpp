@@ -4,6 +4,8 @@
 
 namespace insert::tools {
 
-int run_monitor(int argc, char** argv) { return run_live(pipeline::PortMode::monitor, argc, argv); }
+int run_monitor(int argc, char** argv) {
+    return run_live(pipeline::PortMode::monitor, argc, argv);
+}
 
 }  // namespace insert::tools

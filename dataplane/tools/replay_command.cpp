@@ -1,7 +1,7 @@
 // insert-dp replay: offline telemetry over a pcap/pcapng file on N worker lcores, through
 // the same workers, engine and exporter as the live modes (dataplane/pipeline).
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -110,7 +110,8 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
         return 2;
     }
     if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
-        std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", kName, opt.record_ring);
+        std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", kName,
+                     opt.record_ring);
         return 2;
     }
     return 0;
@@ -170,8 +171,8 @@ int run_replay(int argc, char** argv) {
         pipeline::FileSourceConfig source_config;
         source_config.workers = opt.workers;
         source_config.policy = *pipeline::parse_shard_policy(opt.shard);
-        auto source = pipeline::FileSource::create(std::move(capture), source_config, timestamp,
-                                                   error);
+        auto source =
+            pipeline::FileSource::create(std::move(capture), source_config, timestamp, error);
         pipeline::PipelineConfig config;
         config.make_engine = &state::Engine::create;
         // --max-endpoints bounds the whole run's memory: each worker's table gets its share

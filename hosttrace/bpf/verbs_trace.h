@@ -136,8 +136,9 @@ struct insert_ev_post_send {
     __u32 rkey;
     __u32 imm_data; /* network byte order, as the application wrote it */
     __u32 remote_qpn;
-    __u16 chain_index;  /* position in the wr->next chain */
-    __u16 truncated;    /* 1: chain longer than INSERT_MAX_WR_CHAIN or sg_list longer than INSERT_MAX_SGE */
+    __u16 chain_index; /* position in the wr->next chain */
+    __u16 truncated;   /* 1: chain longer than INSERT_MAX_WR_CHAIN or sg_list longer than
+                          INSERT_MAX_SGE */
 };
 
 struct insert_ev_post_recv {
@@ -159,8 +160,8 @@ struct insert_ev_poll_cq {
     __u32 qp_num;
     __u32 src_qp;
     __u32 wc_flags;
-    __u16 index;    /* position in this poll's batch */
-    __u16 polled;   /* what poll_cq returned (completions in the batch) */
+    __u16 index;  /* position in this poll's batch */
+    __u16 polled; /* what poll_cq returned (completions in the batch) */
 };
 
 struct insert_trace_event {
@@ -169,10 +170,10 @@ struct insert_trace_event {
     __u32 pid;       /* tgid */
     __u32 tid;
     char comm[16];
-    __u32 kind;      /* enum insert_trace_kind */
-    __s32 ret;       /* int return value where the verb has one, else 0 */
-    __u64 ctx;       /* struct ibv_context * the object belongs to (0 if unknown) */
-    __u64 obj;       /* the object: qp, mr, pd, cq (or returned context for open_device) */
+    __u32 kind; /* enum insert_trace_kind */
+    __s32 ret;  /* int return value where the verb has one, else 0 */
+    __u64 ctx;  /* struct ibv_context * the object belongs to (0 if unknown) */
+    __u64 obj;  /* the object: qp, mr, pd, cq (or returned context for open_device) */
     union {
         struct insert_ev_open_device open_device;
         struct insert_ev_query_gid query_gid;

@@ -31,7 +31,9 @@ void push_completion(Cq& cq, const ibv_wc& wc) {
     }
 }
 
-uint32_t qp_num(const Qp& qp) { return qp.qpx.qp_base.qp_num; }
+uint32_t qp_num(const Qp& qp) {
+    return qp.qpx.qp_base.qp_num;
+}
 
 void flush_queues(Qp& qp) {
     // Flushed work completes with IBV_WC_WR_FLUSH_ERR whether signaled or not.
@@ -93,11 +95,16 @@ bool scatter(Context& ctx, const RecvWqe& wqe, uint32_t offset, const uint8_t* s
 
 uint32_t mtu_bytes(ibv_mtu mtu) {
     switch (mtu) {
-        case IBV_MTU_256: return 256;
-        case IBV_MTU_512: return 512;
-        case IBV_MTU_1024: return 1024;
-        case IBV_MTU_2048: return 2048;
-        case IBV_MTU_4096: return 4096;
+        case IBV_MTU_256:
+            return 256;
+        case IBV_MTU_512:
+            return 512;
+        case IBV_MTU_1024:
+            return 1024;
+        case IBV_MTU_2048:
+            return 2048;
+        case IBV_MTU_4096:
+            return 4096;
     }
     return 1024;
 }
@@ -114,10 +121,10 @@ uint64_t timeout_ns(uint8_t timeout) {
 
 uint64_t rnr_delay_ns(uint8_t timer) {
     // IBTA table 45, in microseconds; index 0 is 655.36 ms.
-    static constexpr uint32_t kUs[32] = {655360, 10,  20,  30,  40,  60,  80,  120,
-                                         160,    240, 320, 480, 640, 960, 1280, 1920,
-                                         2560,   3840, 5120, 7680, 10240, 15360, 20480, 30720,
-                                         40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+    static constexpr uint32_t kUs[32] = {
+        655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,   320,
+        480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
+        20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
     return uint64_t{kUs[timer & 31]} * 1000;
 }
 
@@ -126,7 +133,8 @@ Mr* find_mr_lkey(Context& ctx, uint32_t lkey, uint64_t addr, uint64_t len) {
     if (slot >= kMaxMrs) return nullptr;
     Mr* mr = ctx.mrs[slot];
     if (!mr || mr->mr.lkey != lkey) return nullptr;
-    if (addr < mr->iova || addr - mr->iova > mr->mr.length || len > mr->mr.length - (addr - mr->iova))
+    if (addr < mr->iova || addr - mr->iova > mr->mr.length ||
+        len > mr->mr.length - (addr - mr->iova))
         return nullptr;
     return mr;
 }

@@ -40,13 +40,14 @@ inline Context* to_ctx(ibv_context* c) {
     return reinterpret_cast<Context*>(reinterpret_cast<uint8_t*>(c) -
                                       offsetof(verbs_context, context));
 }
-inline ibv_context* to_ibv(Context* c) { return &c->vctx.context; }
+inline ibv_context* to_ibv(Context* c) {
+    return &c->vctx.context;
+}
 
 // Local memory check used for SGEs (lkey) and incoming RDMA (rkey): returns the MR that
 // covers [va, va+len) with the access bits, or nullptr.
 Mr* find_mr_lkey(Context& ctx, uint32_t lkey, uint64_t addr, uint64_t len);
-Mr* find_mr_rkey(Context& ctx, Pd* pd, uint32_t rkey, uint64_t va, uint64_t len,
-                 unsigned access);
+Mr* find_mr_rkey(Context& ctx, Pd* pd, uint32_t rkey, uint64_t va, uint64_t len, unsigned access);
 // Host pointer for remote-visible address `va` inside `mr`.
 inline uint8_t* mr_ptr(const Mr* mr, uint64_t va) {
     return static_cast<uint8_t*>(mr->mr.addr) + (va - mr->iova);

@@ -16,15 +16,20 @@
 #include "hosttrace/softverbs/ops.hpp"
 #include "hosttrace/softverbs/protocol.hpp"
 
-#define SV_PROBE_SITE(name)                                             \
-    asm(".pushsection .text\n"                                          \
-        ".p2align 4\n"                                                  \
-        ".globl " #name "\n"                                            \
-        ".hidden " #name "\n"                                           \
-        ".type " #name ", @function\n" #name ":\n"                      \
-        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                          \
-        "jmp " #name "_impl\n"                                          \
-        ".size " #name ", .-" #name "\n"                                \
+#define SV_PROBE_SITE(name)                    \
+    asm(".pushsection .text\n"                 \
+        ".p2align 4\n"                         \
+        ".globl " #name                        \
+        "\n"                                   \
+        ".hidden " #name                       \
+        "\n"                                   \
+        ".type " #name ", @function\n" #name   \
+        ":\n"                                  \
+        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" \
+        "jmp " #name                           \
+        "_impl\n"                              \
+        ".size " #name ", .-" #name            \
+        "\n"                                   \
         ".popsection\n")
 
 SV_PROBE_SITE(softverbs_post_send);
@@ -58,8 +63,10 @@ bool supported_opcode(const Qp& qp, ibv_wr_opcode op) {
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
         case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        case IBV_WR_SEND_WITH_INV: return true;
-        default: return false;
+        case IBV_WR_SEND_WITH_INV:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -70,9 +77,9 @@ int queue_send(Qp& qp, const ibv_send_wr& wr) {
         return EINVAL;
     uint64_t length = 0;
     for (int i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
-    const bool is_inline = (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
-                           wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-                           wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
+    const bool is_inline =
+        (wr.send_flags & IBV_SEND_INLINE) != 0 && wr.opcode != IBV_WR_RDMA_READ &&
+        wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD;
     if (is_inline && length > std::max<uint32_t>(qp.cap.max_inline_data, 0)) return EINVAL;
     if (length > (1ull << 31)) return EINVAL;
     if ((wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
@@ -117,7 +124,8 @@ int queue_send(Qp& qp, const ibv_send_wr& wr) {
             w->swap = wr.wr.atomic.swap;
             w->length = 8;
             break;
-        default: break;
+        default:
+            break;
     }
     if (qp.type == IBV_QPT_UD) {
         w->ud_ipv4 = to_ah(wr.wr.ud.ah)->ipv4;

@@ -1,12 +1,12 @@
 // Devices and contexts: one virtual RoCEv2 device per local IPv4 address, opened into a
 // context whose engine binds IP:4791.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,16 +64,17 @@ std::vector<Candidate> local_addresses() {
     ifaddrs* list = nullptr;
     if (getifaddrs(&list) != 0) return out;
     for (ifaddrs* a = list; a; a = a->ifa_next) {
-        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP))
-            continue;
+        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP)) continue;
         const auto* sin = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-        out.push_back({ntohl(sin->sin_addr.s_addr), a->ifa_name, (a->ifa_flags & IFF_LOOPBACK) != 0});
+        out.push_back(
+            {ntohl(sin->sin_addr.s_addr), a->ifa_name, (a->ifa_flags & IFF_LOOPBACK) != 0});
     }
     freeifaddrs(list);
     // Real interfaces first, so "the first device" (perftest's default) is one that
     // reaches other hosts.
-    std::stable_sort(out.begin(), out.end(),
-                     [](const Candidate& x, const Candidate& y) { return !x.loopback && y.loopback; });
+    std::stable_sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) {
+        return !x.loopback && y.loopback;
+    });
     return out;
 }
 
@@ -86,7 +87,8 @@ std::vector<Candidate> configured_addresses(const char* spec) {
     std::size_t pos = 0;
     while (pos <= s.size()) {
         const std::size_t comma = s.find(',', pos);
-        const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        const std::string item =
+            s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
         pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
         in_addr a{};
         if (item.empty() || inet_pton(AF_INET, item.c_str(), &a) != 1) continue;
@@ -112,8 +114,10 @@ Device* device_for(const Candidate& c, int index) {
     d->dev.transport_type = IBV_TRANSPORT_IB;
     std::snprintf(d->dev.name, sizeof(d->dev.name), "softverbs%d", index);
     std::snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", index);
-    std::snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs%d", index);
-    std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/softverbs%d", index);
+    std::snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs%d",
+                  index);
+    std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/softverbs%d",
+                  index);
     r.devices.push_back(std::move(d));
     return r.devices.back().get();
 }
@@ -132,7 +136,8 @@ using namespace insert::softverbs;
 
 SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
     const char* spec = std::getenv("SOFTVERBS_IPS");
-    const std::vector<Candidate> cands = spec && *spec ? configured_addresses(spec) : local_addresses();
+    const std::vector<Candidate> cands =
+        spec && *spec ? configured_addresses(spec) : local_addresses();
     Registry& r = registry();
     std::lock_guard guard(r.lock);
     auto** list = static_cast<ibv_device**>(std::calloc(cands.size() + 1, sizeof(ibv_device*)));
@@ -151,9 +156,13 @@ SV_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
     return list;
 }
 
-SV_EXPORT void ibv_free_device_list(ibv_device** list) { std::free(list); }
+SV_EXPORT void ibv_free_device_list(ibv_device** list) {
+    std::free(list);
+}
 
-SV_EXPORT const char* ibv_get_device_name(ibv_device* device) { return device->name; }
+SV_EXPORT const char* ibv_get_device_name(ibv_device* device) {
+    return device->name;
+}
 
 SV_EXPORT int ibv_get_device_index(ibv_device* device) {
     Registry& r = registry();

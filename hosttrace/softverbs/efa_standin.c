@@ -5,9 +5,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
-                                         struct ibv_qp_init_attr_ex *attr_ex,
-                                         struct efadv_qp_init_attr *efa_attr, uint32_t inlen) {
+EXPORT struct ibv_qp* efadv_create_qp_ex(struct ibv_context* ibvctx,
+                                         struct ibv_qp_init_attr_ex* attr_ex,
+                                         struct efadv_qp_init_attr* efa_attr, uint32_t inlen) {
     (void)ibvctx;
     (void)attr_ex;
     (void)efa_attr;
@@ -16,7 +16,7 @@ EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
     return NULL;
 }
 
-EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr,
+EXPORT int efadv_query_device(struct ibv_context* ibvctx, struct efadv_device_attr* attr,
                               uint32_t inlen) {
     (void)ibvctx;
     (void)attr;

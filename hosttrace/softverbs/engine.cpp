@@ -248,8 +248,12 @@ void Engine::dispatch(uint8_t* frame, uint32_t len, const sockaddr_in& from, uin
     Inbound in{p, frame + p.payload_offset, static_cast<uint32_t>(p.payload_len),
                ntohl(from.sin_addr.s_addr)};
     switch (info.transport) {
-        case proto::Transport::cnp: ++qp->cnps_received; return;
-        case proto::Transport::ud: ud_receive(*this, *qp, in); return;
+        case proto::Transport::cnp:
+            ++qp->cnps_received;
+            return;
+        case proto::Transport::ud:
+            ud_receive(*this, *qp, in);
+            return;
         case proto::Transport::uc:
             if (qp->type != IBV_QPT_UC || in.src_ipv4 != qp->remote_ipv4) {
                 ++counters_.rx_wrong_state;
@@ -268,7 +272,9 @@ void Engine::dispatch(uint8_t* frame, uint32_t len, const sockaddr_in& from, uin
             else
                 requester_receive(*this, *qp, in);
             return;
-        default: ++counters_.rx_wrong_state; return;
+        default:
+            ++counters_.rx_wrong_state;
+            return;
     }
 }
 
@@ -318,7 +324,9 @@ void Engine::emit(Qp& qp, uint32_t dst_ipv4, proto::TransportHeaders& t, const G
     }
     const FaultAction action = faults_.decide();
     switch (action) {
-        case FaultAction::drop: ++counters_.injected_drops; return;
+        case FaultAction::drop:
+            ++counters_.injected_drops;
+            return;
         case FaultAction::reorder:
         case FaultAction::delay:
             if (held_count_ < held_.size()) {
@@ -330,14 +338,16 @@ void Engine::emit(Qp& qp, uint32_t dst_ipv4, proto::TransportHeaders& t, const G
                 return;
             }
             break;
-        case FaultAction::send: break;
+        case FaultAction::send:
+            break;
     }
     ++tx_count_;
     // A reordered packet goes out right after the one that followed it.
     for (uint32_t i = 0; i < held_count_;) {
         if (held_[i].due_ns == 0 && tx_count_ < tx_.size()) {
             const Held& h = held_[i];
-            std::memcpy(&tx_[tx_count_], &h.slot, offsetof(TxSlot, frame) + kFrameHeadroom + h.slot.len);
+            std::memcpy(&tx_[tx_count_], &h.slot,
+                        offsetof(TxSlot, frame) + kFrameHeadroom + h.slot.len);
             ++tx_count_;
             held_[i] = held_[--held_count_];
         } else {
@@ -351,7 +361,8 @@ void Engine::release_held(bool all) {
         if (all || held_[i].due_ns <= now_ns_) {
             if (tx_count_ == tx_.size()) flush();
             const Held& h = held_[i];
-            std::memcpy(&tx_[tx_count_], &h.slot, offsetof(TxSlot, frame) + kFrameHeadroom + h.slot.len);
+            std::memcpy(&tx_[tx_count_], &h.slot,
+                        offsetof(TxSlot, frame) + kFrameHeadroom + h.slot.len);
             ++tx_count_;
             held_[i] = held_[--held_count_];
         } else {

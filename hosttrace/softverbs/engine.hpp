@@ -9,8 +9,8 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,7 +53,7 @@ struct EngineCounters {
 };
 
 class Engine {
-public:
+  public:
     explicit Engine(Context& ctx);
     ~Engine();
     Engine(const Engine&) = delete;
@@ -77,12 +77,11 @@ public:
     EngineCounters& counters() { return counters_; }
     int socket_fd() const { return fd_; }
 
-private:
+  private:
     void run();
     bool iterate(int& received);  // run_lock_ held
     void receive_batch(int& received);
-    void dispatch(uint8_t* frame, uint32_t udp_payload_len, const sockaddr_in& from,
-                  uint8_t tos);
+    void dispatch(uint8_t* frame, uint32_t udp_payload_len, const sockaddr_in& from, uint8_t tos);
     bool service_qps();  // returns true when some QP still has work it could do now
     uint64_t next_deadline();
     void queue_frame(int fd, const uint8_t* frame, uint32_t frame_len, uint32_t dst_ipv4,

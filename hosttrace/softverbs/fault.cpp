@@ -28,6 +28,8 @@ FaultAction FaultInjector::decide() {
     return FaultAction::send;
 }
 
-bool FaultInjector::mark_ce() { return ecn_ > 0 && uniform() < ecn_; }
+bool FaultInjector::mark_ce() {
+    return ecn_ > 0 && uniform() < ecn_;
+}
 
 }  // namespace insert::softverbs

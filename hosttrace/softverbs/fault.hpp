@@ -11,13 +11,13 @@ namespace insert::softverbs {
 enum class FaultAction : uint8_t { send, drop, reorder, delay };
 
 class FaultInjector {
-public:
+  public:
     void configure(const Config& c, uint64_t seed);
     bool enabled() const { return enabled_; }
     FaultAction decide();
     bool mark_ce();
 
-private:
+  private:
     double uniform();
     uint64_t state_ = 0x9E3779B97F4A7C15ull;
     bool enabled_ = false;

@@ -8,13 +8,13 @@ namespace insert::softverbs {
 
 constexpr uint32_t kMaxSendSge = 16;
 constexpr uint32_t kMaxRecvSge = 16;
-constexpr uint32_t kMaxInline = 512;      // perftest asks for up to 220 B by default
+constexpr uint32_t kMaxInline = 512;  // perftest asks for up to 220 B by default
 constexpr uint32_t kMaxQpWr = 16384;
 constexpr uint32_t kMaxCqe = 1u << 20;
-constexpr uint32_t kMaxQps = 4096;        // per context: QPN = base + slot
-constexpr uint32_t kMaxMrs = 16384;       // per context: key = slot << 8 | tag
-constexpr uint32_t kMaxRdAtomic = 16;     // outstanding READ/atomic per QP
-constexpr uint32_t kAtomicReplay = 16;    // atomic results kept for duplicate requests
+constexpr uint32_t kMaxQps = 4096;      // per context: QPN = base + slot
+constexpr uint32_t kMaxMrs = 16384;     // per context: key = slot << 8 | tag
+constexpr uint32_t kMaxRdAtomic = 16;   // outstanding READ/atomic per QP
+constexpr uint32_t kAtomicReplay = 16;  // atomic results kept for duplicate requests
 constexpr uint64_t kMaxMrSize = 1ull << 40;
 
 // Requester window: packets sent and not yet acknowledged. 256 packets of 4 KB stay inside

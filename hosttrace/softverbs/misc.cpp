@@ -3,9 +3,9 @@
 // softverbs does not offer (they fail with EOPNOTSUPP, as a provider without the
 // capability does).
 #include <fcntl.h>
+#include <infiniband/sa.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_user_verbs.h>
-#include <infiniband/sa.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,73 +17,130 @@
 
 SV_EXPORT const char* ibv_node_type_str(ibv_node_type t) {
     switch (t) {
-        case IBV_NODE_CA: return "InfiniBand channel adapter";
-        case IBV_NODE_SWITCH: return "InfiniBand switch";
-        case IBV_NODE_ROUTER: return "InfiniBand router";
-        case IBV_NODE_RNIC: return "iWARP NIC";
-        case IBV_NODE_USNIC: return "usNIC";
-        case IBV_NODE_USNIC_UDP: return "usNIC UDP";
-        case IBV_NODE_UNSPECIFIED: return "unspecified";
-        default: return "unknown";
+        case IBV_NODE_CA:
+            return "InfiniBand channel adapter";
+        case IBV_NODE_SWITCH:
+            return "InfiniBand switch";
+        case IBV_NODE_ROUTER:
+            return "InfiniBand router";
+        case IBV_NODE_RNIC:
+            return "iWARP NIC";
+        case IBV_NODE_USNIC:
+            return "usNIC";
+        case IBV_NODE_USNIC_UDP:
+            return "usNIC UDP";
+        case IBV_NODE_UNSPECIFIED:
+            return "unspecified";
+        default:
+            return "unknown";
     }
 }
 
 SV_EXPORT const char* ibv_port_state_str(ibv_port_state s) {
-    static const char* const kNames[] = {"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
-                                         "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
+    static const char* const kNames[] = {"PORT_NOP",   "PORT_DOWN",   "PORT_INIT",
+                                         "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
     return s >= 0 && s <= IBV_PORT_ACTIVE_DEFER ? kNames[s] : "unknown";
 }
 
 SV_EXPORT const char* ibv_event_type_str(ibv_event_type e) {
-    static const char* const kNames[] = {
-        "CQ error", "local work queue catastrophic error", "invalid request local work queue error",
-        "local access violation work queue error", "communication established",
-        "send queue drained", "path migrated", "path migration request error",
-        "local catastrophic error", "port active", "port error", "LID change", "P_Key change",
-        "SM change", "SRQ catastrophic error", "SRQ limit reached", "last WQE reached",
-        "client reregistration", "GID table change", "WQ fatal"};
+    static const char* const kNames[] = {"CQ error",
+                                         "local work queue catastrophic error",
+                                         "invalid request local work queue error",
+                                         "local access violation work queue error",
+                                         "communication established",
+                                         "send queue drained",
+                                         "path migrated",
+                                         "path migration request error",
+                                         "local catastrophic error",
+                                         "port active",
+                                         "port error",
+                                         "LID change",
+                                         "P_Key change",
+                                         "SM change",
+                                         "SRQ catastrophic error",
+                                         "SRQ limit reached",
+                                         "last WQE reached",
+                                         "client reregistration",
+                                         "GID table change",
+                                         "WQ fatal"};
     return e >= 0 && e <= IBV_EVENT_WQ_FATAL ? kNames[e] : "unknown";
 }
 
 SV_EXPORT const char* ibv_wc_status_str(ibv_wc_status s) {
-    static const char* const kNames[] = {
-        "success", "local length error", "local QP operation error", "local EE context operation error",
-        "local protection error", "Work Request Flushed Error", "memory management operation error",
-        "bad response error", "local access error", "remote invalid request error",
-        "remote access error", "remote operation error", "transport retry counter exceeded",
-        "RNR retry counter exceeded", "local RDD violation error", "remote invalid RD request",
-        "aborted error", "invalid EE context number", "invalid EE context state", "fatal error",
-        "response timeout error", "general error", "TM error", "TM rendezvous error"};
+    static const char* const kNames[] = {"success",
+                                         "local length error",
+                                         "local QP operation error",
+                                         "local EE context operation error",
+                                         "local protection error",
+                                         "Work Request Flushed Error",
+                                         "memory management operation error",
+                                         "bad response error",
+                                         "local access error",
+                                         "remote invalid request error",
+                                         "remote access error",
+                                         "remote operation error",
+                                         "transport retry counter exceeded",
+                                         "RNR retry counter exceeded",
+                                         "local RDD violation error",
+                                         "remote invalid RD request",
+                                         "aborted error",
+                                         "invalid EE context number",
+                                         "invalid EE context state",
+                                         "fatal error",
+                                         "response timeout error",
+                                         "general error",
+                                         "TM error",
+                                         "TM rendezvous error"};
     return s >= 0 && s <= IBV_WC_TM_RNDV_INCOMPLETE ? kNames[s] : "unknown";
 }
 
 SV_EXPORT int ibv_rate_to_mult(ibv_rate rate) {
     switch (rate) {
-        case IBV_RATE_2_5_GBPS: return 1;
-        case IBV_RATE_5_GBPS: return 2;
-        case IBV_RATE_10_GBPS: return 4;
-        case IBV_RATE_20_GBPS: return 8;
-        case IBV_RATE_30_GBPS: return 12;
-        case IBV_RATE_40_GBPS: return 16;
-        case IBV_RATE_60_GBPS: return 24;
-        case IBV_RATE_80_GBPS: return 32;
-        case IBV_RATE_120_GBPS: return 48;
-        default: return -1;
+        case IBV_RATE_2_5_GBPS:
+            return 1;
+        case IBV_RATE_5_GBPS:
+            return 2;
+        case IBV_RATE_10_GBPS:
+            return 4;
+        case IBV_RATE_20_GBPS:
+            return 8;
+        case IBV_RATE_30_GBPS:
+            return 12;
+        case IBV_RATE_40_GBPS:
+            return 16;
+        case IBV_RATE_60_GBPS:
+            return 24;
+        case IBV_RATE_80_GBPS:
+            return 32;
+        case IBV_RATE_120_GBPS:
+            return 48;
+        default:
+            return -1;
     }
 }
 
 SV_EXPORT ibv_rate mult_to_ibv_rate(int mult) {
     switch (mult) {
-        case 1: return IBV_RATE_2_5_GBPS;
-        case 2: return IBV_RATE_5_GBPS;
-        case 4: return IBV_RATE_10_GBPS;
-        case 8: return IBV_RATE_20_GBPS;
-        case 12: return IBV_RATE_30_GBPS;
-        case 16: return IBV_RATE_40_GBPS;
-        case 24: return IBV_RATE_60_GBPS;
-        case 32: return IBV_RATE_80_GBPS;
-        case 48: return IBV_RATE_120_GBPS;
-        default: return IBV_RATE_MAX;
+        case 1:
+            return IBV_RATE_2_5_GBPS;
+        case 2:
+            return IBV_RATE_5_GBPS;
+        case 4:
+            return IBV_RATE_10_GBPS;
+        case 8:
+            return IBV_RATE_20_GBPS;
+        case 12:
+            return IBV_RATE_30_GBPS;
+        case 16:
+            return IBV_RATE_40_GBPS;
+        case 24:
+            return IBV_RATE_60_GBPS;
+        case 32:
+            return IBV_RATE_80_GBPS;
+        case 48:
+            return IBV_RATE_120_GBPS;
+        default:
+            return IBV_RATE_MAX;
     }
 }
 
@@ -116,12 +173,22 @@ SV_EXPORT ibv_rate mbps_to_ibv_rate(int mbps) {
 }
 
 // Registered memory is ordinary memory here: nothing pins it, so fork needs no care.
-SV_EXPORT int ibv_fork_init(void) { return 0; }
-SV_EXPORT ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
-SV_EXPORT int ibv_dontfork_range(void*, size_t) { return 0; }
-SV_EXPORT int ibv_dofork_range(void*, size_t) { return 0; }
+SV_EXPORT int ibv_fork_init(void) {
+    return 0;
+}
+SV_EXPORT ibv_fork_status ibv_is_fork_initialized(void) {
+    return IBV_FORK_UNNEEDED;
+}
+SV_EXPORT int ibv_dontfork_range(void*, size_t) {
+    return 0;
+}
+SV_EXPORT int ibv_dofork_range(void*, size_t) {
+    return 0;
+}
 
-SV_EXPORT const char* ibv_get_sysfs_path(void) { return "/sys"; }
+SV_EXPORT const char* ibv_get_sysfs_path(void) {
+    return "/sys";
+}
 
 SV_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
     char path[512];
@@ -226,12 +293,20 @@ SV_EXPORT void ibv_copy_path_rec_to_kern(ib_user_path_rec* dst, ibv_sa_path_rec*
 }
 
 // Enhanced connection establishment: softverbs has no vendor options to negotiate.
-SV_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-SV_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+SV_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) {
+    return EOPNOTSUPP;
+}
+SV_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) {
+    return EOPNOTSUPP;
+}
 
 // Multicast needs a fabric-wide group; UDP sockets here carry unicast only.
-SV_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-SV_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
+SV_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+    return EOPNOTSUPP;
+}
+SV_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+    return EOPNOTSUPP;
+}
 
 // The peer's MAC is the kernel's business: softverbs sends through UDP sockets.
 SV_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr*, uint8_t[6], uint16_t*) {
@@ -255,7 +330,9 @@ SV_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, uint32_t) {
 SV_EXPORT void ibv_unimport_mr(ibv_mr*) {}
 
 // Packets of one message are placed in PSN order, but not promised to the application.
-SV_EXPORT int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) { return 0; }
+SV_EXPORT int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) {
+    return 0;
+}
 SV_EXPORT ibv_dm* ibv_import_dm(ibv_context*, uint32_t) {
     errno = EOPNOTSUPP;
     return nullptr;

@@ -23,7 +23,7 @@ struct Context;
 
 // One virtual RoCEv2 device per local IPv4 address.
 struct Device {
-    ibv_device dev{};  // must be first
+    ibv_device dev{};   // must be first
     uint32_t ipv4 = 0;  // host byte order
     int ifindex = 0;
     int if_mtu = 1500;
@@ -168,8 +168,8 @@ struct Qp {
     uint32_t psn_next = 0;      // next new PSN to send
     uint32_t psn_una = 0;       // oldest unacknowledged PSN
     uint32_t reads_outstanding = 0;
-    uint64_t deadline_ns = 0;   // retransmission timer, 0 = stopped
-    uint64_t resume_ns = 0;     // RNR wait: no transmission before this
+    uint64_t deadline_ns = 0;  // retransmission timer, 0 = stopped
+    uint64_t resume_ns = 0;    // RNR wait: no transmission before this
     uint32_t retries = 0;
     bool peer_heard = false;  // a packet from the peer arrived since the last timeout
     uint32_t rnr_retries = 0;
@@ -203,15 +203,33 @@ struct Qp {
     bool active = false;  // in the engine's list of QPs with transmit work
 };
 
-inline Device* to_device(ibv_device* d) { return reinterpret_cast<Device*>(d); }
-inline Pd* to_pd(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
-inline Mr* to_mr(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
-inline Cq* to_cq(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
-inline Ah* to_ah(ibv_ah* a) { return reinterpret_cast<Ah*>(a); }
-inline Srq* to_srq(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
-inline Qp* to_qp(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
-inline Qp* to_qp(ibv_qp_ex* q) { return reinterpret_cast<Qp*>(q); }
-inline CompChannel* to_channel(ibv_comp_channel* c) { return reinterpret_cast<CompChannel*>(c); }
+inline Device* to_device(ibv_device* d) {
+    return reinterpret_cast<Device*>(d);
+}
+inline Pd* to_pd(ibv_pd* p) {
+    return reinterpret_cast<Pd*>(p);
+}
+inline Mr* to_mr(ibv_mr* m) {
+    return reinterpret_cast<Mr*>(m);
+}
+inline Cq* to_cq(ibv_cq* c) {
+    return reinterpret_cast<Cq*>(c);
+}
+inline Ah* to_ah(ibv_ah* a) {
+    return reinterpret_cast<Ah*>(a);
+}
+inline Srq* to_srq(ibv_srq* s) {
+    return reinterpret_cast<Srq*>(s);
+}
+inline Qp* to_qp(ibv_qp* q) {
+    return reinterpret_cast<Qp*>(q);
+}
+inline Qp* to_qp(ibv_qp_ex* q) {
+    return reinterpret_cast<Qp*>(q);
+}
+inline CompChannel* to_channel(ibv_comp_channel* c) {
+    return reinterpret_cast<CompChannel*>(c);
+}
 
 static_assert(offsetof(Qp, qpx) == 0 && offsetof(ibv_qp_ex, qp_base) == 0,
               "ibv_qp* must convert to Qp* by address");

@@ -77,12 +77,18 @@ void reset_qp(Qp& qp) {
 bool transition_allowed(ibv_qp_state from, ibv_qp_state to) {
     if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return true;
     switch (from) {
-        case IBV_QPS_RESET: return to == IBV_QPS_INIT;
-        case IBV_QPS_INIT: return to == IBV_QPS_INIT || to == IBV_QPS_RTR;
-        case IBV_QPS_RTR: return to == IBV_QPS_RTS;
-        case IBV_QPS_RTS: return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
-        case IBV_QPS_SQD: return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
-        default: return false;
+        case IBV_QPS_RESET:
+            return to == IBV_QPS_INIT;
+        case IBV_QPS_INIT:
+            return to == IBV_QPS_INIT || to == IBV_QPS_RTR;
+        case IBV_QPS_RTR:
+            return to == IBV_QPS_RTS;
+        case IBV_QPS_RTS:
+            return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
+        case IBV_QPS_SQD:
+            return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
+        default:
+            return false;
     }
 }
 
@@ -91,10 +97,13 @@ bool transition_allowed(ibv_qp_state from, ibv_qp_state to) {
 ibv_qp* sv_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     Context& ctx = *to_ctx(context);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq || !attr->recv_cq ||
-        (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) ||
+        (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+         attr->qp_type != IBV_QPT_UD) ||
         !valid_caps(attr->cap, attr->srq != nullptr) ||
-        ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~kSendOps))) {
-        errno = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC || attr->qp_type == IBV_QPT_UD
+        ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+         (attr->send_ops_flags & ~kSendOps))) {
+        errno = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
+                        attr->qp_type == IBV_QPT_UD
                     ? EINVAL
                     : EOPNOTSUPP;
         return nullptr;
@@ -176,7 +185,9 @@ SV_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     return qp;
 }
 
-SV_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) { return &to_qp(qp)->qpx; }
+SV_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+    return &to_qp(qp)->qpx;
+}
 
 SV_EXPORT int ibv_modify_qp(ibv_qp* handle, ibv_qp_attr* attr, int mask) {
     Qp& qp = *to_qp(handle);
@@ -291,11 +302,12 @@ SV_EXPORT int ibv_destroy_qp(ibv_qp* handle) {
         std::erase(ctx.live_qps, qp);
     }
     if (ctx.config.debug)
-        std::fprintf(stderr,
-                     "softverbs QP 0x%06x: rewinds %lu timeouts %lu naks %lu cnps %lu psn_next 0x%06x "
-                     "una 0x%06x epsn 0x%06x\n",
-                     handle->qp_num, qp->retransmitted, qp->timeouts, qp->naks_received,
-                     qp->cnps_received, qp->psn_next, qp->psn_una, qp->epsn);
+        std::fprintf(
+            stderr,
+            "softverbs QP 0x%06x: rewinds %lu timeouts %lu naks %lu cnps %lu psn_next 0x%06x "
+            "una 0x%06x epsn 0x%06x\n",
+            handle->qp_num, qp->retransmitted, qp->timeouts, qp->naks_received, qp->cnps_received,
+            qp->psn_next, qp->psn_una, qp->epsn);
     if (qp->tx_fd >= 0) close(qp->tx_fd);
     pthread_mutex_destroy(&handle->mutex);
     pthread_cond_destroy(&handle->cond);

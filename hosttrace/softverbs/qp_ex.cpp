@@ -49,8 +49,12 @@ void wr_rdma_read(ibv_qp_ex* q, uint32_t rkey, uint64_t addr) {
     ibv_send_wr* wr = begin_wr(q, IBV_WR_RDMA_READ);
     wr->wr.rdma = {addr, rkey};
 }
-void wr_send(ibv_qp_ex* q) { begin_wr(q, IBV_WR_SEND); }
-void wr_send_imm(ibv_qp_ex* q, __be32 imm) { begin_wr(q, IBV_WR_SEND_WITH_IMM)->imm_data = imm; }
+void wr_send(ibv_qp_ex* q) {
+    begin_wr(q, IBV_WR_SEND);
+}
+void wr_send_imm(ibv_qp_ex* q, __be32 imm) {
+    begin_wr(q, IBV_WR_SEND_WITH_IMM)->imm_data = imm;
+}
 void wr_send_inv(ibv_qp_ex* q, uint32_t rkey) {
     begin_wr(q, IBV_WR_SEND_WITH_INV)->invalidate_rkey = rkey;
 }
@@ -111,7 +115,9 @@ void wr_start(ibv_qp_ex* q) {
     qp.batch_inline.clear();
     qp.batch_error = 0;
 }
-void wr_abort(ibv_qp_ex* q) { wr_start(q); }
+void wr_abort(ibv_qp_ex* q) {
+    wr_start(q);
+}
 int wr_complete(ibv_qp_ex* q) {
     Qp& qp = *to_qp(q);
     int rc = qp.batch_error;

@@ -1,7 +1,7 @@
 // Device, port and GID attributes of a softverbs device.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 
 #include "hosttrace/softverbs/context.hpp"
 #include "hosttrace/softverbs/export.hpp"
@@ -120,7 +120,8 @@ SV_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
 
 // The pre-extension entry point: callers built against old headers pass the shorter
 // struct that ends at link_layer.
-SV_EXPORT int ibv_query_port(ibv_context* context, uint8_t port, struct _compat_ibv_port_attr* attr) {
+SV_EXPORT int ibv_query_port(ibv_context* context, uint8_t port,
+                             struct _compat_ibv_port_attr* attr) {
     return sv_query_port(context, port, reinterpret_cast<ibv_port_attr*>(attr),
                          offsetof(ibv_port_attr, flags));
 }

@@ -25,18 +25,27 @@ bool is_read_like(ibv_wr_opcode op) {
            op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-uint32_t last_psn(const SendWqe& w) { return psn_add(w.first_psn, w.npkts - 1); }
+uint32_t last_psn(const SendWqe& w) {
+    return psn_add(w.first_psn, w.npkts - 1);
+}
 
-bool psn_in(const SendWqe& w, uint32_t psn) { return psn_sub(psn, w.first_psn) < w.npkts; }
+bool psn_in(const SendWqe& w, uint32_t psn) {
+    return psn_sub(psn, w.first_psn) < w.npkts;
+}
 
 ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
     switch (op) {
         case IBV_WR_RDMA_WRITE:
-        case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
-        case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
-        case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
-        case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
-        default: return IBV_WC_SEND;
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            return IBV_WC_RDMA_WRITE;
+        case IBV_WR_RDMA_READ:
+            return IBV_WC_RDMA_READ;
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+            return IBV_WC_COMP_SWAP;
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            return IBV_WC_FETCH_ADD;
+        default:
+            return IBV_WC_SEND;
     }
 }
 
@@ -213,8 +222,8 @@ bool transmit_ud(Engine& e, Qp& qp) {
             return false;
         }
         proto::TransportHeaders t;
-        t.bth.opcode = w.opcode == IBV_WR_SEND_WITH_IMM ? proto::op::kUdSendOnlyImm
-                                                        : proto::op::kUdSendOnly;
+        t.bth.opcode =
+            w.opcode == IBV_WR_SEND_WITH_IMM ? proto::op::kUdSendOnlyImm : proto::op::kUdSendOnly;
         t.bth.dest_qp = w.ud_qpn;
         t.bth.psn = qp.psn_next;
         t.bth.se = (w.flags & IBV_SEND_SOLICITED) != 0;
@@ -285,7 +294,7 @@ bool requester_transmit(Engine& e, Qp& qp) {
             case IBV_WR_ATOMIC_CMP_AND_SWP:
             case IBV_WR_ATOMIC_FETCH_AND_ADD:
                 t.bth.opcode = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? proto::op::kCmpSwap
-                                                                      : proto::op::kFetchAdd;
+                                                                     : proto::op::kFetchAdd;
                 t.bth.ack_req = true;
                 t.atomic.va = w.remote_addr;
                 t.atomic.rkey = w.rkey;
@@ -307,7 +316,8 @@ bool requester_transmit(Engine& e, Qp& qp) {
                 t.bth.ack_req = qp.type == IBV_QPT_RC &&
                                 (last || (psn % kAckReqEvery) == 0 ||
                                  psn_sub(qp.psn_next, qp.psn_una) + 1 >= kMaxInflightPkts);
-                if (first && (w.opcode == IBV_WR_RDMA_WRITE || w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+                if (first &&
+                    (w.opcode == IBV_WR_RDMA_WRITE || w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
                     t.reth.va = w.remote_addr;
                     t.reth.rkey = w.rkey;
                     t.reth.dma_len = w.length;
@@ -353,7 +363,9 @@ void requester_receive(Engine& e, Qp& qp, const Inbound& in) {
     switch (info.kind) {
         case proto::OpKind::ack: {
             switch (proto::aeth_class(t.aeth.syndrome)) {
-                case proto::AethClass::ack: acknowledge(e, qp, psn); break;
+                case proto::AethClass::ack:
+                    acknowledge(e, qp, psn);
+                    break;
                 case proto::AethClass::rnr_nak:
                     ++qp.naks_received;
                     acknowledge(e, qp, psn_sub(psn, 1));
@@ -378,7 +390,8 @@ void requester_receive(Engine& e, Qp& qp, const Inbound& in) {
                                                                    : IBV_WC_REM_INV_REQ_ERR);
                     return;
                 }
-                case proto::AethClass::reserved: break;
+                case proto::AethClass::reserved:
+                    break;
             }
             return;
         }
@@ -399,7 +412,8 @@ void requester_receive(Engine& e, Qp& qp, const Inbound& in) {
             if (!psn_newer(qp.psn_next, psn)) return;
             const uint32_t expected = psn_add(w.first_psn, w.read_pkts_done);
             if (psn != expected) {
-                if (psn_newer(psn, expected) && !(qp.read_rewound && qp.read_rewind_psn == expected)) {
+                if (psn_newer(psn, expected) &&
+                    !(qp.read_rewound && qp.read_rewind_psn == expected)) {
                     // A response was lost: ask again from the first one missing.
                     acknowledge(e, qp, psn_sub(expected, 1));
                     rewind(qp, expected);
@@ -428,7 +442,8 @@ void requester_receive(Engine& e, Qp& qp, const Inbound& in) {
             retire(qp);
             return;
         }
-        default: return;
+        default:
+            return;
     }
 }
 
@@ -441,7 +456,8 @@ void requester_timers(Engine& e, Qp& qp) {
     }
     ++qp.timeouts;
     if (qp.ctx->config.debug)
-        std::fprintf(stderr, "softverbs QP 0x%06x: timeout una 0x%06x next 0x%06x sq %zu send_next %zu\n",
+        std::fprintf(stderr,
+                     "softverbs QP 0x%06x: timeout una 0x%06x next 0x%06x sq %zu send_next %zu\n",
                      qp_num(qp), qp.psn_una, qp.psn_next, qp.sq.size(), qp.send_next);
     // retry_cnt 7 is not "infinite" for transport retries (only rnr_retry 7 is). A timeout
     // while the peer is still sending to us is not counted: on a shared CPU a starved peer

@@ -86,10 +86,12 @@ SV_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
 }
 
 SV_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-    return register_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+    return register_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                       static_cast<unsigned>(access));
 }
 
-SV_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+SV_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                                  int access) {
     return register_mr(pd, addr, length, iova, static_cast<unsigned>(access));
 }
 

@@ -34,7 +34,9 @@ void nak(Engine& e, Qp& qp, proto::NakCode code, uint32_t psn) {
     send_aeth(e, qp, proto::aeth_nak(code), psn);
 }
 
-Ring<RecvWqe>& recv_queue(Qp& qp) { return qp.srq ? qp.srq->rq : qp.rq; }
+Ring<RecvWqe>& recv_queue(Qp& qp) {
+    return qp.srq ? qp.srq->rq : qp.rq;
+}
 
 void complete_recv(Qp& qp, const RecvWqe& wqe, ibv_wc_opcode op, ibv_wc_status status,
                    uint32_t byte_len, const proto::TransportHeaders& t, bool imm, bool inv) {
@@ -113,7 +115,9 @@ void handle_duplicate(Engine& e, Qp& qp, const Inbound& in) {
                     return;
                 }
             return;  // too old to replay; the requester's timer will give up
-        default: qp.ack_pending = true; return;
+        default:
+            qp.ack_pending = true;
+            return;
     }
 }
 
@@ -153,8 +157,10 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
     const proto::TransportHeaders& t = in.p.t;
     const proto::OpcodeInfo& info = in.p.info();
     const uint32_t psn = t.bth.psn;
-    const bool first = info.position == proto::Position::first || info.position == proto::Position::only;
-    const bool last = info.position == proto::Position::last || info.position == proto::Position::only;
+    const bool first =
+        info.position == proto::Position::first || info.position == proto::Position::only;
+    const bool last =
+        info.position == proto::Position::last || info.position == proto::Position::only;
     InboundMessage& m = qp.in;
 
     switch (info.kind) {
@@ -187,7 +193,8 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                 return false;
             }
             if (!scatter(*qp.ctx, m.wqe, m.offset, in.payload, in.payload_len)) {
-                complete_recv(qp, m.wqe, IBV_WC_RECV, IBV_WC_LOC_LEN_ERR, m.offset, t, false, false);
+                complete_recv(qp, m.wqe, IBV_WC_RECV, IBV_WC_LOC_LEN_ERR, m.offset, t, false,
+                              false);
                 m.kind = RecvKind::none;
                 m.have_wqe = false;
                 nak(e, qp, proto::NakCode::invalid_request, psn);
@@ -237,7 +244,8 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
                 send_aeth(e, qp, proto::aeth_rnr_nak(qp.min_rnr_timer), psn);
                 return false;
             }
-            if (in.payload_len) std::memcpy(mr_ptr(m.mr, m.va + m.offset), in.payload, in.payload_len);
+            if (in.payload_len)
+                std::memcpy(mr_ptr(m.mr, m.va + m.offset), in.payload, in.payload_len);
             m.offset += in.payload_len;
             if (last) {
                 if (info.has_imm) {
@@ -269,7 +277,9 @@ bool handle_in_order(Engine& e, Qp& qp, const Inbound& in) {
             send_atomic_ack(e, qp, psn, original);
             return true;
         }
-        default: nak(e, qp, proto::NakCode::invalid_request, psn); return false;
+        default:
+            nak(e, qp, proto::NakCode::invalid_request, psn);
+            return false;
     }
 }
 

@@ -9,7 +9,7 @@ namespace insert::softverbs {
 
 template <typename T>
 class Ring {
-public:
+  public:
     void reset(std::size_t capacity) {
         slots_.assign(capacity, T{});
         head_ = 0;
@@ -41,7 +41,7 @@ public:
         size_ = 0;
     }
 
-private:
+  private:
     std::vector<T> slots_;
     std::size_t head_ = 0;
     std::size_t size_ = 0;

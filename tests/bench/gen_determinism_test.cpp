@@ -18,13 +18,15 @@ std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-std::pair<std::string, std::string> generate(const std::string& name, uint64_t seed, const std::string& tag) {
+std::pair<std::string, std::string> generate(const std::string& name, uint64_t seed,
+                                             const std::string& tag) {
     ScaleOptions opts;
     opts.scale = 0.2;
     opts.qps = 300;
     opts.packets = 3000;
     Generation gen(*builtin_scenario(name, opts), seed);
-    const std::string base = ::testing::TempDir() + "gen_det_" + std::to_string(::getpid()) + "_" + name + "_" + tag;
+    const std::string base =
+        ::testing::TempDir() + "gen_det_" + std::to_string(::getpid()) + "_" + name + "_" + tag;
     std::string error;
     EXPECT_TRUE(gen.run(base + ".pcap", error)) << error;
     EXPECT_TRUE(gen.write_truth(base + ".json", error)) << error;

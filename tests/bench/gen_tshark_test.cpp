@@ -34,8 +34,9 @@ struct Expected {
 // Synthetic payloads are byte patterns, not upper-layer protocols: keep the protocols
 // that Wireshark tries heuristically on InfiniBand payloads from claiming (and then
 // failing on) them - RPC-over-RDMA throws "Malformed Packet" on a 1-byte SEND.
-constexpr const char* kPayloadProtocols[] = {"smc",  "smb_direct",     "rpcordma", "nvme-rdma",      "lnet",
-                                             "iser", "infiniband.eoib", "fcoib",   "infiniband_sdp"};
+constexpr const char* kPayloadProtocols[] = {
+    "smc",  "smb_direct",      "rpcordma", "nvme-rdma",     "lnet",
+    "iser", "infiniband.eoib", "fcoib",    "infiniband_sdp"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> out;
@@ -46,7 +47,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
     return out;
 }
 
-uint32_t number(const std::string& s) { return static_cast<uint32_t>(std::stoul(s, nullptr, 0)); }
+uint32_t number(const std::string& s) {
+    return static_cast<uint32_t>(std::stoul(s, nullptr, 0));
+}
 
 class TsharkDissects : public ::testing::TestWithParam<std::string> {};
 
@@ -70,7 +73,8 @@ TEST_P(TsharkDissects, every_roce_frame_as_generated) {
         ++frame;
         if (p.cls != PacketClass::roce) return;
         proto::ParsedPacket parsed;
-        if (proto::parse_frame(bytes, parsed) != proto::Verdict::roce || !proto::verify_icrc(bytes, parsed))
+        if (proto::parse_frame(bytes, parsed) != proto::Verdict::roce ||
+            !proto::verify_icrc(bytes, parsed))
             ++icrc_bad;
         uint32_t cm_qpn = 0, cm_psn = 0;
         if (p.cm != CmKind::none) {
@@ -89,11 +93,12 @@ TEST_P(TsharkDissects, every_roce_frame_as_generated) {
     std::string cmd = "tshark -n -r '" + pcap + "' -d udp.port==4791,infiniband";
     for (uint16_t port : low_ports) cmd += " -d udp.port==" + std::to_string(port) + ",infiniband";
     for (const char* p : kPayloadProtocols) cmd += std::string(" --disable-protocol ") + p;
-    cmd += " -T fields -E separator='|' -E occurrence=a -E aggregator=';'"
-           " -e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn"
-           " -e _ws.expert.message -e infiniband.mad.attributeid -e infiniband.cm.req.localqpn"
-           " -e infiniband.cm.req.startpsn -e infiniband.cm.rep.localqpn -e infiniband.cm.rep.startpsn"
-           " 2>/dev/null";
+    cmd +=
+        " -T fields -E separator='|' -E occurrence=a -E aggregator=';'"
+        " -e frame.number -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn"
+        " -e _ws.expert.message -e infiniband.mad.attributeid -e infiniband.cm.req.localqpn"
+        " -e infiniband.cm.req.startpsn -e infiniband.cm.rep.localqpn -e infiniband.cm.rep.startpsn"
+        " 2>/dev/null";
     std::FILE* pipe = ::popen(cmd.c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     char line[4096];

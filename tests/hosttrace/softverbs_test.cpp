@@ -28,7 +28,8 @@ struct Pair {
     Endpoint a, b;
     bool open(ibv_qp_type type, ibv_mtu mtu = IBV_MTU_1024, bool channel = false,
               uint8_t retry_cnt = 7, uint8_t rnr_retry = 7) {
-        if (!a.open(kDevA, type, kBuf, channel) || !b.open(kDevB, type, kBuf, channel)) return false;
+        if (!a.open(kDevA, type, kBuf, channel) || !b.open(kDevB, type, kBuf, channel))
+            return false;
         if (type == IBV_QPT_UD) return a.connect({}) && b.connect({});
         return a.connect(b.info(), mtu, 8, retry_cnt, rnr_retry) &&
                b.connect(a.info(), mtu, 8, retry_cnt, rnr_retry);
@@ -86,7 +87,8 @@ TEST(SoftverbsQp, invalid_state_transitions_are_refused) {
     a.qp_state = IBV_QPS_RTS;
     EXPECT_EQ(ibv_modify_qp(e.qp(), &a, IBV_QP_STATE), EINVAL);  // INIT -> RTS
     a.qp_state = IBV_QPS_RTR;
-    EXPECT_EQ(ibv_modify_qp(e.qp(), &a, IBV_QP_STATE), EINVAL);  // RTR needs AV, MTU, dest QPN, rq PSN
+    EXPECT_EQ(ibv_modify_qp(e.qp(), &a, IBV_QP_STATE),
+              EINVAL);  // RTR needs AV, MTU, dest QPN, rq PSN
     ibv_qp_init_attr init;
     ASSERT_EQ(ibv_query_qp(e.qp(), &a, 0, &init), 0);
     EXPECT_EQ(a.qp_state, IBV_QPS_INIT);
@@ -98,7 +100,8 @@ TEST(SoftverbsRc, write_spanning_many_packets_lands_intact) {
     ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
     const uint32_t len = 300000;  // 293 packets at 1 KB MTU
     fill_pattern(p.a.buf(), len, 7);
-    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr + 100, p.b.info().rkey, 42), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr + 100, p.b.info().rkey, 42),
+              0);
     ibv_wc wc;
     ASSERT_TRUE(p.a.wait(wc));
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
@@ -149,7 +152,9 @@ TEST(SoftverbsRc, write_with_immediate_consumes_a_receive) {
     ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
     ASSERT_EQ(p.b.post_recv(0, 0, 5), 0);
     fill_pattern(p.a.buf(), 3000, 1);
-    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr, p.b.info().rkey, 1, 77), 0);
+    ASSERT_EQ(
+        p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr, p.b.info().rkey, 1, 77),
+        0);
     ibv_wc wc;
     ASSERT_TRUE(p.b.wait(wc));
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
@@ -165,20 +170,26 @@ TEST(SoftverbsRc, atomics_return_the_original_value) {
     uint64_t* target = reinterpret_cast<uint64_t*>(p.b.buf() + 64);
     *target = 1000;
     ibv_wc wc;
-    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, p.b.info().addr + 64, p.b.info().rkey, 1, 0, 5), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, p.b.info().addr + 64,
+                            p.b.info().rkey, 1, 0, 5),
+              0);
     ASSERT_TRUE(p.a.wait(wc));
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(wc.opcode, IBV_WC_FETCH_ADD);
     EXPECT_EQ(*reinterpret_cast<uint64_t*>(p.a.buf()), 1000u);
     EXPECT_EQ(*target, 1005u);
     // Compare fails: nothing swapped, original returned.
-    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 8, 8, p.b.info().addr + 64, p.b.info().rkey, 2, 0, 1, 9), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 8, 8, p.b.info().addr + 64, p.b.info().rkey,
+                            2, 0, 1, 9),
+              0);
     ASSERT_TRUE(p.a.wait(wc));
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(*reinterpret_cast<uint64_t*>(p.a.buf() + 8), 1005u);
     EXPECT_EQ(*target, 1005u);
     // Compare matches: swapped.
-    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 16, 8, p.b.info().addr + 64, p.b.info().rkey, 3, 0, 1005, 9), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_CMP_AND_SWP, 16, 8, p.b.info().addr + 64, p.b.info().rkey,
+                            3, 0, 1005, 9),
+              0);
     ASSERT_TRUE(p.a.wait(wc));
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(wc.opcode, IBV_WC_COMP_SWAP);
@@ -188,7 +199,8 @@ TEST(SoftverbsRc, atomics_return_the_original_value) {
 TEST(SoftverbsRc, bad_rkey_gives_remote_access_error_and_flushes) {
     Pair p;
     ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
-    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.info().rkey ^ 0x1, 1), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.info().rkey ^ 0x1, 1),
+              0);
     ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, 64, p.b.info().addr, p.b.info().rkey, 2), 0);
     ibv_wc wc;
     ASSERT_TRUE(p.a.wait(wc));
@@ -206,7 +218,9 @@ TEST(SoftverbsRc, bad_rkey_gives_remote_access_error_and_flushes) {
 TEST(SoftverbsRc, read_beyond_the_region_gives_remote_access_error) {
     Pair p;
     ASSERT_TRUE(p.open(IBV_QPT_RC)) << p.a.error() << p.b.error();
-    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, 0, 4096, p.b.info().addr + kBuf - 100, p.b.info().rkey, 1), 0);
+    ASSERT_EQ(
+        p.a.post_send(IBV_WR_RDMA_READ, 0, 4096, p.b.info().addr + kBuf - 100, p.b.info().rkey, 1),
+        0);
     ibv_wc wc;
     ASSERT_TRUE(p.a.wait(wc));
     EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
@@ -294,7 +308,9 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     a.qp_access_flags = Endpoint::kDefaultAccess;
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    ASSERT_EQ(
+        ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+        0);
     // Reuse B's QP: re-point it at the new QP (RESET -> INIT -> RTR -> RTS).
     a = {};
     a.qp_state = IBV_QPS_RESET;
@@ -302,7 +318,9 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     a.qp_access_flags = Endpoint::kDefaultAccess;
-    ASSERT_EQ(ibv_modify_qp(p.b.qp(), &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    ASSERT_EQ(ibv_modify_qp(p.b.qp(), &a,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+              0);
     PeerInfo mine = p.a.info();
     mine.qpn = qp->qp_num;
     ASSERT_TRUE(p.b.connect(mine));
@@ -315,8 +333,10 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     a.ah_attr.is_global = 1;
     a.ah_attr.port_num = 1;
     std::memcpy(a.ah_attr.grh.dgid.raw, p.b.info().gid, 16);
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+    ASSERT_EQ(ibv_modify_qp(qp, &a,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+              0);
     a = {};
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = mine.psn;
@@ -324,8 +344,10 @@ TEST(SoftverbsRc, extended_post_send_api_posts_the_batch) {
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 1;
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                        IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+    ASSERT_EQ(ibv_modify_qp(qp, &a,
+                            IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
+              0);
     fill_pattern(p.a.buf(), 2048, 5);
     ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp);
     ibv_wr_start(qpx);
@@ -378,7 +400,9 @@ TEST(SoftverbsRc, shared_receive_queue_feeds_the_qp) {
     qa.qp_state = IBV_QPS_INIT;
     qa.port_num = 1;
     qa.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
-    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    ASSERT_EQ(ibv_modify_qp(qp, &qa,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+              0);
     qa = {};
     qa.qp_state = IBV_QPS_RTR;
     qa.path_mtu = IBV_MTU_1024;
@@ -387,7 +411,10 @@ TEST(SoftverbsRc, shared_receive_queue_feeds_the_qp) {
     qa.ah_attr.is_global = 1;
     qa.ah_attr.port_num = 1;
     std::memcpy(qa.ah_attr.grh.dgid.raw, a.info().gid, 16);
-    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+    ASSERT_EQ(
+        ibv_modify_qp(qp, &qa,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN),
+        0);
     qa = {};
     qa.qp_state = IBV_QPS_RTS;
     qa.sq_psn = 0;
@@ -442,7 +469,9 @@ TEST(SoftverbsUc, send_and_write_with_immediate_arrive_without_acks) {
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(wc.byte_len, 6000u);
     EXPECT_EQ(std::memcmp(p.a.buf(), p.b.buf(), 6000), 0);
-    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr + 10000, p.b.info().rkey, 11, 5), 0);
+    ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, p.b.info().addr + 10000,
+                            p.b.info().rkey, 11, 5),
+              0);
     ASSERT_TRUE(p.b.wait(wc));
     ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
     EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -480,7 +509,7 @@ TEST(SoftverbsUd, datagram_arrives_behind_a_grh_with_the_sender_address) {
 // Fault injection is read when a device is opened: set it for these tests only. Values
 // already in the environment win, so other loss rates and seeds can be tried by hand.
 class SoftverbsLoss : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         setenv("SOFTVERBS_DROP", "0.03", 0);
         setenv("SOFTVERBS_REORDER", "0.02", 0);
@@ -500,12 +529,15 @@ TEST_F(SoftverbsLoss, writes_reads_and_sends_complete_intact_despite_loss_and_re
     ibv_wc wc;
     for (int round = 0; round < 5; ++round) {
         fill_pattern(p.a.buf(), len, static_cast<uint8_t>(round));
-        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr, p.b.info().rkey, round), 0);
+        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, 0, len, p.b.info().addr, p.b.info().rkey, round),
+                  0);
         ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)));
         ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
         ASSERT_EQ(std::memcmp(p.a.buf(), p.b.buf(), len), 0);
         fill_pattern(p.b.buf() + len, len, static_cast<uint8_t>(round + 100));
-        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, len, len, p.b.info().addr + len, p.b.info().rkey, round), 0);
+        ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, len, len, p.b.info().addr + len, p.b.info().rkey,
+                                round),
+                  0);
         ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)));
         ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
         ASSERT_EQ(std::memcmp(p.a.buf() + len, p.b.buf() + len, len), 0);
@@ -531,22 +563,27 @@ TEST_F(SoftverbsLoss, mixed_outstanding_work_survives_loss_and_reordering) {
         // [4,8) READ destination, 8 recv area on B.
         fill_pattern(p.a.buf(), 4 * kChunk, static_cast<uint8_t>(round));
         fill_pattern(p.b.buf() + 4 * kChunk, 4 * kChunk, static_cast<uint8_t>(round + 50));
-        for (int i = 0; i < 2; ++i) ASSERT_EQ(p.b.post_recv(8 * kChunk + i * 8192, 8192, 100 + i), 0);
+        for (int i = 0; i < 2; ++i)
+            ASSERT_EQ(p.b.post_recv(8 * kChunk + i * 8192, 8192, 100 + i), 0);
         int posted = 0;
         for (int i = 0; i < 4; ++i) {
-            ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, i * kChunk, kChunk, p.b.info().addr + i * kChunk,
-                                    p.b.info().rkey, posted++), 0);
+            ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_WRITE, i * kChunk, kChunk,
+                                    p.b.info().addr + i * kChunk, p.b.info().rkey, posted++),
+                      0);
             ASSERT_EQ(p.a.post_send(IBV_WR_RDMA_READ, (4 + i) * kChunk, kChunk,
-                                    p.b.info().addr + (4 + i) * kChunk, p.b.info().rkey, posted++), 0);
+                                    p.b.info().addr + (4 + i) * kChunk, p.b.info().rkey, posted++),
+                      0);
         }
         for (int i = 0; i < 2; ++i) {
             ASSERT_EQ(p.a.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, 9 * kChunk + i * 8, 8,
-                                    p.b.info().addr + kBuf - 8, p.b.info().rkey, posted++, 0, 1), 0);
+                                    p.b.info().addr + kBuf - 8, p.b.info().rkey, posted++, 0, 1),
+                      0);
             ASSERT_EQ(p.a.post_send(IBV_WR_SEND, i * 8192, 8192, 0, 0, posted++), 0);
         }
         for (int i = 0; i < posted; ++i) {
             ibv_wc wc;
-            ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20))) << "round " << round << " completion " << i;
+            ASSERT_TRUE(p.a.wait(wc, std::chrono::seconds(20)))
+                << "round " << round << " completion " << i;
             ASSERT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
             ASSERT_EQ(wc.wr_id, static_cast<uint64_t>(i));  // completions in posting order
         }

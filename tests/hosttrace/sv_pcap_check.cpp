@@ -2,12 +2,13 @@
 // 4791 frame must parse as well-formed RoCEv2 and carry a correct ICRC (computed over the
 // IP/UDP headers as captured). Prints `roce N`, `bad_icrc N`, `malformed N` and one
 // `opcode NAME N` line per opcode, and `dup_psn N`: request packets whose (destination,
-// QPN, PSN) was already seen, i.e. retransmissions; exit 0 only when there is RoCE traffic and nothing bad.
+// QPN, PSN) was already seen, i.e. retransmissions; exit 0 only when there is RoCE traffic and
+// nothing bad.
 #include <cstdio>
 #include <map>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 #include "dataplane/capture/capture_file.hpp"
 #include "dataplane/proto/icrc.hpp"
@@ -44,12 +45,14 @@ int main(int argc, char** argv) {
         ++roce;
         ++opcodes[p.t.bth.opcode];
         if (p.ecn == 3) ++ecn_ce;
-        if (p.info().request && !seen.emplace(p.dst_ip, p.t.bth.dest_qp, p.t.bth.psn).second) ++dup_psn;
+        if (p.info().request && !seen.emplace(p.dst_ip, p.t.bth.dest_qp, p.t.bth.psn).second)
+            ++dup_psn;
         if (!insert::proto::verify_icrc(frame.data, p)) ++bad_icrc;
     }
-    std::printf("roce %lu\nbad_icrc %lu\nmalformed %lu\necn_ce %lu\ndup_psn %lu\n", static_cast<unsigned long>(roce),
-                static_cast<unsigned long>(bad_icrc), static_cast<unsigned long>(malformed),
-                static_cast<unsigned long>(ecn_ce), static_cast<unsigned long>(dup_psn));
+    std::printf("roce %lu\nbad_icrc %lu\nmalformed %lu\necn_ce %lu\ndup_psn %lu\n",
+                static_cast<unsigned long>(roce), static_cast<unsigned long>(bad_icrc),
+                static_cast<unsigned long>(malformed), static_cast<unsigned long>(ecn_ce),
+                static_cast<unsigned long>(dup_psn));
     for (const auto& [op, n] : opcodes) {
         const auto& info = insert::proto::opcode_info(static_cast<uint8_t>(op));
         std::printf("opcode 0x%02x %s_%s %lu\n", op,

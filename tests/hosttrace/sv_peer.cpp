@@ -79,18 +79,26 @@ int run_server(Endpoint& ep, int conn) {
         if (!read_all(conn, &step, 1)) break;
         bool ok = false;
         switch (step) {
-            case 'W': ok = check_pattern(ep.buf(), kWriteLen, 0x33); break;
+            case 'W':
+                ok = check_pattern(ep.buf(), kWriteLen, 0x33);
+                break;
             case 'S':
                 ok = ep.wait(wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
                      wc.byte_len == kSendLen && (wc.wc_flags & IBV_WC_WITH_IMM) &&
-                     ntohl(wc.imm_data) == kImm && check_pattern(ep.buf() + kSendOff, kSendLen, 0x77);
+                     ntohl(wc.imm_data) == kImm &&
+                     check_pattern(ep.buf() + kSendOff, kSendLen, 0x77);
                 break;
-            case 'A': ok = *reinterpret_cast<uint64_t*>(ep.buf() + kCounterOff) == 1042; break;
-            case 'Q': return failures;
-            default: break;
+            case 'A':
+                ok = *reinterpret_cast<uint64_t*>(ep.buf() + kCounterOff) == 1042;
+                break;
+            case 'Q':
+                return failures;
+            default:
+                break;
         }
-        failures += report(ok, step == 'W' ? "server sees write" : step == 'S' ? "server receives send"
-                                                                               : "server sees fetch_add");
+        failures += report(ok, step == 'W'   ? "server sees write"
+                               : step == 'S' ? "server receives send"
+                                             : "server sees fetch_add");
         const char status = ok ? 0 : 1;
         if (!write_all(conn, &status, 1)) break;
     }
@@ -110,24 +118,27 @@ int run_client(Endpoint& ep, const PeerInfo& peer, int conn) {
     failures += report(ok, "rdma write 1 MiB");
     failures += report(remote_step('W'), "write landed");
 
-    ok = ep.post_send(IBV_WR_RDMA_READ, kReadOff, kReadLen, peer.addr + kReadOff, peer.rkey, 2) == 0 &&
-         ep.wait(wc) && wc.status == IBV_WC_SUCCESS && check_pattern(ep.buf() + kReadOff, kReadLen, 0x5A);
+    ok = ep.post_send(IBV_WR_RDMA_READ, kReadOff, kReadLen, peer.addr + kReadOff, peer.rkey, 2) ==
+             0 &&
+         ep.wait(wc) && wc.status == IBV_WC_SUCCESS &&
+         check_pattern(ep.buf() + kReadOff, kReadLen, 0x5A);
     failures += report(ok, "rdma read 512 KiB");
 
     pattern(ep.buf() + kSendOff, kSendLen, 0x77);
-    ok = ep.post_send(IBV_WR_SEND_WITH_IMM, kSendOff, kSendLen, 0, 0, 3, kImm) == 0 && ep.wait(wc) &&
-         wc.status == IBV_WC_SUCCESS;
+    ok = ep.post_send(IBV_WR_SEND_WITH_IMM, kSendOff, kSendLen, 0, 0, 3, kImm) == 0 &&
+         ep.wait(wc) && wc.status == IBV_WC_SUCCESS;
     failures += report(ok, "send with immediate");
     failures += report(remote_step('S'), "send received");
 
-    ok = ep.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, kCounterOff, 8, peer.addr + kCounterOff, peer.rkey, 4, 0, 42) == 0 &&
+    ok = ep.post_send(IBV_WR_ATOMIC_FETCH_AND_ADD, kCounterOff, 8, peer.addr + kCounterOff,
+                      peer.rkey, 4, 0, 42) == 0 &&
          ep.wait(wc) && wc.status == IBV_WC_SUCCESS &&
          *reinterpret_cast<uint64_t*>(ep.buf() + kCounterOff) == 1000;
     failures += report(ok, "fetch_add");
     failures += report(remote_step('A'), "fetch_add applied");
 
-    ok = ep.post_send(IBV_WR_RDMA_WRITE, 0, 64, peer.addr, peer.rkey + 0x100, 5) == 0 && ep.wait(wc) &&
-         wc.status == IBV_WC_REM_ACCESS_ERR;
+    ok = ep.post_send(IBV_WR_RDMA_WRITE, 0, 64, peer.addr, peer.rkey + 0x100, 5) == 0 &&
+         ep.wait(wc) && wc.status == IBV_WC_REM_ACCESS_ERR;
     failures += report(ok, "bad rkey -> IBV_WC_REM_ACCESS_ERR");
     const char quit = 'Q';
     write_all(conn, &quit, 1);

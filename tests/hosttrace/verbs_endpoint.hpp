@@ -22,12 +22,12 @@ struct PeerInfo {
 };
 
 class Endpoint {
-public:
+  public:
     ~Endpoint();
     // Opens device `index` of ibv_get_device_list() (softverbs lists SOFTVERBS_IPS in
     // order), creates PD/CQ/QP and registers `buffer_bytes`. Returns false with error() set.
-    bool open(int index, ibv_qp_type type, std::size_t buffer_bytes,
-              bool with_channel = false, unsigned access = kDefaultAccess);
+    bool open(int index, ibv_qp_type type, std::size_t buffer_bytes, bool with_channel = false,
+              unsigned access = kDefaultAccess);
     bool connect(const PeerInfo& peer, ibv_mtu mtu = IBV_MTU_4096, uint8_t timeout = 10,
                  uint8_t retry_cnt = 7, uint8_t rnr_retry = 7);
     PeerInfo info() const;
@@ -57,7 +57,7 @@ public:
                                                IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     static constexpr uint32_t kQkey = 0x11111111;
 
-private:
+  private:
     bool fail(const std::string& what);
     std::string error_;
     ibv_context* ctx_ = nullptr;

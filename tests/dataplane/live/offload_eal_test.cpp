@@ -60,7 +60,9 @@ TEST(OffloadFallback, pmds_without_rte_flow_refuse_every_rule_and_get_the_emulat
 
         offload::OffloadState automatic;
         std::string error;
-        ASSERT_TRUE(offload::install_plan(port, plan, offload::OffloadMode::automatic, automatic, error)) << error;
+        ASSERT_TRUE(
+            offload::install_plan(port, plan, offload::OffloadMode::automatic, automatic, error))
+            << error;
         EXPECT_FALSE(automatic.hardware);
         EXPECT_TRUE(automatic.emulated);
         EXPECT_EQ(automatic.refused, 7u) << "every refused rule is counted";
@@ -69,7 +71,8 @@ TEST(OffloadFallback, pmds_without_rte_flow_refuse_every_rule_and_get_the_emulat
         EXPECT_EQ(automatic.classifier.size(), 7u);
 
         offload::OffloadState required;
-        EXPECT_FALSE(offload::install_plan(port, plan, offload::OffloadMode::require, required, error));
+        EXPECT_FALSE(
+            offload::install_plan(port, plan, offload::OffloadMode::require, required, error));
         EXPECT_NE(error.find("refused 7 of 7"), std::string::npos) << error;
 
         offload::OffloadState off;
@@ -145,7 +148,8 @@ void inline_over_pcap(unsigned workers, offload::OffloadMode mode, const std::st
         std::string error;
         auto src = pipeline::PortSource::create(cfg, g_ts, error);
         ASSERT_TRUE(src) << error;
-        EXPECT_EQ(src->steer(), workers == 1 ? pipeline::SteerMode::direct : pipeline::SteerMode::dispatch);
+        EXPECT_EQ(src->steer(),
+                  workers == 1 ? pipeline::SteerMode::direct : pipeline::SteerMode::dispatch);
         EXPECT_EQ(src->offload(0).emulated, mode != offload::OffloadMode::off);
         pipeline::PipelineConfig pc;
         pc.make_engine = &state::Engine::create;
@@ -190,7 +194,8 @@ void inline_over_pcap(unsigned workers, offload::OffloadMode mode, const std::st
     }
     ASSERT_EQ(got.size(), expected.size());
     if (workers == 1) {
-        for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "frame " << i + 1;
+        for (std::size_t i = 0; i < got.size(); ++i)
+            EXPECT_EQ(got[i], expected[i]) << "frame " << i + 1;
     } else {
         // Several workers keep the order per flow only: compare as multisets here (the
         // netns test checks per-flow order).
@@ -224,8 +229,10 @@ TEST(PortSourceInline, single_queue_ports_with_two_workers_transmit_from_the_mai
 int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     const char* root = std::getenv("INSERT_SOURCE_ROOT");
-    insert::g_pcap = (std::filesystem::path(root ? root : ".") / "pcaps" / "rc_mixed.pcap").string();
-    insert::g_tmp = std::filesystem::temp_directory_path() / ("insert-live-eal-" + std::to_string(getpid()));
+    insert::g_pcap =
+        (std::filesystem::path(root ? root : ".") / "pcaps" / "rc_mixed.pcap").string();
+    insert::g_tmp =
+        std::filesystem::temp_directory_path() / ("insert-live-eal-" + std::to_string(getpid()));
     std::filesystem::create_directories(insert::g_tmp);
     {
         // An empty capture (header only) for a port that must receive nothing.
@@ -237,10 +244,19 @@ int main(int argc, char** argv) {
     insert::g_have_af_packet = fd >= 0;
     if (fd >= 0) ::close(fd);
     const std::string prefix = "--file-prefix=insert-live-eal-" + std::to_string(getpid());
-    std::vector<std::string> args = {"offload_eal_test", "--no-huge", "-m", "512", prefix, "--no-pci",
-                                     "--lcores=(0-2)@(" + std::string("0") + ")", "--log-level=3",
-                                     "--no-telemetry", "--vdev=net_null0", "--vdev=net_ring0",
-                                     "--vdev=net_pcap0,rx_pcap=" + insert::g_pcap + ",tx_pcap=/dev/null"};
+    std::vector<std::string> args = {
+        "offload_eal_test",
+        "--no-huge",
+        "-m",
+        "512",
+        prefix,
+        "--no-pci",
+        "--lcores=(0-2)@(" + std::string("0") + ")",
+        "--log-level=3",
+        "--no-telemetry",
+        "--vdev=net_null0",
+        "--vdev=net_ring0",
+        "--vdev=net_pcap0,rx_pcap=" + insert::g_pcap + ",tx_pcap=/dev/null"};
     // Lcores float over the CPUs we may use.
     {
         cpu_set_t set;
@@ -266,6 +282,7 @@ int main(int argc, char** argv) {
     const int rc = RUN_ALL_TESTS();
     rte_eal_cleanup();
     std::filesystem::remove_all(insert::g_tmp);
-    std::filesystem::remove_all("/var/run/dpdk/" + prefix.substr(std::string("--file-prefix=").size()));
+    std::filesystem::remove_all("/var/run/dpdk/" +
+                                prefix.substr(std::string("--file-prefix=").size()));
     return rc;
 }

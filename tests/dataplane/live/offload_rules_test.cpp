@@ -35,10 +35,11 @@ TEST(OffloadRules, plan_covers_untagged_and_tagged_ipv4_and_ipv6_then_passthroug
     std::set<std::vector<rte_flow_item_type>> patterns;
     for (std::size_t i = 0; i < 6; ++i) patterns.insert(types(plan.rules[i].alternatives.front()));
     EXPECT_EQ(patterns.size(), 6u);
-    EXPECT_TRUE(patterns.count({RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP,
-                                RTE_FLOW_ITEM_TYPE_END}));
-    EXPECT_TRUE(patterns.count({RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_VLAN, RTE_FLOW_ITEM_TYPE_VLAN,
-                                RTE_FLOW_ITEM_TYPE_IPV6, RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+    EXPECT_TRUE(patterns.count({RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                                RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+    EXPECT_TRUE(
+        patterns.count({RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_VLAN, RTE_FLOW_ITEM_TYPE_VLAN,
+                        RTE_FLOW_ITEM_TYPE_IPV6, RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
     const FlowRule& pass = plan.rules.back().alternatives.front();
     EXPECT_EQ(pass.name, "passthrough");
     EXPECT_GT(pass.attr.priority, plan.rules.front().alternatives.front().attr.priority);
@@ -77,7 +78,8 @@ TEST(OffloadRules, rss_alternatives_are_symmetric_function_then_symmetric_key) {
 }
 
 TEST(OffloadRules, rss_types_are_limited_to_what_the_port_hashes) {
-    const RulePlan plan = build_insert_rules(caps_with(2, RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_UDP));
+    const RulePlan plan =
+        build_insert_rules(caps_with(2, RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_UDP));
     EXPECT_EQ(rss_of(plan.rules.front().alternatives[0]).types, RTE_ETH_RSS_IPV4);
 }
 
@@ -93,7 +95,8 @@ TEST(OffloadRules, hairpin_port_prefers_the_hairpin_queue_for_passthrough) {
     const RuleChoice& pass = plan.rules.back();
     ASSERT_EQ(pass.alternatives.size(), 2u);
     EXPECT_EQ(pass.alternatives[0].name, "hairpin");
-    EXPECT_EQ(static_cast<const rte_flow_action_queue*>(pass.alternatives[0].actions[0].conf)->index, 3u);
+    EXPECT_EQ(
+        static_cast<const rte_flow_action_queue*>(pass.alternatives[0].actions[0].conf)->index, 3u);
     EXPECT_EQ(pass.alternatives[1].name, "passthrough");
 }
 
@@ -130,7 +133,8 @@ TEST(OffloadRules, qpn_ranges_split_into_aligned_prefix_blocks) {
 
 TEST(OffloadRules, describe_names_pattern_and_fate) {
     const FlowRule r = make_roce_rss_rule(caps_with(4), 1, true, RssFlavor::symmetric_function);
-    EXPECT_EQ(describe(r), "ETH / VLAN / IPV6 / UDP dst=4791 -> RSS(SYMMETRIC_TOEPLITZ, IP, queues 0-3)");
+    EXPECT_EQ(describe(r),
+              "ETH / VLAN / IPV6 / UDP dst=4791 -> RSS(SYMMETRIC_TOEPLITZ, IP, queues 0-3)");
     EXPECT_EQ(describe(make_passthrough_rule(4, false)), "ETH -> QUEUE 4");
 }
 

@@ -23,11 +23,13 @@ TEST(QpBoard, keeps_the_busiest_endpoints_and_updates_in_place) {
     b.offer(qp(1, 99, 5000));  // same endpoint, newer report
     s = b.snapshot();
     EXPECT_EQ(s.size(), QpBoard::kTop);
-    EXPECT_EQ(std::count_if(s.begin(), s.end(), [](auto& r) { return r.qpn == 99 && r.bytes == 5000; }), 1);
+    EXPECT_EQ(
+        std::count_if(s.begin(), s.end(), [](auto& r) { return r.qpn == 99 && r.bytes == 5000; }),
+        1);
 }
 
 class CountingSink final : public state::RecordSink {
-public:
+  public:
     bool push(const state::Record&) override { return ++n, true; }
     unsigned n = 0;
 };

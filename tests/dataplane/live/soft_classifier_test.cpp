@@ -62,7 +62,8 @@ Frame with_udp_dst(Frame f, uint16_t port) {
     return f;
 }
 
-SoftClassifier default_plan(uint16_t workers = kWorkers, RssFlavor flavor = RssFlavor::symmetric_function) {
+SoftClassifier default_plan(uint16_t workers = kWorkers,
+                            RssFlavor flavor = RssFlavor::symmetric_function) {
     NicCaps caps;
     caps.worker_queues = workers;
     caps.rss_types = kIpOnlyRssTypes;
@@ -71,20 +72,26 @@ SoftClassifier default_plan(uint16_t workers = kWorkers, RssFlavor flavor = RssF
     std::string why;
     for (const RuleChoice& r : plan.rules) {
         const FlowRule& rule = flavor == RssFlavor::symmetric_key && r.alternatives.size() > 1
-                                   ? r.alternatives[1] : r.alternatives[0];
+                                   ? r.alternatives[1]
+                                   : r.alternatives[0];
         EXPECT_TRUE(c.add(rule, why)) << why;
     }
     return c;
 }
 
-bool to_worker(const Decision& d) { return d.kind == Decision::Kind::queue && d.queue < kWorkers; }
-bool to_passthrough(const Decision& d) { return d.kind == Decision::Kind::queue && d.queue == kWorkers; }
+bool to_worker(const Decision& d) {
+    return d.kind == Decision::Kind::queue && d.queue < kWorkers;
+}
+bool to_passthrough(const Decision& d) {
+    return d.kind == Decision::Kind::queue && d.queue == kWorkers;
+}
 
 TEST(SoftClassifier, toeplitz_matches_the_microsoft_verification_vector) {
     // RSS verification suite: IPv4 66.9.149.187 -> 161.142.100.80, IP-only hash 0x323e8fc2.
-    const uint8_t key[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-                             0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-                             0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+    const uint8_t key[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
+                             0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
+                             0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
+                             0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
     const uint8_t input[8] = {66, 9, 149, 187, 161, 142, 100, 80};
     EXPECT_EQ(toeplitz(input, key), 0x323e8fc2u);
 }
@@ -98,8 +105,10 @@ TEST(SoftClassifier, roce_in_every_encapsulation_goes_to_a_worker) {
                 const Decision d = c.classify(f);
                 EXPECT_TRUE(to_worker(d)) << vlans << " tags, ipv6 " << v6;
                 // The rule that matched is the one for this encapsulation.
-                EXPECT_NE(c.name(static_cast<std::size_t>(d.rule)).find(std::string(v6 ? "ipv6" : "ipv4") + "-vlan" + std::to_string(vlans)),
-                          std::string::npos);
+                EXPECT_NE(
+                    c.name(static_cast<std::size_t>(d.rule))
+                        .find(std::string(v6 ? "ipv6" : "ipv4") + "-vlan" + std::to_string(vlans)),
+                    std::string::npos);
             }
 }
 
@@ -171,15 +180,16 @@ TEST(SoftClassifier, applies_the_rules_it_was_given_not_a_fixed_policy) {
     dns.add_item(RTE_FLOW_ITEM_TYPE_UDP, &spec, &mask);
     dns.add_action(RTE_FLOW_ACTION_TYPE_DROP);
     dns.finish();
-    ASSERT_TRUE(c.add(make_passthrough_rule(5, false), why)) << why;  // priority 1: added first, still last
+    ASSERT_TRUE(c.add(make_passthrough_rule(5, false), why))
+        << why;  // priority 1: added first, still last
     ASSERT_TRUE(c.add(only_q1, why)) << why;
     ASSERT_TRUE(c.add(dns, why)) << why;
 
     const Decision a = c.classify(roce(1, 2));
     EXPECT_EQ(a.kind, Decision::Kind::queue);
     EXPECT_EQ(a.queue, 1);
-    EXPECT_EQ(c.classify(roce(1, 2, 0, true)).queue, 5);   // IPv6: no rule but passthrough
-    EXPECT_EQ(c.classify(roce(1, 2, 1)).queue, 5);         // tagged: ETH / IPV4 does not match
+    EXPECT_EQ(c.classify(roce(1, 2, 0, true)).queue, 5);  // IPv6: no rule but passthrough
+    EXPECT_EQ(c.classify(roce(1, 2, 1)).queue, 5);        // tagged: ETH / IPV4 does not match
     EXPECT_EQ(c.classify(with_udp_dst(roce(1, 2), 53)).kind, Decision::Kind::drop);
 }
 

@@ -58,7 +58,8 @@ FrameSpec roce(const char* src, const char* dst, uint32_t qpn, uint8_t opcode, u
 }
 
 // A victim connection: 10 WRITE Only of 100 bytes to (b, qb), each ACKed to (a, qa).
-void victim_message(Writer& w, const char* a, uint32_t qa, const char* b, uint32_t qb, uint32_t psn) {
+void victim_message(Writer& w, const char* a, uint32_t qa, const char* b, uint32_t qb,
+                    uint32_t psn) {
     w.frame(roce(a, b, qb, op::kWriteOnly, psn, 100));
     FrameSpec ack = roce(b, a, qa, op::kAck, psn, 0);
     ack.t.aeth.syndrome = 0x1F;
@@ -108,11 +109,12 @@ void non_roce(Writer& w) {
 // 3000 packets to one endpoint with random request opcodes and PSNs all over the space.
 void psn_storm(Writer& w, std::mt19937& rng) {
     static constexpr uint8_t kOps[] = {op::kSendFirst, op::kSendMiddle, op::kSendLast,
-                                       op::kSendOnly, op::kWriteFirst, op::kWriteMiddle,
-                                       op::kWriteLast, op::kWriteOnly, op::kReadRequest};
+                                       op::kSendOnly,  op::kWriteFirst, op::kWriteMiddle,
+                                       op::kWriteLast, op::kWriteOnly,  op::kReadRequest};
     for (int i = 0; i < 3000; ++i) {
         const uint8_t opcode = kOps[rng() % std::size(kOps)];
-        w.frame(roce("10.8.0.1", "10.8.0.2", 0x800, opcode, rng(), opcode == op::kReadRequest ? 0 : 256));
+        w.frame(roce("10.8.0.1", "10.8.0.2", 0x800, opcode, rng(),
+                     opcode == op::kReadRequest ? 0 : 256));
         if (i % 10 == 0) {
             FrameSpec nak = roce("10.8.0.2", "10.8.0.1", 0x801, op::kAck, rng(), 0);
             nak.t.aeth.syndrome = 0x60;  // NAK, PSN sequence error
@@ -129,7 +131,8 @@ bool write_mixed(const std::string& path, uint32_t endpoints, uint64_t messages,
     spec.hosts = 16;
     spec.messages = messages;
     spec.seed = seed;
-    bench::generate_workload(spec, [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
+    bench::generate_workload(spec,
+                             [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
     return pcap.close();
 }
 

@@ -43,7 +43,8 @@ TEST(Shard, both_directions_of_a_connection_hash_alike) {
 TEST(Shard, ip_pair_ignores_ports_and_ip_pair_sport_uses_them) {
     const auto a = frame("10.0.0.1", "10.0.0.2", 4000);
     const auto b = frame("10.0.0.1", "10.0.0.2", 4001);
-    EXPECT_EQ(pipeline::shard_hash(a, ShardPolicy::ip_pair), pipeline::shard_hash(b, ShardPolicy::ip_pair));
+    EXPECT_EQ(pipeline::shard_hash(a, ShardPolicy::ip_pair),
+              pipeline::shard_hash(b, ShardPolicy::ip_pair));
     EXPECT_NE(pipeline::shard_hash(a, ShardPolicy::ip_pair_sport),
               pipeline::shard_hash(b, ShardPolicy::ip_pair_sport));
 }
@@ -60,7 +61,8 @@ TEST(Shard, never_reads_past_a_cut_frame) {
         std::vector<uint8_t> cut(f.begin(), f.begin() + static_cast<long>(n));
         (void)pipeline::shard_hash(cut, ShardPolicy::ip_pair_sport);
     }
-    const std::array<uint8_t, 14> arp = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x08, 0x06};
+    const std::array<uint8_t, 14> arp = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0,
+                                         0,    0,    0,    0,    0,    0x08, 0x06};
     EXPECT_EQ(pipeline::shard_hash(arp, ShardPolicy::ip_pair), 0u);
 }
 

@@ -23,8 +23,7 @@ constexpr uint32_t kPid = 4242;
 constexpr uint64_t kCtx = 0x1000;
 constexpr uint64_t kQp = 0x2000;
 
-insert_trace_event make_event(uint32_t kind)
-{
+insert_trace_event make_event(uint32_t kind) {
     insert_trace_event e{};
     e.kind = kind;
     e.pid = kPid;
@@ -35,16 +34,14 @@ insert_trace_event make_event(uint32_t kind)
     return e;
 }
 
-Gid v4_gid(const char* ip)
-{
+Gid v4_gid(const char* ip) {
     Gid g{};
     g[10] = g[11] = 0xff;
     inet_pton(AF_INET, ip, g.data() + 12);
     return g;
 }
 
-insert_trace_event gid_event(int index, const Gid& g)
-{
+insert_trace_event gid_event(int index, const Gid& g) {
     insert_trace_event e = make_event(INSERT_EV_QUERY_GID);
     e.u.query_gid.port = 1;
     e.u.query_gid.index = index;
@@ -52,21 +49,18 @@ insert_trace_event gid_event(int index, const Gid& g)
     return e;
 }
 
-TEST(GidToIp, Ipv4MappedGidIsDottedQuad)
-{
+TEST(GidToIp, Ipv4MappedGidIsDottedQuad) {
     EXPECT_EQ(gid_to_ip(v4_gid("10.0.0.7")), "10.0.0.7");
 }
 
-TEST(GidToIp, OtherGidIsIpv6AndZeroIsAbsent)
-{
+TEST(GidToIp, OtherGidIsIpv6AndZeroIsAbsent) {
     Gid g{};
     inet_pton(AF_INET6, "fd00::1", g.data());
     EXPECT_EQ(gid_to_ip(g), "fd00::1");
     EXPECT_EQ(gid_to_ip(Gid{}), std::nullopt);
 }
 
-TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem)
-{
+TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_MODIFY_QP);
     e.obj = kQp;
@@ -81,7 +75,8 @@ TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem)
     std::memcpy(attr.ah_attr.grh.dgid.raw, peer.data(), 16);
     std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
     e.u.modify_qp.qp_num = 5;
-    e.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU | IBV_QP_AV;
+    e.u.modify_qp.attr_mask =
+        IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU | IBV_QP_AV;
     const auto j = decode_event(e, table, 0);
     EXPECT_EQ(j["verb"], "modify_qp");
     EXPECT_EQ(j["state"], "RTR");
@@ -94,8 +89,7 @@ TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem)
     EXPECT_FALSE(j.contains("qkey"));
 }
 
-TEST(DecodeModifyQp, FromStateFollowsSuccessfulTransitionsOnly)
-{
+TEST(DecodeModifyQp, FromStateFollowsSuccessfulTransitionsOnly) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_MODIFY_QP);
     e.obj = kQp;
@@ -117,8 +111,7 @@ TEST(DecodeModifyQp, FromStateFollowsSuccessfulTransitionsOnly)
     EXPECT_EQ(decode_event(e, table, 0)["from_state"], "RTR");
 }
 
-TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder)
-{
+TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_POST_SEND);
     e.obj = kQp;
@@ -139,8 +132,7 @@ TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder)
     EXPECT_TRUE(j["imm"].is_null());
 }
 
-TEST(DecodeEvent, WallClockIsMonotonicPlusOffset)
-{
+TEST(DecodeEvent, WallClockIsMonotonicPlusOffset) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_ALLOC_PD);
     const auto j = decode_event(e, table, 5000);
@@ -149,8 +141,7 @@ TEST(DecodeEvent, WallClockIsMonotonicPlusOffset)
     EXPECT_EQ(j["comm"], "app");
 }
 
-TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector)
-{
+TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector) {
     ProcessTable table;
     table.apply(gid_event(0, v4_gid("10.0.0.1")));
     table.apply(gid_event(3, v4_gid("10.0.0.3")));
@@ -168,8 +159,7 @@ TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector)
     EXPECT_EQ(table.host_ip(kPid + 1, kCtx, kQp), std::nullopt);
 }
 
-TEST(ProcessTable, PrefersIpv4MappedGidsOverLinkLocal)
-{
+TEST(ProcessTable, PrefersIpv4MappedGidsOverLinkLocal) {
     ProcessTable table;
     Gid link_local{};
     inet_pton(AF_INET6, "fe80::1", link_local.data());
@@ -178,8 +168,7 @@ TEST(ProcessTable, PrefersIpv4MappedGidsOverLinkLocal)
     EXPECT_EQ(table.host_ip(kPid, kCtx, 0), "10.9.9.9");
 }
 
-TEST(ProcessTable, ContextOpsAreClaimedOncePerProcessAndContext)
-{
+TEST(ProcessTable, ContextOpsAreClaimedOncePerProcessAndContext) {
     ProcessTable table;
     EXPECT_TRUE(table.claim_context_for_ops(kPid, kCtx));
     EXPECT_FALSE(table.claim_context_for_ops(kPid, kCtx));
@@ -187,8 +176,7 @@ TEST(ProcessTable, ContextOpsAreClaimedOncePerProcessAndContext)
     EXPECT_FALSE(table.claim_context_for_ops(kPid, 0));
 }
 
-TEST(ProcessTable, ExitedProcessesAreReapedWithWhatTheyLeftOpen)
-{
+TEST(ProcessTable, ExitedProcessesAreReapedWithWhatTheyLeftOpen) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_CREATE_QP);
     e.pid = 0x7ffffff0;  // no such process
@@ -207,8 +195,7 @@ TEST(ProcessTable, ExitedProcessesAreReapedWithWhatTheyLeftOpen)
     EXPECT_EQ(table.size(), 1u);  // this process stays
 }
 
-TEST(ElfSymbols, ResolvesDefaultVersionsAndRejectsNonElf)
-{
+TEST(ElfSymbols, ResolvesDefaultVersionsAndRejectsNonElf) {
     std::string error;
     auto libc = ElfSymbols::load("/proc/self/exe", error);
     ASSERT_TRUE(libc) << error;
@@ -218,20 +205,18 @@ TEST(ElfSymbols, ResolvesDefaultVersionsAndRejectsNonElf)
     EXPECT_FALSE(ElfSymbols::load("/nonexistent", error));
 }
 
-TEST(ElfSymbols, SystemLibibverbsDefinesEveryProbedVerb)
-{
+TEST(ElfSymbols, SystemLibibverbsDefinesEveryProbedVerb) {
     const char* lib = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
-    if (access(lib, R_OK) != 0)
-        GTEST_SKIP() << lib << " not installed";
+    if (access(lib, R_OK) != 0) GTEST_SKIP() << lib << " not installed";
     std::string error;
     auto elf = ElfSymbols::load(lib, error);
     ASSERT_TRUE(elf) << error;
-    for (const char* v : {"ibv_open_device", "ibv_create_qp", "ibv_modify_qp", "ibv_reg_mr", "ibv_dereg_mr"})
+    for (const char* v :
+         {"ibv_open_device", "ibv_create_qp", "ibv_modify_qp", "ibv_reg_mr", "ibv_dereg_mr"})
         EXPECT_TRUE(elf->function_offset(v)) << v;
 }
 
-TEST(ProcMaps, LocatesOwnCodeInItsExecutable)
-{
+TEST(ProcMaps, LocatesOwnCodeInItsExecutable) {
     std::string error;
     auto maps = read_maps(getpid(), error);
     ASSERT_TRUE(maps) << error;
@@ -244,17 +229,14 @@ TEST(ProcMaps, LocatesOwnCodeInItsExecutable)
     EXPECT_NE(error.find("no such process"), std::string::npos);
 }
 
-int parse(std::vector<std::string> args, TraceOptions& o, std::string& error)
-{
+int parse(std::vector<std::string> args, TraceOptions& o, std::string& error) {
     args.insert(args.begin(), "insert-trace");
     std::vector<char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.data());
+    for (auto& a : args) argv.push_back(a.data());
     return parse_trace_options(static_cast<int>(argv.size()), argv.data(), o, error);
 }
 
-TEST(TraceOptions, DatapathModes)
-{
+TEST(TraceOptions, DatapathModes) {
     TraceOptions o;
     std::string error;
     EXPECT_EQ(parse({"--datapath", "sample:10"}, o, error), -1);
@@ -265,8 +247,7 @@ TEST(TraceOptions, DatapathModes)
     EXPECT_EQ(parse({"--datapath", "sample:x"}, o, error), 2);
 }
 
-TEST(TraceOptions, RejectsBadValues)
-{
+TEST(TraceOptions, RejectsBadValues) {
     TraceOptions o;
     std::string error;
     EXPECT_EQ(parse({"--ringbuf-kb", "3"}, o, error), 2);

@@ -18,13 +18,13 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <sys/mman.h>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -38,8 +38,7 @@ constexpr int kPollBatch = 16;
 constexpr auto kCompletionDeadline = std::chrono::seconds(20);
 constexpr ibv_mtu kMtu = IBV_MTU_1024;
 
-[[noreturn]] void die(const char* what)
-{
+[[noreturn]] void die(const char* what) {
     std::fprintf(stderr, "verbs_workload: %s: %s\n", what, std::strerror(errno));
     std::exit(1);
 }
@@ -54,14 +53,12 @@ struct Endpoint {
     std::vector<uint8_t> buf = std::vector<uint8_t>(kBufferBytes);
 };
 
-void truth(const std::string& json)
-{
+void truth(const std::string& json) {
     std::printf("{\"truth\":%s}\n", json.c_str());
     std::fflush(stdout);
 }
 
-void phase(const char* name, bool sync)
-{
+void phase(const char* name, bool sync) {
     // t_ns on CLOCK_MONOTONIC, the tracer's clock: a test can split the trace at a phase.
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -74,32 +71,26 @@ void phase(const char* name, bool sync)
     }
 }
 
-ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access)
-{
+ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access) {
     ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
-    if (!mr)
-        die("ibv_reg_mr");
+    if (!mr) die("ibv_reg_mr");
     char b[256];
     std::snprintf(b, sizeof(b),
-                  "{\"what\":\"mr\",\"addr\":%" PRIu64 ",\"length\":%zu,\"lkey\":%u,\"rkey\":%u,\"access\":%d}",
+                  "{\"what\":\"mr\",\"addr\":%" PRIu64
+                  ",\"length\":%zu,\"lkey\":%u,\"rkey\":%u,\"access\":%d}",
                   reinterpret_cast<uint64_t>(addr), len, mr->lkey, mr->rkey, access);
     truth(b);
     return mr;
 }
 
-void open_endpoint(ibv_device* dev, Endpoint& e, bool use_ex)
-{
+void open_endpoint(ibv_device* dev, Endpoint& e, bool use_ex) {
     e.ctx = ibv_open_device(dev);
-    if (!e.ctx)
-        die("ibv_open_device");
-    if (ibv_query_gid(e.ctx, 1, 0, &e.gid))
-        die("ibv_query_gid");
+    if (!e.ctx) die("ibv_open_device");
+    if (ibv_query_gid(e.ctx, 1, 0, &e.gid)) die("ibv_query_gid");
     e.pd = ibv_alloc_pd(e.ctx);
-    if (!e.pd)
-        die("ibv_alloc_pd");
+    if (!e.pd) die("ibv_alloc_pd");
     e.cq = ibv_create_cq(e.ctx, 256, nullptr, nullptr, 0);
-    if (!e.cq)
-        die("ibv_create_cq");
+    if (!e.cq) die("ibv_create_cq");
     e.mr = reg(e.pd, e.buf.data(), e.buf.size(),
                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     // ibv_create_qp_ex is inline (verbs_context.create_qp_ex): the tracer finds it through
@@ -114,32 +105,28 @@ void open_endpoint(ibv_device* dev, Endpoint& e, bool use_ex)
     init.cap.max_recv_sge = 4;
     init.comp_mask = IBV_QP_INIT_ATTR_PD;
     init.pd = e.pd;
-    e.qp = use_ex ? ibv_create_qp_ex(e.ctx, &init) : ibv_create_qp(e.pd, reinterpret_cast<ibv_qp_init_attr*>(&init));
-    if (!e.qp)
-        die(use_ex ? "ibv_create_qp_ex" : "ibv_create_qp");
+    e.qp = use_ex ? ibv_create_qp_ex(e.ctx, &init)
+                  : ibv_create_qp(e.pd, reinterpret_cast<ibv_qp_init_attr*>(&init));
+    if (!e.qp) die(use_ex ? "ibv_create_qp_ex" : "ibv_create_qp");
     char b[128];
     std::snprintf(b, sizeof(b), "{\"what\":\"qp\",\"qpn\":%u}", e.qp->qp_num);
     truth(b);
 }
 
-std::string ip_of(const ibv_gid& g)
-{
+std::string ip_of(const ibv_gid& g) {
     char b[32];
     std::snprintf(b, sizeof(b), "%u.%u.%u.%u", g.raw[12], g.raw[13], g.raw[14], g.raw[15]);
     return b;
 }
 
-void modify(ibv_qp* qp, ibv_qp_attr& attr, int mask, const std::string& detail)
-{
-    if (ibv_modify_qp(qp, &attr, mask))
-        die("ibv_modify_qp");
+void modify(ibv_qp* qp, ibv_qp_attr& attr, int mask, const std::string& detail) {
+    if (ibv_modify_qp(qp, &attr, mask)) die("ibv_modify_qp");
     static const char* kStates[] = {"RESET", "INIT", "RTR", "RTS"};
     truth("{\"what\":\"modify\",\"qpn\":" + std::to_string(qp->qp_num) + ",\"state\":\"" +
           kStates[attr.qp_state] + "\"" + detail + "}");
 }
 
-void connect(Endpoint& self, const Endpoint& peer, uint32_t rq_psn, uint32_t sq_psn)
-{
+void connect(Endpoint& self, const Endpoint& peer, uint32_t rq_psn, uint32_t sq_psn) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
@@ -162,8 +149,9 @@ void connect(Endpoint& self, const Endpoint& peer, uint32_t rq_psn, uint32_t sq_
     modify(self.qp, a,
            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-           ",\"dest_qpn\":" + std::to_string(peer.qp->qp_num) + ",\"rq_psn\":" + std::to_string(rq_psn) +
-               ",\"path_mtu\":1024,\"peer_ip\":\"" + ip_of(peer.gid) + "\",\"ip\":\"" + ip_of(self.gid) + "\"");
+           ",\"dest_qpn\":" + std::to_string(peer.qp->qp_num) +
+               ",\"rq_psn\":" + std::to_string(rq_psn) + ",\"path_mtu\":1024,\"peer_ip\":\"" +
+               ip_of(peer.gid) + "\",\"ip\":\"" + ip_of(self.gid) + "\"");
 
     a = {};
     a.qp_state = IBV_QPS_RTS;
@@ -179,8 +167,7 @@ void connect(Endpoint& self, const Endpoint& peer, uint32_t rq_psn, uint32_t sq_
 }
 
 void post_send(Endpoint& e, ibv_wr_opcode op, uint64_t wr_id, uint32_t offset, uint32_t len,
-               uint64_t remote_addr, uint32_t rkey, uint32_t imm)
-{
+               uint64_t remote_addr, uint32_t rkey, uint32_t imm) {
     ibv_sge sge{reinterpret_cast<uint64_t>(e.buf.data() + offset), len, e.mr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = wr_id;
@@ -192,24 +179,23 @@ void post_send(Endpoint& e, ibv_wr_opcode op, uint64_t wr_id, uint32_t offset, u
     wr.wr.rdma.remote_addr = remote_addr;
     wr.wr.rdma.rkey = rkey;
     ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(e.qp, &wr, &bad))
-        die("ibv_post_send");
+    if (ibv_post_send(e.qp, &wr, &bad)) die("ibv_post_send");
     char b[256];
     std::snprintf(b, sizeof(b),
-                  "{\"what\":\"send\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"opcode\":%d,\"len\":%u,"
+                  "{\"what\":\"send\",\"qpn\":%u,\"wr_id\":%" PRIu64
+                  ",\"opcode\":%d,\"len\":%u,"
                   "\"remote_addr\":%" PRIu64 ",\"rkey\":%u,\"imm\":%u}",
                   e.qp->qp_num, wr_id, static_cast<int>(op), len, remote_addr, rkey, imm);
     truth(b);
 }
 
 // One chained ibv_post_recv of `count` receives: exercises the wr->next walk.
-void post_recvs(Endpoint& e, uint64_t first_wr_id, int count)
-{
+void post_recvs(Endpoint& e, uint64_t first_wr_id, int count) {
     std::vector<ibv_sge> sges(count);
     std::vector<ibv_recv_wr> wrs(count);
     for (int i = 0; i < count; i++) {
-        sges[i] = {reinterpret_cast<uint64_t>(e.buf.data() + kBufferBytes / 2 + i * kSendBytes), kSendBytes,
-                   e.mr->lkey};
+        sges[i] = {reinterpret_cast<uint64_t>(e.buf.data() + kBufferBytes / 2 + i * kSendBytes),
+                   kSendBytes, e.mr->lkey};
         wrs[i] = {};
         wrs[i].wr_id = first_wr_id + i;
         wrs[i].sg_list = &sges[i];
@@ -217,71 +203,66 @@ void post_recvs(Endpoint& e, uint64_t first_wr_id, int count)
         wrs[i].next = i + 1 < count ? &wrs[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;
-    if (ibv_post_recv(e.qp, wrs.data(), &bad))
-        die("ibv_post_recv");
+    if (ibv_post_recv(e.qp, wrs.data(), &bad)) die("ibv_post_recv");
     for (int i = 0; i < count; i++) {
         char b[160];
-        std::snprintf(b, sizeof(b), "{\"what\":\"recv\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"len\":%u}",
+        std::snprintf(b, sizeof(b),
+                      "{\"what\":\"recv\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"len\":%u}",
                       e.qp->qp_num, first_wr_id + i, kSendBytes);
         truth(b);
     }
 }
 
 // Polls until `want` completions arrived; every completion becomes a truth record.
-void drain(Endpoint& e, int want)
-{
+void drain(Endpoint& e, int want) {
     const auto deadline = std::chrono::steady_clock::now() + kCompletionDeadline;
     ibv_wc wc[kPollBatch];
     int got = 0;
     while (got < want) {
         const int n = ibv_poll_cq(e.cq, kPollBatch, wc);
-        if (n < 0)
-            die("ibv_poll_cq");
+        if (n < 0) die("ibv_poll_cq");
         for (int i = 0; i < n; i++) {
             char b[200];
             std::snprintf(b, sizeof(b),
-                          "{\"what\":\"wc\",\"qpn\":%u,\"wr_id\":%" PRIu64 ",\"status\":%d,\"opcode\":%d,"
+                          "{\"what\":\"wc\",\"qpn\":%u,\"wr_id\":%" PRIu64
+                          ",\"status\":%d,\"opcode\":%d,"
                           "\"byte_len\":%u}",
                           wc[i].qp_num, wc[i].wr_id, wc[i].status, wc[i].opcode, wc[i].byte_len);
             truth(b);
             if (wc[i].status != IBV_WC_SUCCESS) {
-                std::fprintf(stderr, "verbs_workload: completion %s\n", ibv_wc_status_str(wc[i].status));
+                std::fprintf(stderr, "verbs_workload: completion %s\n",
+                             ibv_wc_status_str(wc[i].status));
                 std::exit(1);
             }
         }
         got += n;
         if (std::chrono::steady_clock::now() > deadline) {
-            std::fprintf(stderr, "verbs_workload: %d of %d completions before the deadline\n", got, want);
+            std::fprintf(stderr, "verbs_workload: %d of %d completions before the deadline\n", got,
+                         want);
             std::exit(1);
         }
     }
 }
 
-void teardown(Endpoint& e)
-{
+void teardown(Endpoint& e) {
     const uint32_t qpn = e.qp->qp_num;
-    if (ibv_destroy_qp(e.qp))
-        die("ibv_destroy_qp");
+    if (ibv_destroy_qp(e.qp)) die("ibv_destroy_qp");
     truth("{\"what\":\"destroy_qp\",\"qpn\":" + std::to_string(qpn) + "}");
     const uint32_t rkey = e.mr->rkey;
-    if (ibv_dereg_mr(e.mr))
-        die("ibv_dereg_mr");
+    if (ibv_dereg_mr(e.mr)) die("ibv_dereg_mr");
     truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(rkey) + "}");
     ibv_destroy_cq(e.cq);
     ibv_dealloc_pd(e.pd);
     ibv_close_device(e.ctx);
 }
 
-ibv_device** devices(int& n)
-{
+ibv_device** devices(int& n) {
     ibv_device** list = ibv_get_device_list(&n);
-    if (!list)
-        die("ibv_get_device_list");
+    if (!list) die("ibv_get_device_list");
     return list;
 }
 
-void setup_pair(Endpoint& a, Endpoint& b)
-{
+void setup_pair(Endpoint& a, Endpoint& b) {
     int n = 0;
     ibv_device** list = devices(n);
     if (n < 1) {
@@ -295,8 +276,7 @@ void setup_pair(Endpoint& a, Endpoint& b)
     connect(b, a, /*rq_psn=*/2000, /*sq_psn=*/1000);
 }
 
-int run(int ops, bool sync)
-{
+int run(int ops, bool sync) {
     Endpoint a, b;
     setup_pair(a, b);
     phase("setup", sync);
@@ -308,7 +288,8 @@ int run(int ops, bool sync)
     post_recvs(b, 5000, ops);
     const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
     for (int i = 0; i < ops; i++) {
-        post_send(a, IBV_WR_RDMA_WRITE, 100 + i, 0, kWriteBytes, b_addr + i * kWriteBytes, b.mr->rkey, 0);
+        post_send(a, IBV_WR_RDMA_WRITE, 100 + i, 0, kWriteBytes, b_addr + i * kWriteBytes,
+                  b.mr->rkey, 0);
         post_send(a, IBV_WR_SEND_WITH_IMM, 200 + i, kWriteBytes, kSendBytes, 0, 0, 0xabc0 + i);
     }
     drain(a, 2 * ops);
@@ -316,8 +297,7 @@ int run(int ops, bool sync)
     phase("data", false);
 
     const uint32_t extra_rkey = extra_mr->rkey;
-    if (ibv_dereg_mr(extra_mr))
-        die("ibv_dereg_mr");
+    if (ibv_dereg_mr(extra_mr)) die("ibv_dereg_mr");
     truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(extra_rkey) + "}");
     teardown(a);
     teardown(b);
@@ -325,8 +305,7 @@ int run(int ops, bool sync)
     return 0;
 }
 
-int spin()
-{
+int spin() {
     Endpoint a, b;
     setup_pair(a, b);
     phase("setup", false);
@@ -337,28 +316,23 @@ int spin()
     }
 }
 
-int mr_loop(long n)
-{
+int mr_loop(long n) {
     int count = 0;
     ibv_device** list = devices(count);
-    if (count < 1)
-        die("no RDMA device");
+    if (count < 1) die("no RDMA device");
     Endpoint e;
     e.ctx = ibv_open_device(list[0]);
     e.pd = e.ctx ? ibv_alloc_pd(e.ctx) : nullptr;
-    if (!e.pd)
-        die("ibv_alloc_pd");
+    if (!e.pd) die("ibv_alloc_pd");
     for (long i = 0; i < n; i++) {
         ibv_mr* mr = ibv_reg_mr(e.pd, e.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
-        if (!mr || ibv_dereg_mr(mr))
-            die("reg/dereg");
+        if (!mr || ibv_dereg_mr(mr)) die("reg/dereg");
     }
     std::printf("{\"mr_loop\":%ld}\n", n);
     return 0;
 }
 
-double thread_cpu_ns()
-{
+double thread_cpu_ns() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
@@ -368,27 +342,24 @@ double thread_cpu_ns()
 // (user + kernel, so breakpoint traps count) is the figure that a loaded machine does not
 // distort; wall time is printed beside it.
 template <typename F>
-void time_calls(const char* name, long n, F&& call)
-{
+void time_calls(const char* name, long n, F&& call) {
     const double cpu0 = thread_cpu_ns();
     const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < n; i++)
-        call(i);
-    const auto ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    for (long i = 0; i < n; i++) call(i);
+    const auto ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = thread_cpu_ns() - cpu0;
-    std::printf("{\"bench\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"cpu_ns_per_call\":%.1f}\n", name, n,
-                ns / n, cpu / n);
+    std::printf("{\"bench\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"cpu_ns_per_call\":%.1f}\n",
+                name, n, ns / n, cpu / n);
 }
 
-int bench(const std::string& what, long n)
-{
+int bench(const std::string& what, long n) {
     Endpoint a, b;
     setup_pair(a, b);
     if (what == "bench-reg") {
         time_calls("reg_mr+dereg_mr", n, [&](long) {
             ibv_mr* mr = ibv_reg_mr(a.pd, a.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
-            if (!mr || ibv_dereg_mr(mr))
-                die("reg/dereg");
+            if (!mr || ibv_dereg_mr(mr)) die("reg/dereg");
         });
     } else if (what == "bench-post") {
         // Unsignaled zero-length WRITEs in batches of 64, each batch followed by a signaled
@@ -405,8 +376,7 @@ int bench(const std::string& what, long n)
             const bool last = i % 64 == 63;
             wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
             ibv_send_wr* bad = nullptr;
-            if (ibv_post_send(a.qp, &wr, &bad))
-                die("ibv_post_send");
+            if (ibv_post_send(a.qp, &wr, &bad)) die("ibv_post_send");
             if (last) {
                 ibv_wc wc;
                 while (ibv_poll_cq(a.cq, 1, &wc) == 0) {
@@ -416,8 +386,7 @@ int bench(const std::string& what, long n)
     } else if (what == "bench-poll") {
         ibv_wc wc[kPollBatch];
         time_calls("poll_cq(empty)", n, [&](long) {
-            if (ibv_poll_cq(a.cq, kPollBatch, wc) != 0)
-                die("unexpected completion");
+            if (ibv_poll_cq(a.cq, kPollBatch, wc) != 0) die("unexpected completion");
         });
     } else {
         std::fprintf(stderr, "verbs_workload: unknown mode %s\n", what.c_str());
@@ -444,13 +413,11 @@ constexpr uint32_t kFakeQpn = 0xabcde;
 
 void* g_fake_object = nullptr;
 
-extern "C" __attribute__((noinline)) void* fake_op()
-{
+extern "C" __attribute__((noinline)) void* fake_op() {
     return g_fake_object;
 }
 
-__attribute__((noinline)) int fake_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr**)
-{
+__attribute__((noinline)) int fake_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr**) {
     return 0;
 }
 
@@ -465,10 +432,8 @@ asm(".text\n"
     "    ret\n"
     ".size fake_post_recv, .-fake_post_recv\n");
 
-__attribute__((noinline)) int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc)
-{
-    if (n < 1)
-        return 0;
+__attribute__((noinline)) int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc) {
+    if (n < 1) return 0;
     std::memset(wc, 0, sizeof(*wc));
     wc->wr_id = 77;
     wc->status = IBV_WC_SUCCESS;
@@ -479,15 +444,14 @@ __attribute__((noinline)) int fake_poll_cq(ibv_cq*, int n, ibv_wc* wc)
 }
 
 // The hand-made context: private ops -> fake_op, data-path ops -> fake_* functions.
-ibv_context* fake_context()
-{
-    g_fake_object = mmap(reinterpret_cast<void*>(kFakeObjectAddress), kFakeObjectBytes,
-                         PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+ibv_context* fake_context() {
+    g_fake_object =
+        mmap(reinterpret_cast<void*>(kFakeObjectAddress), kFakeObjectBytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (g_fake_object != reinterpret_cast<void*>(kFakeObjectAddress))
         die("mmap of the fake object");
     static void* slots[1024];  // the private ops table: 8 KiB covers every slot
-    for (void*& s : slots)
-        s = reinterpret_cast<void*>(&fake_op);
+    for (void*& s : slots) s = reinterpret_cast<void*>(&fake_op);
     static verbs_context vctx{};
     static ibv_device device{};
     std::snprintf(device.name, sizeof(device.name), "fakedev0");
@@ -501,18 +465,15 @@ ibv_context* fake_context()
     return &vctx.context;
 }
 
-int fake_provider(bool sync)
-{
+int fake_provider(bool sync) {
     int n = -1;
     ibv_device** list = ibv_get_device_list(&n);
     std::printf("{\"devices\":%d}\n", list ? n : -1);
-    if (list)
-        ibv_free_device_list(list);
+    if (list) ibv_free_device_list(list);
     ibv_context* ctx = fake_context();
 
     ibv_pd* pd = ibv_alloc_pd(ctx);
-    if (pd != g_fake_object)
-        die("ibv_alloc_pd through the fake provider");
+    if (pd != g_fake_object) die("ibv_alloc_pd through the fake provider");
     auto* obj = static_cast<uint8_t*>(g_fake_object);
     std::memcpy(obj + offsetof(ibv_mr, lkey), &kFakeLkey, 4);
     std::memcpy(obj + offsetof(ibv_mr, rkey), &kFakeRkey, 4);
@@ -522,8 +483,7 @@ int fake_provider(bool sync)
     ibv_qp_init_attr init{};
     init.qp_type = IBV_QPT_RC;
     ibv_qp* qp = ibv_create_qp(pd, &init);
-    if (!qp)
-        die("ibv_create_qp through the fake provider");
+    if (!qp) die("ibv_create_qp through the fake provider");
     truth("{\"what\":\"qp\",\"qpn\":" + std::to_string(qp->qp_num) + "}");
     Endpoint peer;  // only its QPN and GID are used: the address vector of RTR
     peer.qp = qp;
@@ -544,32 +504,29 @@ int fake_provider(bool sync)
     wr.wr.rdma.remote_addr = 0x10000;
     wr.wr.rdma.rkey = 0x3333;
     ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(qp, &wr, &bad))
-        die("ibv_post_send");
-    truth("{\"what\":\"send\",\"qpn\":" + std::to_string(kFakeQpn) +
-          ",\"wr_id\":42,\"opcode\":0,\"len\":4096,\"remote_addr\":65536,\"rkey\":13107,\"imm\":0}");
+    if (ibv_post_send(qp, &wr, &bad)) die("ibv_post_send");
+    truth(
+        "{\"what\":\"send\",\"qpn\":" + std::to_string(kFakeQpn) +
+        ",\"wr_id\":42,\"opcode\":0,\"len\":4096,\"remote_addr\":65536,\"rkey\":13107,\"imm\":0}");
     ibv_recv_wr rwr{};
     rwr.wr_id = 43;
     rwr.sg_list = &sge;
     rwr.num_sge = 1;
     ibv_recv_wr* rbad = nullptr;
-    if (ibv_post_recv(qp, &rwr, &rbad))
-        die("ibv_post_recv");
+    if (ibv_post_recv(qp, &rwr, &rbad)) die("ibv_post_recv");
     truth("{\"what\":\"recv\",\"qpn\":" + std::to_string(kFakeQpn) + ",\"wr_id\":43,\"len\":4096}");
     ibv_cq cq{};
     cq.context = ctx;
     ibv_wc wc;
-    if (ibv_poll_cq(&cq, 1, &wc) != 1)
-        die("ibv_poll_cq");
-    truth("{\"what\":\"wc\",\"qpn\":" + std::to_string(wc.qp_num) + ",\"wr_id\":77,\"status\":0,"
+    if (ibv_poll_cq(&cq, 1, &wc) != 1) die("ibv_poll_cq");
+    truth("{\"what\":\"wc\",\"qpn\":" + std::to_string(wc.qp_num) +
+          ",\"wr_id\":77,\"status\":0,"
           "\"opcode\":1,\"byte_len\":4096}");
     phase("data", false);
 
-    if (ibv_destroy_qp(qp))
-        die("ibv_destroy_qp");
+    if (ibv_destroy_qp(qp)) die("ibv_destroy_qp");
     truth("{\"what\":\"destroy_qp\",\"qpn\":" + std::to_string(kFakeQpn) + "}");
-    if (ibv_dereg_mr(mr))
-        die("ibv_dereg_mr");
+    if (ibv_dereg_mr(mr)) die("ibv_dereg_mr");
     truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(kFakeRkey) + "}");
     phase("done", false);
     return 0;
@@ -578,12 +535,10 @@ int fake_provider(bool sync)
 // Cost of a probe on an ordinary function entry (no NOP to optimise): the fake provider's
 // post_send and poll_cq, as a stripped provider like mlx5 would be probed. The context is
 // revealed to the tracer by one ibv_alloc_pd; "ready" waits for its data-path attach.
-int bench_fake(long n, bool sync)
-{
+int bench_fake(long n, bool sync) {
     ibv_context* ctx = fake_context();
     ibv_pd* pd = ibv_alloc_pd(ctx);
-    if (!pd)
-        die("ibv_alloc_pd");
+    if (!pd) die("ibv_alloc_pd");
     std::memcpy(static_cast<uint8_t*>(g_fake_object) + offsetof(ibv_qp, qp_num), &kFakeQpn, 4);
     auto* qp = static_cast<ibv_qp*>(g_fake_object);
     phase("setup", sync);
@@ -615,15 +570,13 @@ int bench_fake(long n, bool sync)
 
 }  // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "devices") {
         int n = -1;
         ibv_device** list = ibv_get_device_list(&n);
         std::printf("{\"devices\":%d}\n", list ? n : -1);
-        if (list)
-            ibv_free_device_list(list);
+        if (list) ibv_free_device_list(list);
         return 0;
     }
     if (mode == "run") {
@@ -645,12 +598,11 @@ int main(int argc, char** argv)
         return fake_provider(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "bench-fake" && argc > 2)
         return bench_fake(std::atol(argv[2]), argc > 3 && std::strcmp(argv[3], "--sync") == 0);
-    if (mode == "spin")
-        return spin();
-    if (mode == "mr-loop" && argc > 2)
-        return mr_loop(std::atol(argv[2]));
-    if (mode.starts_with("bench-") && argc > 2)
-        return bench(mode, std::atol(argv[2]));
-    std::fprintf(stderr, "usage: verbs_workload devices|run [--ops N] [--sync]|spin|mr-loop N|bench-reg N|bench-post N|bench-poll N\n");
+    if (mode == "spin") return spin();
+    if (mode == "mr-loop" && argc > 2) return mr_loop(std::atol(argv[2]));
+    if (mode.starts_with("bench-") && argc > 2) return bench(mode, std::atol(argv[2]));
+    std::fprintf(stderr,
+                 "usage: verbs_workload devices|run [--ops N] [--sync]|spin|mr-loop N|bench-reg "
+                 "N|bench-post N|bench-poll N\n");
     return 2;
 }
