@@ -57,7 +57,7 @@ wait_listen() {
 }
 
 start_capture() {
-    ip netns exec "$SV_NS_A" timeout -k 5 120 tcpdump -i "v${SV_NS_A}" -s 0 -B 65536 -U -w "$WORK/cap.pcap" \
+    ip netns exec "$SV_NS_A" timeout -k 5 120 tcpdump -i "v${SV_NS_A}" -s 0 -B 65536 --immediate-mode -U -w "$WORK/cap.pcap" \
         udp port 4791 2>"$WORK/tcpdump.log" &
     CAP_PID=$!
     for _ in $(seq 50); do
@@ -69,12 +69,19 @@ start_capture() {
 
 stop_capture() {
     # tcpdump drops what is still in its ring when interrupted: wait (at most 10 s) until
-    # the file has stopped growing, so the tail of the run is in the capture.
-    local last=-1 size
+    # the file has not grown for 1 s, so the tail of the run is in the capture (on a loaded
+    # machine tcpdump itself may wait for the CPU). --immediate-mode above keeps libpcap
+    # from holding packets in a ring block until its timeout.
+    local last=-1 size stable=0
     for _ in $(seq 50); do
         sleep 0.2
         size=$(stat -c %s "$WORK/cap.pcap" 2>/dev/null || echo 0)
-        [ "$size" -eq "$last" ] && break
+        if [ "$size" -eq "$last" ]; then
+            stable=$((stable + 1))
+            [ "$stable" -ge 5 ] && break
+        else
+            stable=0
+        fi
         last=$size
     done
     kill -INT "$CAP_PID" 2>/dev/null
