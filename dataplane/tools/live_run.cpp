@@ -26,6 +26,7 @@
 #include "dataplane/pipeline/qp_board.hpp"
 #include "dataplane/pipeline/telemetry.hpp"
 #include "dataplane/state/engine.hpp"
+#include "dataplane/tools/dataplane_start.hpp"
 
 namespace insert::tools {
 
@@ -302,13 +303,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     req.user_args = eal_args;
     const std::vector<unsigned> cpus = pipeline::allowed_cpus();
     pipeline::EalSession eal;
-    if (!eal.start(req, error)) {
-        std::fprintf(stderr, "%s: %s\n", name, error.c_str());
-        close_records();
-        return 1;
-    }
     pipeline::MbufTimestamp timestamp;
-    if (!timestamp.register_field(error)) {
+    if (!start_dataplane(req, eal, timestamp, error)) {
         std::fprintf(stderr, "%s: %s\n", name, error.c_str());
         close_records();
         return 1;

@@ -15,6 +15,7 @@
 #include "dataplane/pipeline/pipeline.hpp"
 #include "dataplane/state/engine.hpp"
 #include "dataplane/tools/commands.hpp"
+#include "dataplane/tools/dataplane_start.hpp"
 
 namespace insert::tools {
 
@@ -154,13 +155,8 @@ int run_replay(int argc, char** argv) {
     const std::vector<unsigned> cpus = pipeline::allowed_cpus();  // before EAL pins us
     pipeline::EalSession eal;
     std::string error;
-    if (!eal.start(eal_request, error)) {
-        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
-        close_records();
-        return 1;
-    }
     pipeline::MbufTimestamp timestamp;
-    if (!timestamp.register_field(error)) {
+    if (!start_dataplane(eal_request, eal, timestamp, error)) {
         std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
         close_records();
         return 1;
