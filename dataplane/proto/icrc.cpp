@@ -1,61 +1,190 @@
 #include "dataplane/proto/icrc.hpp"
 
-#include <zlib.h>
-
-#include <algorithm>
+#include <array>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "dataplane/proto/ethernet.hpp"
 
 namespace insert::proto {
 
+// ---- CRC-32 ---------------------------------------------------------------------------
+//
+// The generator computes an ICRC for every frame it writes (a million frames of ~600 B for
+// `large`), where zlib's crc32 was a fifth of all instructions. Two implementations, both
+// the reflected CRC-32 with polynomial 0x04C11DB7 (zlib's, Ethernet's):
+// - slicing-by-8 tables: 8 bytes per step, any CPU, and every tail shorter than 16 bytes;
+// - carry-less multiplication (PCLMULQDQ, x86-64 since 2010): blocks of 64 bytes are
+//   folded into four 128-bit remainders, then into one, which the tables finish.
+// tests/dataplane/proto/icrc_test.cpp compares both with zlib on random buffers.
+
 namespace {
 
-uint32_t crc_update(uint32_t crc, const uint8_t* data, std::size_t len) {
-    return static_cast<uint32_t>(crc32(crc, data, static_cast<uInt>(len)));
-}
+constexpr uint32_t kPolyReflected = 0xEDB88320;  // 0x04C11DB7 with its bits reversed
 
-// Feeds `len` bytes starting at `data` with the bytes at `offsets` replaced by 0xFF.
-template <std::size_t N>
-uint32_t crc_masked(uint32_t crc, const uint8_t* data, std::size_t len,
-                    const std::array<uint8_t, N>& offsets) {
-    uint8_t chunk[64];
-    std::size_t done = 0;
-    while (done < len) {
-        const std::size_t n = std::min(len - done, sizeof(chunk));
-        std::memcpy(chunk, data + done, n);
-        for (uint8_t off : offsets)
-            if (off >= done && off < done + n) chunk[off - done] = 0xFF;
-        crc = crc_update(crc, chunk, n);
-        done += n;
+struct CrcTables {
+    uint32_t t[8][256];
+};
+
+// t[0] is the classic byte table; t[k][b] advances t[k-1][b] by one more zero byte, so one
+// step can look up 8 input bytes independently and XOR the results.
+constexpr CrcTables make_tables() {
+    CrcTables tab{};
+    for (uint32_t b = 0; b < 256; ++b) {
+        uint32_t c = b;
+        for (int i = 0; i < 8; ++i) c = (c >> 1) ^ ((c & 1) ? kPolyReflected : 0);
+        tab.t[0][b] = c;
     }
-    return crc;
+    for (int k = 1; k < 8; ++k)
+        for (uint32_t b = 0; b < 256; ++b)
+            tab.t[k][b] = (tab.t[k - 1][b] >> 8) ^ tab.t[0][tab.t[k - 1][b] & 0xFF];
+    return tab;
+}
+constexpr CrcTables kTables = make_tables();
+
+uint64_t load_le64(const uint8_t* p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
+    return v;
 }
 
-constexpr std::array<uint8_t, 4> kIpv4Masked = {1, 8, 10, 11};  // TOS, TTL, checksum
-// IPv6 bytes 1-3 (rest of the traffic class, flow label) and 7 (hop limit), counted
-// from byte 1 because byte 0's low nibble is masked separately.
-constexpr std::array<uint8_t, 4> kIpv6MaskedFromByte1 = {0, 1, 2, 6};
-constexpr std::array<uint8_t, 2> kUdpMasked = {6, 7};  // checksum
-constexpr std::array<uint8_t, 1> kBthMasked = {4};     // FECN, BECN, resv6
+// `c` is the register (the complemented CRC), as in all the helpers below.
+uint32_t crc_tables(uint32_t c, const uint8_t* p, std::size_t n) {
+    const auto& t = kTables.t;
+    for (; n >= 8; n -= 8, p += 8) {
+        const uint64_t v = load_le64(p) ^ c;
+        c = t[7][v & 0xFF] ^ t[6][(v >> 8) & 0xFF] ^ t[5][(v >> 16) & 0xFF] ^
+            t[4][(v >> 24) & 0xFF] ^ t[3][(v >> 32) & 0xFF] ^ t[2][(v >> 40) & 0xFF] ^
+            t[1][(v >> 48) & 0xFF] ^ t[0][v >> 56];
+    }
+    for (; n > 0; --n, ++p) c = t[0][(c ^ *p) & 0xFF] ^ (c >> 8);
+    return c;
+}
+
+#if defined(__x86_64__)
+
+// x^k mod P, bit-reversed into the upper half of 64 bits: the operand that, multiplied
+// (carry-less) with a bit-reversed 64-bit chunk, yields the chunk times x^(k+1) mod P
+// aligned as a bit-reversed 128-bit value (the product of two reversed operands comes out
+// reversed and one bit short, which the "+1" absorbs).
+constexpr uint64_t fold_constant(unsigned k) {
+    uint64_t r = 1;  // x^0, normal bit order (bit d = coefficient of x^d)
+    for (unsigned i = 0; i < k; ++i) {
+        r <<= 1;
+        if (r & (uint64_t{1} << 32)) r ^= 0x104C11DB7ull;
+    }
+    uint64_t reversed = 0;
+    for (unsigned d = 0; d < 32; ++d)
+        if (r & (uint64_t{1} << d)) reversed |= uint64_t{1} << (63 - d);
+    return reversed;
+}
+
+// Folding a 128-bit block forward by D bits: its low 64 bits hold the higher-degree half
+// (reflected order), which moves by D + 64 bits, its high 64 bits move by D.
+template <unsigned D>
+constexpr std::array<uint64_t, 2> kFold = {fold_constant(D + 63), fold_constant(D - 1)};
+
+__attribute__((target("pclmul,sse2"))) inline __m128i fold(__m128i x, __m128i k, __m128i next) {
+    return _mm_xor_si128(
+        _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next);
+}
+
+__attribute__((target("pclmul,sse2"))) uint32_t crc_clmul(uint32_t c, const uint8_t* p,
+                                                          std::size_t n) {
+    if (n < 64) return crc_tables(c, p, n);
+    auto load = [](const uint8_t* q) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    };
+    const __m128i k512 = _mm_set_epi64x(static_cast<long long>(kFold<512>[1]),
+                                        static_cast<long long>(kFold<512>[0]));
+    const __m128i k128 = _mm_set_epi64x(static_cast<long long>(kFold<128>[1]),
+                                        static_cast<long long>(kFold<128>[0]));
+    // The register stands for the first 32 message bits: XOR it in and start from zero.
+    __m128i x0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(c)));
+    __m128i x1 = load(p + 16), x2 = load(p + 32), x3 = load(p + 48);
+    p += 64;
+    n -= 64;
+    for (; n >= 64; n -= 64, p += 64) {
+        x0 = fold(x0, k512, load(p));
+        x1 = fold(x1, k512, load(p + 16));
+        x2 = fold(x2, k512, load(p + 32));
+        x3 = fold(x3, k512, load(p + 48));
+    }
+    __m128i x = fold(fold(fold(x0, k128, x1), k128, x2), k128, x3);
+    for (; n >= 16; n -= 16, p += 16) x = fold(x, k128, load(p));
+    // x is congruent to everything folded so far: its 16 bytes, from a zero register, then
+    // the tail, give the CRC of the whole.
+    alignas(16) uint8_t rest[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(rest), x);
+    return crc_tables(crc_tables(0, rest, sizeof(rest)), p, n);
+}
+
+using CrcFn = uint32_t (*)(uint32_t, const uint8_t*, std::size_t);
+// Chosen once, at start-up (static initialisation may run before libgcc's CPU probe).
+const CrcFn kCrcImpl = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") ? crc_clmul : crc_tables;
+}();
+
+#else
+
+constexpr auto kCrcImpl = crc_tables;
+
+#endif
 
 }  // namespace
 
+uint32_t crc32_ieee(uint32_t crc, const uint8_t* data, std::size_t len) noexcept {
+    return ~kCrcImpl(~crc, data, len);
+}
+
+uint32_t crc32_ieee_portable(uint32_t crc, const uint8_t* data, std::size_t len) noexcept {
+    return ~crc_tables(~crc, data, len);
+}
+
+// ---- ICRC -----------------------------------------------------------------------------
+
 uint32_t compute_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept {
-    static constexpr uint8_t kLrhStandIn[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    // The masked headers are copied into a buffer (8 bytes of 0xFF for the LRH, the IP
+    // header - IPv4 with options at most 60 bytes - UDP and BTH), so that the CRC runs over
+    // few contiguous pieces. IPv6 extension headers are invariant and fed from the frame.
+    constexpr std::size_t kMaxFixedIp = 60;
     const uint8_t* f = frame.data();
-    uint32_t crc = crc_update(0, kLrhStandIn, sizeof(kLrhStandIn));
     const std::size_t ip_len = p.l4_offset - p.l3_offset;
+    const std::size_t fixed_ip = p.ipv6 ? kIpv6HeaderLen : ip_len;
+    if (fixed_ip > kMaxFixedIp || ip_len < fixed_ip) return 0;  // not a parse of `frame`
+    uint8_t head[8 + kMaxFixedIp + kUdpHeaderLen + kBthLen];
+    std::memset(head, 0xFF, 8);
+    uint8_t* h = head + 8;
+    std::memcpy(h, f + p.l3_offset, fixed_ip);
     if (p.ipv6) {
-        // Traffic class spans the low nibble of byte 0 and the high nibble of byte 1.
-        uint8_t first = static_cast<uint8_t>(f[p.l3_offset] | 0x0F);
-        crc = crc_update(crc, &first, 1);
-        crc = crc_masked(crc, f + p.l3_offset + 1, ip_len - 1, kIpv6MaskedFromByte1);
+        h[0] |= 0x0F;               // traffic class: low nibble of byte 0...
+        h[1] = h[2] = h[3] = 0xFF;  // ...high nibble of byte 1, then the flow label
+        h[7] = 0xFF;                // hop limit
     } else {
-        crc = crc_masked(crc, f + p.l3_offset, ip_len, kIpv4Masked);
+        h[1] = 0xFF;           // TOS
+        h[8] = 0xFF;           // TTL
+        h[10] = h[11] = 0xFF;  // header checksum
     }
-    crc = crc_masked(crc, f + p.l4_offset, 8, kUdpMasked);
-    crc = crc_masked(crc, f + p.bth_offset, kBthLen, kBthMasked);
-    const std::size_t rest = p.icrc_offset - (p.bth_offset + kBthLen);
-    return crc_update(crc, f + p.bth_offset + kBthLen, rest);
+    h += fixed_ip;
+    uint32_t crc = 0;
+    if (ip_len > fixed_ip) {
+        crc = crc32_ieee(crc, head, static_cast<std::size_t>(h - head));
+        crc = crc32_ieee(crc, f + p.l3_offset + fixed_ip, ip_len - fixed_ip);
+        h = head;
+    }
+    std::memcpy(h, f + p.l4_offset, kUdpHeaderLen);
+    h[6] = h[7] = 0xFF;  // UDP checksum
+    h += kUdpHeaderLen;
+    std::memcpy(h, f + p.bth_offset, kBthLen);
+    h[4] = 0xFF;  // FECN, BECN, resv6
+    h += kBthLen;
+    crc = crc32_ieee(crc, head, static_cast<std::size_t>(h - head));
+    const std::size_t rest_from = p.bth_offset + kBthLen;
+    return crc32_ieee(crc, f + rest_from, p.icrc_offset - rest_from);
 }
 
 uint32_t wire_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept {

@@ -5,12 +5,19 @@
 // UDP checksum; BTH byte 4 (FECN, BECN, reserved). Carried little-endian on the wire.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "dataplane/proto/parser.hpp"
 
 namespace insert::proto {
+
+// CRC-32 as zlib's crc32() computes it (reflected, polynomial 0x04C11DB7, complemented):
+// `crc` is the value returned for the data before (0 to start). Uses carry-less
+// multiplication where the CPU has it; the _portable variant never does (for tests).
+uint32_t crc32_ieee(uint32_t crc, const uint8_t* data, std::size_t len) noexcept;
+uint32_t crc32_ieee_portable(uint32_t crc, const uint8_t* data, std::size_t len) noexcept;
 
 // `p` must be the parse of `frame` with verdict `roce`.
 uint32_t compute_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept;

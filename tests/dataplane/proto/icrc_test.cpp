@@ -8,9 +8,11 @@
 // tshark 4.0 does not verify ICRCs; it prints the four wire bytes as one big-endian number
 // (e.g. 0x795a7393 for kSendOnlyV4), which the differential test compares on every packet.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <iterator>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -240,6 +242,71 @@ TEST(Icrc, every_builder_frame_verifies) {
             ASSERT_EQ(parse_frame(f, p), Verdict::roce) << o;
             EXPECT_TRUE(verify_icrc(f, p)) << o;
         }
+    }
+}
+
+// crc32_ieee (carry-less multiplication where the CPU has it) and the table version equal
+// zlib's crc32 on every length around the 16- and 64-byte block boundaries and on frames,
+// at every alignment, chained from a previous value.
+TEST(Crc32, equals_zlib_on_random_buffers) {
+    std::mt19937 rng(7);
+    std::vector<uint8_t> buf(4096 + 64);
+    for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+    std::vector<std::size_t> lengths;
+    for (std::size_t n = 0; n <= 300; ++n) lengths.push_back(n);
+    for (std::size_t n : {511, 512, 513, 1023, 1024, 1500, 4095, 4096}) lengths.push_back(n);
+    for (std::size_t n : lengths) {
+        for (std::size_t align = 0; align < 16; align += 5) {
+            const uint8_t* p = buf.data() + align;
+            const uint32_t start = static_cast<uint32_t>(rng());
+            const auto zlib = static_cast<uint32_t>(crc32(start, p, static_cast<uInt>(n)));
+            EXPECT_EQ(crc32_ieee(start, p, n), zlib) << n << " " << align;
+            EXPECT_EQ(crc32_ieee_portable(start, p, n), zlib) << n << " " << align;
+            const auto zlib0 = static_cast<uint32_t>(crc32(0, p, static_cast<uInt>(n)));
+            EXPECT_EQ(crc32_ieee(0, p, n), zlib0) << n;
+        }
+    }
+}
+
+// The definition, written out with zlib over a masked copy: what compute_icrc must give
+// for any parse, including IPv6 extension headers (which the builder never writes).
+uint32_t reference_icrc(std::vector<uint8_t> f, const ParsedPacket& p) {
+    const std::size_t l3 = p.l3_offset;
+    if (p.ipv6) {
+        f[l3] |= 0x0F;
+        f[l3 + 1] = f[l3 + 2] = f[l3 + 3] = f[l3 + 7] = 0xFF;
+    } else {
+        f[l3 + 1] = f[l3 + 8] = f[l3 + 10] = f[l3 + 11] = 0xFF;
+    }
+    f[p.l4_offset + 6] = f[p.l4_offset + 7] = 0xFF;
+    f[p.bth_offset + 4] = 0xFF;
+    std::vector<uint8_t> in(8, 0xFF);
+    in.insert(in.end(), f.begin() + static_cast<std::ptrdiff_t>(l3),
+              f.begin() + static_cast<std::ptrdiff_t>(p.icrc_offset));
+    return static_cast<uint32_t>(crc32(0, in.data(), static_cast<uInt>(in.size())));
+}
+
+TEST(Icrc, equals_the_masked_definition_with_ipv6_extension_headers) {
+    std::vector<uint8_t> f = from_hex(kWriteFirstV6Vlan);
+    const std::size_t l3 = 18;  // Ethernet + one VLAN tag
+    ASSERT_EQ(f[l3 + 6], 17);   // next header: UDP
+    // Insert an 8-byte Destination Options header (next header UDP, PadN) after the
+    // fixed header.
+    const uint8_t dest_opts[8] = {17, 0, 1, 4, 0, 0, 0, 0};
+    f.insert(f.begin() + static_cast<std::ptrdiff_t>(l3 + 40), std::begin(dest_opts),
+             std::end(dest_opts));
+    f[l3 + 6] = 60;
+    const uint16_t plen = static_cast<uint16_t>((f[l3 + 4] << 8 | f[l3 + 5]) + 8);
+    f[l3 + 4] = static_cast<uint8_t>(plen >> 8);
+    f[l3 + 5] = static_cast<uint8_t>(plen);
+    ParsedPacket p;
+    ASSERT_EQ(parse_frame(f, p), Verdict::roce);
+    ASSERT_EQ(p.l4_offset, l3 + 48);
+    EXPECT_EQ(compute_icrc(f, p), reference_icrc(f, p));
+    for (const Vector& v : kVectors) {
+        const std::vector<uint8_t> g = from_hex(v.hex);
+        ASSERT_EQ(parse_frame(g, p), Verdict::roce);
+        EXPECT_EQ(compute_icrc(g, p), reference_icrc(g, p)) << v.name;
     }
 }
 
