@@ -98,7 +98,7 @@ Simulator::Simulator(const Scenario& scenario, uint64_t seed)
 }
 
 void Simulator::schedule(uint64_t t, Ev type, uint32_t a, uint32_t b) {
-    events_.push(Event{std::max(t, now_), seq_++, a, b, type});
+    events_.push(std::max(t, now_), Event{a, b, type});
 }
 
 uint32_t Simulator::alloc_packet() {
@@ -873,10 +873,8 @@ void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
 
 void Simulator::run(ObservedSink& sink) {
     sink_ = &sink;
-    while (!events_.empty()) {
-        const Event e = events_.top();
-        events_.pop();
-        now_ = e.t;
+    Event e;
+    while (events_.pop(now_, e)) {
         ++stats_.events;
         switch (e.type) {
             case Ev::post:

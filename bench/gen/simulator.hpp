@@ -5,11 +5,11 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
 #include <ranges>
 #include <unordered_map>
 #include <vector>
 
+#include "bench/gen/event_queue.hpp"
 #include "bench/gen/rng.hpp"
 #include "bench/gen/scenario.hpp"
 #include "bench/gen/sim_packet.hpp"
@@ -93,12 +93,9 @@ class Simulator {
         rate_recover
     };
     struct Event {
-        uint64_t t;
-        uint64_t seq;
         uint32_t a;
         uint32_t b;
         Ev type;
-        bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
     };
     struct HostState {
         uint64_t tx_free_ns = 0;
@@ -201,8 +198,7 @@ class Simulator {
     std::vector<MsgInfo> msgs_;
     std::vector<SimPacket> pool_;
     std::vector<uint32_t> free_;
-    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-    uint64_t seq_ = 0;
+    EventQueue<Event> events_;
     uint64_t now_ = 0;
     ObservedSink* sink_ = nullptr;
     // Explicit per-packet targets: key (uid << 24 | pkt) -> Action bit mask.
