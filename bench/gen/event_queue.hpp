@@ -1,19 +1,23 @@
 // The simulator's event queue: events come out in (time, order of scheduling) - exactly the
 // order of a binary heap on (t, sequence number), which is what makes a run reproducible -
-// but in O(1) for the near future.
+// but in O(1) per event for the next 67 ms.
 //
-// `large` runs ~3 events per packet, almost all of them within a few microseconds of the
-// present (serialization, propagation, ACK coalescing), while every connection also keeps
-// a post and a timer event hundreds of microseconds ahead; a heap over all of them (~100k)
-// cost a cache miss per level on every push and pop. Here the present window of
-// 2^16 ns is a wheel of one FIFO per nanosecond; later events wait in a heap and move into
-// the wheel, in heap order, when the window reaches them.
+// `large` runs ~3 events per packet, most of them within microseconds of the present
+// (serialization, propagation, ACK coalescing), while each of its 50k connections also keeps
+// a post ~0.6 ms and a timer 10 ms ahead; one heap over all of them (~100k entries) cost a
+// cache miss per level on every push and pop. Here time is cut into windows of 2^16 ns:
+// - the present window is a wheel of one FIFO per nanosecond (plus a bitmap to find the
+//   next non-empty one);
+// - each of the next 1023 windows is one FIFO of its events, in scheduling order;
+// - events further ahead wait in a heap on (t, seq).
+// When the present window is used up, the next non-empty window's FIFO is spread over the
+// wheel, and heap events that came within the 1024 windows join their window's FIFO.
 //
-// Why FIFOs give the heap's order: an event in a wheel slot was either scheduled while the
-// window already covered its time, or moved from the heap when the window advanced. All
-// moves for a window happen at once, before anything is scheduled inside that window, in
-// (t, seq) order; events scheduled later have later sequence numbers. So each slot holds
-// its events in sequence order.
+// Why FIFOs give the heap's order: a window's FIFO receives heap events (in heap order)
+// at the moment it comes within range, before anything else can be scheduled into it, and
+// direct schedules after that, each with a later sequence number than everything before.
+// Spreading it over the wheel keeps that order per nanosecond, and happens before
+// anything is scheduled into the present window. So every FIFO is in sequence order.
 #pragma once
 
 #include <bit>
@@ -26,54 +30,54 @@ namespace insert::gen {
 template <typename Payload>
 class EventQueue {
   public:
-    EventQueue() : head_(kSlots, kNil), tail_(kSlots, kNil), bits_(kSlots / 64, 0) {}
+    EventQueue()
+        : head_(kSlots, kNil),
+          tail_(kSlots, kNil),
+          bits_(kSlots / 64, 0),
+          coarse_head_(kWindows, kNil),
+          coarse_tail_(kWindows, kNil) {}
 
     // `t` must not be earlier than the time of the last pop.
     void push(uint64_t t, const Payload& p) {
-        if (t - window_ < kSlots)
-            append(t, p);
+        const uint64_t w = t / kSlots;
+        if (w == window_)
+            append_fine(alloc(t, p));
+        else if (w - window_ < kWindows)
+            append_coarse(w, alloc(t, p));
         else
             far_.push(Far{t, seq_++, p});
     }
 
     // The earliest event (ties: the first scheduled); false when none is left.
     bool pop(uint64_t& t, Payload& p) {
-        if (near_ == 0) {
-            if (far_.empty()) return false;
-            // Nothing left in the window: jump to the window of the earliest later event.
-            window_ = far_.top().t & ~(kSlots - 1);
-            cursor_ = 0;
-            while (!far_.empty() && far_.top().t - window_ < kSlots) {
-                append(far_.top().t, far_.top().p);
-                far_.pop();
-            }
-        }
+        if (near_ == 0 && !advance()) return false;
         // The first non-empty slot at or after the cursor (there is one: near_ > 0).
-        std::size_t w = cursor_ / 64;
-        uint64_t word = bits_[w] & (~uint64_t{0} << (cursor_ % 64));
-        while (word == 0) word = bits_[++w];
-        cursor_ = static_cast<uint32_t>(w * 64 + static_cast<unsigned>(std::countr_zero(word)));
+        std::size_t word_index = cursor_ / 64;
+        uint64_t word = bits_[word_index] & (~uint64_t{0} << (cursor_ % 64));
+        while (word == 0) word = bits_[++word_index];
+        cursor_ =
+            static_cast<uint32_t>(word_index * 64 + static_cast<unsigned>(std::countr_zero(word)));
         const uint32_t n = head_[cursor_];
-        Node& node = nodes_[n];
+        const Node& node = nodes_[n];
         head_[cursor_] = node.next;
         if (node.next == kNil) {
             tail_[cursor_] = kNil;
-            bits_[w] &= ~(uint64_t{1} << (cursor_ % 64));
+            bits_[word_index] &= ~(uint64_t{1} << (cursor_ % 64));
         }
         --near_;
-        t = window_ + cursor_;
+        t = node.t;
         p = node.p;
         free_.push_back(n);
         return true;
     }
 
-    bool empty() const { return near_ == 0 && far_.empty(); }
-
   private:
-    static constexpr uint64_t kSlots = uint64_t{1} << 16;
+    static constexpr uint64_t kSlots = uint64_t{1} << 16;  // ns per window
+    static constexpr uint64_t kWindows = 1024;             // windows with a FIFO
     static constexpr uint32_t kNil = 0xFFFFFFFF;
 
     struct Node {
+        uint64_t t;
         Payload p;
         uint32_t next;
     };
@@ -84,17 +88,20 @@ class EventQueue {
         bool operator>(const Far& o) const { return t != o.t ? t > o.t : seq > o.seq; }
     };
 
-    void append(uint64_t t, const Payload& p) {
-        uint32_t n;
+    uint32_t alloc(uint64_t t, const Payload& p) {
         if (!free_.empty()) {
-            n = free_.back();
+            const uint32_t n = free_.back();
             free_.pop_back();
-            nodes_[n] = Node{p, kNil};
-        } else {
-            n = static_cast<uint32_t>(nodes_.size());
-            nodes_.push_back(Node{p, kNil});
+            nodes_[n] = Node{t, p, kNil};
+            return n;
         }
-        const auto slot = static_cast<uint32_t>(t - window_);
+        nodes_.push_back(Node{t, p, kNil});
+        return static_cast<uint32_t>(nodes_.size() - 1);
+    }
+
+    void append_fine(uint32_t n) {
+        nodes_[n].next = kNil;
+        const auto slot = static_cast<uint32_t>(nodes_[n].t % kSlots);
         if (tail_[slot] == kNil) {
             head_[slot] = n;
             bits_[slot / 64] |= uint64_t{1} << (slot % 64);
@@ -105,13 +112,63 @@ class EventQueue {
         ++near_;
     }
 
+    void append_coarse(uint64_t w, uint32_t n) {
+        const std::size_t b = w % kWindows;
+        if (coarse_tail_[b] == kNil)
+            coarse_head_[b] = n;
+        else
+            nodes_[coarse_tail_[b]].next = n;
+        coarse_tail_[b] = n;
+        ++coarse_;
+    }
+
+    // The present window is empty: make the next window with events the present one.
+    bool advance() {
+        uint64_t w = window_ + 1;
+        if (coarse_ > 0) {
+            while (coarse_head_[w % kWindows] == kNil) ++w;
+        } else if (!far_.empty()) {
+            w = far_.top().t / kSlots;  // nothing within 1024 windows: jump
+        } else {
+            return false;
+        }
+        window_ = w;
+        cursor_ = 0;
+        // Heap events now within range join their window's FIFO, in (t, seq) order.
+        while (!far_.empty() && far_.top().t / kSlots - window_ < kWindows) {
+            const Far& f = far_.top();
+            const uint64_t fw = f.t / kSlots;
+            const uint32_t n = alloc(f.t, f.p);
+            far_.pop();
+            if (fw == window_)
+                append_fine(n);
+            else
+                append_coarse(fw, n);
+        }
+        // The window's FIFO onto the wheel. (Heap events never share a window with a FIFO:
+        // the heap only holds windows at least kWindows ahead of the present one, and a
+        // jump happens only when every FIFO is empty.)
+        const std::size_t b = window_ % kWindows;
+        uint32_t n = coarse_head_[b];
+        coarse_head_[b] = coarse_tail_[b] = kNil;
+        while (n != kNil) {
+            const uint32_t next = nodes_[n].next;
+            append_fine(n);
+            --coarse_;
+            n = next;
+        }
+        return true;
+    }
+
     std::vector<Node> nodes_;
     std::vector<uint32_t> free_;
-    std::vector<uint32_t> head_, tail_;  // per slot: first and last node, kNil when empty
+    std::vector<uint32_t> head_, tail_;  // per slot of the present window; kNil when empty
     std::vector<uint64_t> bits_;         // per slot: non-empty
-    uint64_t window_ = 0;                // time of slot 0 (a multiple of kSlots)
-    uint32_t cursor_ = 0;                // slot of the last pop: nothing earlier is left
-    std::size_t near_ = 0;               // events in the wheel
+    std::vector<uint32_t> coarse_head_, coarse_tail_;  // per window, by window % kWindows
+    uint64_t window_ = 0;                              // the present window (time / kSlots)
+    uint32_t cursor_ = 0;   // slot of the last pop: nothing earlier is left
+    std::size_t near_ = 0;  // events in the present window
+    std::size_t coarse_ = 0;
     uint64_t seq_ = 0;
     std::priority_queue<Far, std::vector<Far>, std::greater<Far>> far_;
 };
