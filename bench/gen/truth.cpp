@@ -18,8 +18,7 @@ using proto::psn_sub;
 
 // SPEC 4: the window of request PSNs an endpoint remembers.
 constexpr uint32_t kWindow = 1024;
-// semantics.md "Messages": outstanding messages per endpoint.
-constexpr std::size_t kMaxOpenMessages = 16;
+constexpr uint32_t kWindowWords = kWindow / 64;
 // semantics.md `psn`: candidates examined per response; more and the rule does not decide.
 constexpr std::size_t kMaxPsnCandidates = 64;
 // semantics.md `psn`: a READ whose Last/Only response is unknown is assumed to span one
@@ -291,12 +290,14 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
     const uint32_t psn = p.t.bth.psn;
     const uint32_t uid = p.msg_uid;
     const MsgInfo& mi = sim_.messages()[uid];
-    if (ep.window.empty()) ep.window.assign(kWindow / 64, 0);
-    auto bit = [&](uint32_t q) -> bool { return (ep.window[(q % kWindow) / 64] >> (q % 64)) & 1; };
-    auto set_bit = [&](uint32_t q) { ep.window[(q % kWindow) / 64] |= uint64_t{1} << (q % 64); };
-    auto clear_bit = [&](uint32_t q) {
-        ep.window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64));
-    };
+    if (ep.window == kNone) {
+        ep.window = static_cast<uint32_t>(windows_.size() / kWindowWords);
+        windows_.resize(windows_.size() + kWindowWords, 0);
+    }
+    uint64_t* const window = &windows_[std::size_t{ep.window} * kWindowWords];
+    auto bit = [&](uint32_t q) -> bool { return (window[(q % kWindow) / 64] >> (q % 64)) & 1; };
+    auto set_bit = [&](uint32_t q) { window[(q % kWindow) / 64] |= uint64_t{1} << (q % 64); };
+    auto clear_bit = [&](uint32_t q) { window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64)); };
 
     // SPEC 4 classification.
     bool dup = false;
@@ -326,7 +327,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
         }
         const uint32_t advance = psn_sub(psn, ep.max_psn);
         if (advance >= kWindow)
-            std::fill(ep.window.begin(), ep.window.end(), 0);
+            std::fill(window, window + kWindowWords, 0);
         else
             for (uint32_t i = 1; i <= advance; ++i) clear_bit(psn_add(ep.max_psn, i));
         ep.max_psn = psn;
@@ -448,9 +449,10 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
         MsgState& m = ms_[p.msg_uid];
         if (m.state == 2) {
             touch(m, p.t_ns);
-            if (m.resp_seen.empty()) m.resp_seen.assign(mi.npsn, false);
-            if (!m.resp_seen[p.index]) {  // SPEC 5: distinct response PSNs and their payload
-                m.resp_seen[p.index] = true;
+            std::vector<bool>& seen = resp_seen_[p.msg_uid];
+            if (seen.empty()) seen.assign(mi.npsn, false);
+            if (!seen[p.index]) {  // SPEC 5: distinct response PSNs and their payload
+                seen[p.index] = true;
                 ++m.pkts;
                 m.bytes += p.payload_len;
             }
@@ -484,7 +486,7 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
         const TruthStatus st = nak == proto::NakCode::remote_access ? TruthStatus::nak_access
                                : nak == proto::NakCode::remote_op   ? TruthStatus::nak_op
                                                                     : TruthStatus::nak_inv;
-        const std::vector<uint32_t> open = eps_[b].open;
+        const OpenMessages open = eps_[b].open;  // freeze() edits the list
         for (uint32_t uid : open)
             if (in_range(psn, sim_.messages()[uid].psn_first, psn_last(uid)))
                 freeze(b, uid, st, std::nullopt);
@@ -498,7 +500,7 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     const MsgInfo& mi = sim_.messages()[uid];
     const ConnInfo& ci = sim_.conns()[mi.conn];
     m.state = 3;
-    ep.open.erase(std::find(ep.open.begin(), ep.open.end(), uid));
+    ep.open.erase(uid);
 
     TruthMsg r;
     r.msg_uid = uid;
@@ -545,7 +547,7 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     if (status == TruthStatus::incomplete && latest) r.status = *latest;
 
     ++ep.msgs[static_cast<int>(mi.op)];
-    if (t_ack) ep.latencies.push_back(*t_ack - m.t_first);
+    if (t_ack) lat_log_.emplace_back(b, *t_ack - m.t_first);
     ++summary_.msgs;
     out_.push_back(r);
 }
@@ -553,10 +555,19 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
 void TruthObserver::finish() {
     // SPEC 5: at the end every open message is frozen as it stands.
     for (uint32_t b = 0; b < eps_.size(); ++b) {
-        const std::vector<uint32_t> open = eps_[b].open;
+        const OpenMessages open = eps_[b].open;  // freeze() edits the list
         for (uint32_t uid : open) freeze(b, uid, TruthStatus::incomplete, std::nullopt);
     }
     summary_.endpoints = eps_.size();
+    // Latencies grouped per endpoint (a counting sort keeps each one's freeze order).
+    lat_begin_.assign(eps_.size() + 1, 0);
+    for (const auto& [e, lat] : lat_log_) ++lat_begin_[e + 1];
+    for (std::size_t e = 0; e < eps_.size(); ++e) lat_begin_[e + 1] += lat_begin_[e];
+    lat_values_.resize(lat_log_.size());
+    std::vector<std::size_t> fill(lat_begin_.begin(), lat_begin_.end() - 1);
+    for (const auto& [e, lat] : lat_log_) lat_values_[fill[e]++] = lat;
+    lat_log_.clear();
+    lat_log_.shrink_to_fit();
 }
 
 }  // namespace insert::gen

@@ -251,7 +251,8 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
             .field("ecn_ce", e.ecn_ce)
             .field("t_first_ns", e.t_first_ns)
             .field("t_last_ns", e.t_last_ns);
-        if (e.latencies.empty()) {
+        const std::span<const uint64_t> latencies = truth.latencies(order[k]);
+        if (latencies.empty()) {
             w.key("lat_p50_ns")
                 .raw("null")
                 .key("lat_p99_ns")
@@ -260,7 +261,7 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
                 .raw("null");
         } else {
             // SPEC 7: nearest-rank percentiles, exact here; lat_max exact.
-            lat = e.latencies;
+            lat.assign(latencies.begin(), latencies.end());
             std::sort(lat.begin(), lat.end());
             w.field("lat_p50_ns", nearest_rank(lat, 50)).field("lat_p99_ns", nearest_rank(lat, 99));
             w.field("lat_max_ns", lat.back());
