@@ -29,6 +29,8 @@ class Tee : public ObservedSink {
         if (on_frame_) on_frame_(p, frame);
         ++frames_;
     }
+    void prefetch(const SimPacket& p) override { truth_.prefetch(p); }
+    void prefetch_conn(uint32_t conn) override { truth_.prefetch_conn(conn); }
     uint64_t frames() const { return frames_; }
     uint64_t encode_failures() const { return encode_failures_; }
 

@@ -244,7 +244,7 @@ void Simulator::setup() {
             m.npsn = m.op == OpType::read ? packets_for(m.len, ci.spec.mtu) : m.npkts;
             msgs_.push_back(m);
         }
-        if (ci.num_msgs) schedule(msgs_[ci.first_msg].post_ns, Ev::post, c, 0);
+        if (ci.num_msgs) schedule(msgs_[ci.first_msg].post_ns, Ev::post, c, ci.first_msg);
         if (ci.spec.cm && ci.num_msgs) {
             const uint64_t first = msgs_[ci.first_msg].post_ns;
             const uint64_t lead = 3 * sc_.timing.cm_delay_ns;
@@ -347,6 +347,7 @@ void Simulator::on_tx(uint32_t idx) {
         free_packet(idx);
         return;
     }
+    if (sink_) sink_->prefetch(p);  // observed in a microsecond or so
     schedule(start + ser + sc_.prop_pre_ns + p.extra_delay_ns, Ev::observe, idx);
 }
 
@@ -428,16 +429,17 @@ void Simulator::on_deliver(uint32_t idx) {
 
 // ---- Requester --------------------------------------------------------------------
 
-void Simulator::on_post(uint32_t conn, uint32_t k) {
+// A post event carries the message's uid (its connection's first_msg + its index there).
+void Simulator::on_post(uint32_t conn, uint32_t uid) {
     const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
-    const uint32_t uid = ci.first_msg + k;
     MsgInfo& m = msgs_[uid];
     if (!cs.cm_ready) {  // the chain of posts resumes when the RTU goes out
-        cs.deferred_post = k;
+        cs.deferred_post = uid;
         return;
     }
-    if (k + 1 < ci.num_msgs) schedule(msgs_[uid + 1].post_ns, Ev::post, conn, k + 1);
+    if (uid + 1 < ci.first_msg + ci.num_msgs)
+        schedule(msgs_[uid + 1].post_ns, Ev::post, conn, uid + 1);
     if (cs.error) {  // a QP in error flushes new work requests without sending them
         m.done = true;
         return;
@@ -871,10 +873,37 @@ void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
     transmit(idx, std::max(desired, now_));
 }
 
+// An event enters the present 4 us window: start loading what it will touch (see
+// event_queue.hpp). Only hints: nothing here changes state.
+void Simulator::prefetch(const Event& e) {
+    switch (e.type) {
+        case Ev::post:
+            __builtin_prefetch(msgs_.data() + e.b);  // and the next one's post_ns
+            __builtin_prefetch(reinterpret_cast<const char*>(msgs_.data() + e.b + 2) - 1);
+            sink_->prefetch_conn(e.a);
+            [[fallthrough]];
+        case Ev::ack_timer:
+        case Ev::retx_timer:
+        case Ev::rnr_resume:
+        case Ev::rate_recover: {
+            const char* cs = reinterpret_cast<const char*>(&conn_[e.a]);
+            __builtin_prefetch(cs);
+            __builtin_prefetch(cs + sizeof(ConnState) - 1);
+            __builtin_prefetch(&conn_info_[e.a]);
+            break;
+        }
+        case Ev::tx:
+        case Ev::observe:
+        case Ev::release:
+        case Ev::deliver:
+            break;
+    }
+}
+
 void Simulator::run(ObservedSink& sink) {
     sink_ = &sink;
     Event e;
-    while (events_.pop(now_, e)) {
+    while (events_.pop(now_, e, [this](const Event& next) { prefetch(next); })) {
         ++stats_.events;
         switch (e.type) {
             case Ev::post:

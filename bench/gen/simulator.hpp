@@ -23,6 +23,9 @@ class ObservedSink {
   public:
     virtual ~ObservedSink() = default;
     virtual void observe(const SimPacket& pkt) = 0;
+    // Hints, for speed only: `pkt` will be observed soon; connection `conn` will post soon.
+    virtual void prefetch(const SimPacket& /*pkt*/) {}
+    virtual void prefetch_conn(uint32_t /*conn*/) {}
 };
 
 // One RDMA operation as the requester posted it (the generator's ground knowledge).
@@ -146,13 +149,14 @@ class Simulator {
         bool cnp_sent = false;
         // CM: work requests wait for the RTU (an application posts after rdma_connect()).
         bool cm_ready = true;
-        uint32_t deferred_post = kNone;
+        uint32_t deferred_post = kNone;  // uid
         // Observer: a packet of each direction held back to be swapped.
         uint32_t held[2] = {kNone, kNone};
         uint32_t held_gen[2] = {0, 0};
     };
 
     void setup();
+    void prefetch(const Event& e);
     void schedule(uint64_t t, Ev type, uint32_t a, uint32_t b = 0);
     uint32_t alloc_packet();
     void free_packet(uint32_t idx);
@@ -167,7 +171,7 @@ class Simulator {
     void on_deliver(uint32_t idx);
 
     // Requester.
-    void on_post(uint32_t conn, uint32_t k);
+    void on_post(uint32_t conn, uint32_t uid);
     void send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt);
     void go_back_n(uint32_t conn, uint32_t psn);
     void complete_before(uint32_t conn, uint32_t psn, bool inclusive);

@@ -96,6 +96,23 @@ uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
     return it->second;
 }
 
+// The simulator announces packets about to be observed and connections about to post
+// (see event_queue.hpp): load their endpoint and message state early. Hints only.
+void TruthObserver::prefetch_conn(uint32_t conn) {
+    __builtin_prefetch(conn_ep_.data() + std::size_t{conn} * 2);
+}
+
+void TruthObserver::prefetch(const SimPacket& p) {
+    if (p.conn == kNone || p.cm != CmKind::none) return;
+    const uint32_t e = conn_ep_[std::size_t{p.conn} * 2 + p.dir];
+    if (e != kNone) {
+        const char* ep = reinterpret_cast<const char*>(&eps_[e]);
+        __builtin_prefetch(ep);
+        __builtin_prefetch(ep + 64);
+    }
+    if (p.msg_uid != kNone) __builtin_prefetch(&ms_[p.msg_uid]);
+}
+
 void TruthObserver::observe(const SimPacket& p) {
     // SPEC 7 summary: pkts = roce_pkts + non_roce_pkts + malformed.
     ++summary_.pkts;

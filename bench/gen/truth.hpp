@@ -121,6 +121,8 @@ class TruthObserver : public ObservedSink {
   public:
     TruthObserver(const Scenario& scenario, const Simulator& sim);
     void observe(const SimPacket& p) override;
+    void prefetch(const SimPacket& p) override;
+    void prefetch_conn(uint32_t conn) override;
     // End of capture: freezes every open message (SPEC 5 "at the end").
     void finish();
 

@@ -1,6 +1,6 @@
 // insert-gen's event queue must give exactly the order of a binary heap on (time,
 // scheduling order): the simulator's output bytes depend on it. Random schedules with
-// many ties, events in the present window, in the next 1023 windows and far beyond, pushed
+// many ties, events in the present window, in the next 4095 windows and far beyond, pushed
 // while popping (as the simulator does), are compared with std::priority_queue.
 #include <gtest/gtest.h>
 
