@@ -59,13 +59,12 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
         }
     }
 
-    for (unsigned i = 0; i < roce && i < WorkerContext::kPrefetchAhead; ++i)
-        engine.prefetch(ctx.parsed[i]);
     const uint64_t interval = ctx.config.interval_ns;
     const uint64_t tick = ctx.config.tick_ns;
-    for (unsigned i = 0; i < roce; ++i) {
-        if (i + WorkerContext::kPrefetchAhead < roce)
-            engine.prefetch(ctx.parsed[i + WorkerContext::kPrefetchAhead]);
+    const auto at_boundary = [&](uint64_t ts) {
+        return (interval != 0 && ts >= ctx.report_next) || (tick != 0 && ts >= ctx.tick_next);
+    };
+    for (unsigned i = 0; i < roce;) {
         const uint64_t ts = ctx.ts[i];
         // Reports and ticks happen before the first packet at or past a boundary, at that
         // boundary: results depend on capture time only, never on replay speed.
@@ -83,7 +82,12 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
             }
             ctx.tick_next = next_boundary(ts, tick);
         }
-        engine.process(ctx.parsed[i], ts);
+        // The packets up to the next boundary go to the engine as one run (usually the
+        // whole burst), which prefetches their state ahead of the work.
+        unsigned end = i + 1;
+        while (end < roce && !at_boundary(ctx.ts[end])) ++end;
+        engine.process_burst(&ctx.parsed[i], &ctx.ts[i], end - i);
+        i = end;
     }
     ctx.source->release(ctx.index, pkts, static_cast<uint16_t>(n));
 

@@ -52,7 +52,16 @@ struct IpAddress {
     // Writes the text into buf (at least 46 bytes) and returns its length; no allocation.
     std::size_t format(char* buf) const;
 
-    friend bool operator==(const IpAddress&, const IpAddress&) = default;
+    // Two 8-byte compares: the defaulted std::array comparison ends up in a memcmp call,
+    // which the per-packet paths (endpoint keys, pairing) cannot afford.
+    friend bool operator==(const IpAddress& a, const IpAddress& b) {
+        uint64_t a0, a1, b0, b1;
+        std::memcpy(&a0, a.bytes.data(), 8);
+        std::memcpy(&a1, a.bytes.data() + 8, 8);
+        std::memcpy(&b0, b.bytes.data(), 8);
+        std::memcpy(&b1, b.bytes.data() + 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
     friend auto operator<=>(const IpAddress&, const IpAddress&) = default;
 };
 

@@ -16,12 +16,15 @@ using proto::Transport;
 namespace {
 
 // Tables other than the endpoints are sized from the endpoint capacity (1M endpoints must
-// fit in well under 1 GB): host-pair entries, one per endpoint (endpoints between the same
-// hosts share the per-IP entry); CM exchanges for one endpoint in four (two endpoints per
-// connection, both sides' requesters); one open message per endpoint on average (about half
-// the endpoints are responders, each with a couple in flight); orphan blocks for one
-// endpoint in sixteen (only reordered multi-packet messages use them, briefly).
-constexpr uint32_t kHostPairsPerEndpoint = 1;
+// fit in under 1 GB): host-pair entries, two per endpoint (each endpoint with a source
+// counts in a per-IP entry and a per-UDP-port entry; endpoints between the same hosts share
+// the per-IP one, but with one connection per host pair nothing is shared - too few
+// entries would leave endpoints out of pairing once the table nears capacity); CM
+// exchanges for one endpoint in four (two endpoints per connection, both sides'
+// requesters); one open message per endpoint on average (about half the endpoints are
+// responders, each with a couple in flight); orphan blocks for one endpoint in sixteen
+// (only reordered multi-packet messages use them, briefly).
+constexpr uint32_t kHostPairsPerEndpoint = 2;
 constexpr uint32_t kCmRequestsDivisor = 4;
 constexpr uint32_t kMessagesPerEndpoint = 1;
 constexpr uint32_t kOrphanBlocksDivisor = 16;
@@ -89,12 +92,9 @@ std::size_t EngineImpl::bytes_per_endpoint() const {
     return total / capacity_;
 }
 
-void EngineImpl::prefetch(const ParsedPacket& pkt) noexcept {
-    index_.prefetch(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp});
-}
-
-uint32_t EngineImpl::find_or_create(const EndpointKey& key) noexcept {
-    if (const uint32_t* found = index_.find(key)) return *found;
+uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noexcept {
+    // An earlier packet of the same burst may have created it since the lookahead looked.
+    if (const uint32_t* found = index_.find(key, hash)) return *found;
     uint32_t idx;
     if (free_count_ > 0)
         idx = free_endpoints_[--free_count_];
@@ -102,49 +102,55 @@ uint32_t EngineImpl::find_or_create(const EndpointKey& key) noexcept {
         idx = high_water_++;
     else
         return kNoIndex;
-    if (!index_.insert(key, idx)) {
+    if (!index_.insert(key, hash, idx)) {
         free_endpoints_[free_count_++] = idx;
         return kNoIndex;
     }
     Endpoint& ep = *new (&endpoints_[idx]) Endpoint{};
     ep.key = key;
     ep.live = true;
-    counters_.endpoints.fetch_add(1, std::memory_order_relaxed);
-    counters_.endpoints_live.fetch_add(1, std::memory_order_relaxed);
+    ep.incarnation = ++incarnations_;
+    bump(counters_.endpoints);
+    bump(counters_.endpoints_live);
     return idx;
 }
 
 Endpoint* EngineImpl::peer_of(Endpoint& ep) noexcept {
     if (ep.pair_by == PairBy::none) return nullptr;
-    const EndpointKey want{ep.peer_ip, ep.peer_qpn};
     if (ep.peer_index != kNoIndex) {
         Endpoint& p = endpoints_[ep.peer_index];
-        if (p.live && p.key == want) return &p;
+        if (p.live && p.incarnation == ep.peer_incarnation) return &p;
     }
     // The peer was evicted (and maybe came back): look it up again.
-    const uint32_t* found = index_.find(want);
+    const uint32_t* found = index_.find(EndpointKey{ep.peer_ip, ep.peer_qpn});
     ep.peer_index = found ? *found : kNoIndex;
-    return found ? &endpoints_[*found] : nullptr;
+    if (!found) return nullptr;
+    Endpoint& p = endpoints_[*found];
+    ep.peer_incarnation = p.incarnation;
+    return &p;
 }
 
-void EngineImpl::process(const ParsedPacket& pkt, uint64_t ts) noexcept {
-    counters_.packets.fetch_add(1, std::memory_order_relaxed);
+void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) noexcept {
+    bump(counters_.packets);
     const proto::OpcodeInfo& info = pkt.info();
-    const uint32_t idx = find_or_create(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp});
+    // The lookahead found existing endpoints; they stay where they are until tick().
+    uint32_t idx = ahead_.index[k];
+    if (idx == kNoIndex)
+        idx = create_endpoint(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp}, ahead_.hash[k]);
     if (idx == kNoIndex) {
-        counters_.table_full.fetch_add(1, std::memory_order_relaxed);
+        bump(counters_.table_full);
         return;
     }
     Endpoint& ep = endpoints_[idx];
-    EndpointCounters& c = ep.counters;
+    TrafficCounters& c = ep.traffic;
     if (c.pkts == 0) c.t_first_ns = ts;
     ++c.pkts;
     c.bytes += static_cast<uint64_t>(pkt.payload_len);
     c.t_last_ns = ts;
-    if (pkt.ecn == proto::kEcnCe) ++c.ecn_ce;
+    if (pkt.ecn == proto::kEcnCe) ++ep.counters.ecn_ce;
 
     if (info.transport == Transport::cnp) {
-        ++c.cnps;
+        ++ep.counters.cnps;
         emit_event(EventKind::cnp, ep, pkt.t.bth.psn, ts);
         return;
     }

@@ -42,10 +42,15 @@ class Engine {
                                           std::string& error);
     virtual ~Engine() = default;
 
-    // Hints the endpoint slot of a packet into cache; call a few packets ahead of process().
-    virtual void prefetch(const proto::ParsedPacket& pkt) noexcept = 0;
-    // One well-formed RoCE packet (verdict roce), in capture order for its connection.
-    virtual void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept = 0;
+    // Well-formed RoCE packets (verdict roce) with their timestamps, in capture order for
+    // their connections: the same as process() on each in turn, but the state every packet
+    // will touch is prefetched a few packets ahead (the table is far larger than the cache).
+    virtual void process_burst(const proto::ParsedPacket* pkts, const uint64_t* ts_ns,
+                               unsigned n) noexcept = 0;
+    // One packet (tests; the packet path uses process_burst).
+    void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept {
+        process_burst(&pkt, &ts_ns, 1);
+    }
     // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout (bounded work).
     virtual void tick(uint64_t now_ns) noexcept = 0;
     // A `qp` record for every live endpoint (the periodic --interval report).

@@ -16,6 +16,13 @@
 
 namespace insert::state {
 
+// Engine counters have a single writer: a relaxed load and store, no locked instruction
+// (readers on other threads see a recent value either way).
+inline void bump(std::atomic<uint64_t>& c, int64_t by = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + static_cast<uint64_t>(by),
+            std::memory_order_relaxed);
+}
+
 struct PairCount {
     uint32_t count = 0;
     uint32_t rep = kNoIndex;   // the endpoint, when count == 1
@@ -38,8 +45,8 @@ class EngineImpl final : public Engine {
     EngineImpl(const EngineConfig& config, RecordSink& sink);
     bool valid() const;
 
-    void prefetch(const proto::ParsedPacket& pkt) noexcept override;
-    void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept override;
+    void process_burst(const proto::ParsedPacket* pkts, const uint64_t* ts_ns,
+                       unsigned n) noexcept override;
     void tick(uint64_t now_ns) noexcept override;
     void report(uint64_t now_ns) override;
     void finish(uint64_t end_ns) override;
@@ -47,8 +54,21 @@ class EngineImpl final : public Engine {
     std::size_t bytes_per_endpoint() const override;
 
   private:
+    // engine_prefetch.cpp: the staged prefetch of process_burst.
+    static constexpr unsigned kRing = 16;  // > the pipeline's lag; a power of two
+    struct Lookahead {
+        uint64_t hash[kRing];   // of the packet's endpoint key
+        uint32_t index[kRing];  // endpoint found by the lookup stage, kNoIndex if none
+        uint32_t opening = 0;   // message-opening packets between stage_messages and work
+    };
+    void stage_index(const proto::ParsedPacket& pkt, unsigned k) noexcept;
+    void stage_endpoint(const proto::ParsedPacket& pkt, unsigned k) noexcept;
+    void stage_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept;
+    void stage_peer_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept;
+
     // engine.cpp
-    uint32_t find_or_create(const EndpointKey& key) noexcept;
+    void process_one(const proto::ParsedPacket& pkt, uint64_t ts, unsigned k) noexcept;
+    uint32_t create_endpoint(const EndpointKey& key, uint64_t hash) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void handle_response(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void handle_cm(const proto::ParsedPacket& pkt) noexcept;
@@ -99,6 +119,8 @@ class EngineImpl final : public Engine {
     uint32_t free_count_ = 0;
     uint32_t high_water_ = 0;       // endpoints_[0, high_water_) have been used
     uint64_t pair_generation_ = 0;  // bumped whenever a pairing rule's inputs change
+    uint32_t incarnations_ = 0;     // endpoints created so far (Endpoint::incarnation)
+    Lookahead ahead_;
     FixedHashMap<EndpointKey, uint32_t, EndpointKeyHash> index_;
     FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;
     FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash> cm_requests_;

@@ -38,18 +38,18 @@ uint32_t EngineImpl::owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexc
 
 uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
     if (ep.msg_count >= Endpoint::kMaxOpenMessages) {
-        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        bump(counters_.msgs_overflow);
         const OpenMessage& oldest = messages_[ep.msg_head];
         freeze(ep, ep.msg_head, oldest.nak_status, false, 0);
     }
     uint32_t m = messages_.acquire();
     if (m == kNoIndex && ep.msg_head != kNoIndex) {
-        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        bump(counters_.msgs_overflow);
         freeze(ep, ep.msg_head, messages_[ep.msg_head].nak_status, false, 0);
         m = messages_.acquire();
     }
     if (m == kNoIndex) {
-        counters_.msgs_overflow.fetch_add(1, std::memory_order_relaxed);
+        bump(counters_.msgs_overflow);
         return m;
     }
     OpenMessage& msg = messages_[m];
@@ -57,7 +57,18 @@ uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noe
     msg.psn_newest = psn;
     msg.t_first_ns = ts;
     msg.t_last_ns = ts;
-    // Insert in PSN order: at the tail unless a late First arrives after newer messages.
+    // Insert in PSN order: at the tail (the common case, decided on the tail alone) unless
+    // a late First arrives after newer messages.
+    if (ep.msg_tail == kNoIndex || psn_newer(psn, messages_[ep.msg_tail].psn_first)) {
+        msg.next = kNoIndex;
+        if (ep.msg_tail == kNoIndex)
+            ep.msg_head = m;
+        else
+            messages_[ep.msg_tail].next = m;
+        ep.msg_tail = m;
+        ++ep.msg_count;
+        return m;
+    }
     uint32_t prev = kNoIndex;
     uint32_t cur = ep.msg_head;
     while (cur != kNoIndex && psn_newer(psn, messages_[cur].psn_first)) {
@@ -95,7 +106,7 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     if (ep.orphans == kNoIndex) {
         ep.orphans = orphan_blocks_.acquire();
         if (ep.orphans == kNoIndex) {
-            counters_.orphans_dropped.fetch_add(1, std::memory_order_relaxed);
+            bump(counters_.orphans_dropped);
             return;
         }
     }
@@ -109,7 +120,7 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     if (slot < 0) {
         slot = block.next_victim;
         block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
-        counters_.orphans_dropped.fetch_add(1, std::memory_order_relaxed);
+        bump(counters_.orphans_dropped);
     }
     const proto::OpcodeInfo& info = pkt.info();
     OrphanPacket& o = block.slots[slot];
@@ -211,6 +222,7 @@ bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
 }  // namespace
 
 bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
+    if (ep.pending_used == 0) return false;  // without touching the cold line
     for (PendingNak& p : ep.pending) {
         if (!p.used) continue;
         OpenMessage& m = messages_[mi];
@@ -218,6 +230,7 @@ bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
         if (p.psn != m.psn_first && !(bounded && psn_newer(p.psn, m.psn_first) && within(m, p.psn)))
             continue;
         p.used = false;
+        --ep.pending_used;
         MsgStatus fatal = MsgStatus::incomplete;
         if (hit_by_nak(m, p.syndrome, fatal)) {
             freeze(ep, mi, fatal, false, 0);
@@ -401,6 +414,7 @@ void EngineImpl::apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t
         // Not observed yet (a lost First/Only is NAKed before it is seen): keep it.
         PendingNak& p = f.pending[f.pending_next];
         f.pending_next = static_cast<uint8_t>((f.pending_next + 1) % Endpoint::kPendingNaks);
+        if (!p.used) ++f.pending_used;  // else it replaces the oldest
         p = PendingNak{psn, syndrome, true};
         return;
     }

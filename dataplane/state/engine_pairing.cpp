@@ -153,13 +153,15 @@ void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexc
     a.peer_ip = b.key.ip;
     a.peer_qpn = b.key.qpn;
     a.peer_index = f;
+    a.peer_incarnation = b.incarnation;
     a.pair_by = by;
     b.peer_ip = a.key.ip;
     b.peer_qpn = a.key.qpn;
     b.peer_index = e;
+    b.peer_incarnation = a.incarnation;
     b.pair_by = by;
     ++pair_generation_;
-    counters_.connections.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_.connections);
     Record r;
     r.type = RecordType::event;
     r.event = EventRecord{};

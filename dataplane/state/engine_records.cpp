@@ -4,7 +4,7 @@
 namespace insert::state {
 
 void EngineImpl::push(const Record& r) noexcept {
-    if (!sink_.push(r)) counters_.records_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (!sink_.push(r)) bump(counters_.records_dropped);
 }
 
 void EngineImpl::emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
@@ -76,8 +76,8 @@ void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
     --ep.msg_count;
     messages_.release(mi);
 
-    ++ep.counters.msgs[static_cast<int>(out.op)];
-    counters_.msgs.fetch_add(1, std::memory_order_relaxed);
+    ++ep.msgs[static_cast<int>(out.op)];
+    bump(counters_.msgs);
     push(r);
 }
 
@@ -95,9 +95,9 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept 
     r.qp = QpRecord{};
     QpRecord& q = r.qp;
     const EndpointCounters& c = ep.counters;
-    q.pkts = c.pkts;
-    q.bytes = c.bytes;
-    for (int i = 0; i < 5; ++i) q.msgs[i] = c.msgs[i];
+    q.pkts = ep.traffic.pkts;
+    q.bytes = ep.traffic.bytes;
+    for (int i = 0; i < 5; ++i) q.msgs[i] = ep.msgs[i];
     q.dup_pkts = c.dup_pkts;
     q.ooo_pkts = c.ooo_pkts;
     q.gaps = c.gaps;
@@ -105,8 +105,8 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept 
     q.naks = c.naks;
     q.cnps = c.cnps;
     q.ecn_ce = c.ecn_ce;
-    q.t_first_ns = c.t_first_ns;
-    q.t_last_ns = c.t_last_ns;
+    q.t_first_ns = ep.traffic.t_first_ns;
+    q.t_last_ns = ep.traffic.t_last_ns;
     q.ip = ep.key.ip;
     q.qpn = ep.key.qpn;
     q.pair_by = ep.pair_by;
@@ -134,7 +134,7 @@ void EngineImpl::finish(uint64_t end_ns) {
 
 void EngineImpl::evict(uint32_t idx) noexcept {
     Endpoint& ep = endpoints_[idx];
-    freeze_open(ep, true, ep.counters.t_last_ns);
+    freeze_open(ep, true, ep.traffic.t_last_ns);
     emit_qp(ep, true, true);
     forget_source(ep);
     if (ep.orphans != kNoIndex) orphan_blocks_.release(ep.orphans);
@@ -142,8 +142,8 @@ void EngineImpl::evict(uint32_t idx) noexcept {
     index_.erase(ep.key);
     ep.live = false;
     free_endpoints_[free_count_++] = idx;
-    counters_.endpoints_live.fetch_sub(1, std::memory_order_relaxed);
-    counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_.endpoints_live, -1);
+    bump(counters_.evicted);
 }
 
 void EngineImpl::tick(uint64_t now_ns) noexcept {
@@ -154,8 +154,8 @@ void EngineImpl::tick(uint64_t now_ns) noexcept {
     if (config_.idle_timeout_ns == 0) return;
     for (uint32_t i = 0; i < high_water_; ++i) {
         const Endpoint& ep = endpoints_[i];
-        if (ep.live && now_ns > ep.counters.t_last_ns &&
-            now_ns - ep.counters.t_last_ns > config_.idle_timeout_ns)
+        if (ep.live && now_ns > ep.traffic.t_last_ns &&
+            now_ns - ep.traffic.t_last_ns > config_.idle_timeout_ns)
             evict(i);
     }
 }

@@ -27,10 +27,13 @@ class FixedHashMap {
     std::size_t capacity() const { return limit_; }
     std::size_t memory_bytes() const { return (mask_ + 1) * sizeof(Slot); }
 
-    void prefetch(const Key& key) const { __builtin_prefetch(&slots_[Hash{}(key)&mask_]); }
+    static uint64_t hash(const Key& key) { return Hash{}(key); }
+    // The slot a lookup of a key with this hash reads first (the hot path prefetches it).
+    void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
-    Value* find(const Key& key) {
-        for (std::size_t i = Hash{}(key)&mask_;; i = (i + 1) & mask_) {
+    Value* find(const Key& key) { return find(key, hash(key)); }
+    Value* find(const Key& key, uint64_t hash) {
+        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
             Slot& s = slots_[i];
             if (!s.used) return nullptr;
             if (s.key == key) return &s.value;
@@ -41,7 +44,10 @@ class FixedHashMap {
     // Inserts `key` with `value` if absent. Returns the value slot (existing or new), or
     // null if the key is absent and the table is full.
     Value* insert(const Key& key, const Value& value, bool* inserted = nullptr) {
-        for (std::size_t i = Hash{}(key)&mask_;; i = (i + 1) & mask_) {
+        return insert(key, hash(key), value, inserted);
+    }
+    Value* insert(const Key& key, uint64_t hash, const Value& value, bool* inserted = nullptr) {
+        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
             Slot& s = slots_[i];
             if (s.used && s.key == key) {
                 if (inserted) *inserted = false;
@@ -82,11 +88,15 @@ class FixedHashMap {
     }
 
   private:
-    struct Slot {
+    struct SlotFields {
         Key key{};
         Value value{};
         bool used = false;
     };
+    // Small slots are padded to 32 bytes so that none straddles two cache lines: a lookup
+    // then costs one line, the one prefetch() fetched.
+    static constexpr std::size_t kSlotAlign = sizeof(SlotFields) <= 32 ? 32 : alignof(SlotFields);
+    struct alignas(kSlotAlign) Slot : SlotFields {};
     std::size_t mask_;
     std::size_t limit_;
     std::size_t size_ = 0;

@@ -9,7 +9,8 @@
 
 namespace insert::state {
 
-struct OpenMessage {
+// Two cache lines exactly, so that a prefetch of both covers it.
+struct alignas(64) OpenMessage {
     uint32_t next = kNoIndex;  // next open message of the endpoint (newer psn_first)
     uint32_t psn_first = 0;
     uint32_t psn_last = 0;     // valid iff last_known
@@ -40,6 +41,8 @@ struct OpenMessage {
     bool has_dma_len = false;
     bool unreliable = false;  // UC: complete once all PSNs were observed
 };
+
+static_assert(sizeof(OpenMessage) == 128);
 
 using MessagePool = SlotPool<OpenMessage>;
 

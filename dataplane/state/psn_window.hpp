@@ -2,6 +2,7 @@
 // and a 1024-bit record of which PSNs in (max_psn - 1024, max_psn] were seen.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "dataplane/proto/psn.hpp"
@@ -53,9 +54,17 @@ class PsnWindow {
         for (auto& w : bits_) w = 0;
     }
 
-    uint64_t bits_[kSize / 64] = {};
+    // Header first: the engine places it at the end of a cache line so that the bits
+    // fill whole lines and a packet reads the header's line plus one line of bits.
     uint32_t max_psn_ = 0;
     bool started_ = false;
+    uint64_t bits_[kSize / 64] = {};
+
+  public:
+    static constexpr std::size_t kBitsOffset = 8;  // checked below
+    // The address of the bits word that `psn` would touch (for prefetching).
+    const void* word_of(uint32_t psn) const { return &bits_[(psn % kSize) / 64]; }
 };
+static_assert(sizeof(PsnWindow) == PsnWindow::kBitsOffset + PsnWindow::kSize / 8);
 
 }  // namespace insert::state

@@ -38,7 +38,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto engine = state::Engine::create(cfg, sink, error);
     if (!engine) __builtin_trap();
 
-    std::vector<uint8_t> frame(9000);
+    // Packets go to the engine in bursts of up to kBurst (the lookahead path), cut short
+    // before every tick/report as the worker does; each packet keeps its own frame buffer
+    // because a parsed packet points into it.
+    constexpr std::size_t kBurst = 24;
+    std::vector<std::vector<uint8_t>> frames(kBurst, std::vector<uint8_t>(9000));
+    proto::ParsedPacket parsed[kBurst];
+    uint64_t stamps[kBurst];
+    std::size_t pending = 0;
+    const auto flush = [&] {
+        engine->process_burst(parsed, stamps, static_cast<unsigned>(pending));
+        pending = 0;
+    };
     uint8_t mad[256] = {};
     uint64_t ts = 0;
     for (std::size_t off = 0; off + kBytesPerPacket <= size; off += kBytesPerPacket) {
@@ -70,16 +81,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             s.payload_len = sizeof(mad);
             s.t.bth.pad = 0;
         }
+        std::vector<uint8_t>& frame = frames[pending];
         const std::size_t len = proto::build_frame(s, frame);
         if (len == 0) continue;
-        proto::ParsedPacket p;
-        if (proto::parse_frame({frame.data(), len}, p) != proto::Verdict::roce) __builtin_trap();
+        if (proto::parse_frame({frame.data(), len}, parsed[pending]) != proto::Verdict::roce)
+            __builtin_trap();
         ts += b[11] * 37u;
-        engine->prefetch(p);
-        engine->process(p, ts);
+        stamps[pending++] = ts;
+        const bool housekeeping = (b[10] & 0x0F) == 0 || b[10] == 0xFF;
+        if (pending == kBurst || housekeeping || (b[9] & 7) == 0) flush();
         if ((b[10] & 0x0F) == 0) engine->tick(ts);
         if (b[10] == 0xFF) engine->report(ts);
     }
+    flush();
     engine->finish(ts + 1);
     if (engine->counters().endpoints_live.load() > cfg.max_endpoints) __builtin_trap();
     return 0;

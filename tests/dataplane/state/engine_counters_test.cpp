@@ -228,5 +228,32 @@ TEST(EngineTable, idle_endpoints_are_evicted_with_a_final_record) {
     EXPECT_EQ(h.msgs()[0].status, state::MsgStatus::incomplete);
 }
 
+TEST(EnginePairing, a_table_at_capacity_still_pairs_every_connection) {
+    // One connection per host pair, each with its own source port: every endpoint needs a
+    // per-IP and a per-port host-pair entry of its own. The table holds exactly the
+    // endpoints; the pairing tables must hold what they need, or connections go unpaired
+    // and their messages never complete.
+    constexpr uint32_t kConnections = 64;
+    state::EngineConfig cfg;
+    cfg.max_endpoints = 2 * kConnections;
+    EngineHarness h(cfg);
+    for (uint32_t c = 0; c < kConnections; ++c) {
+        const std::string req = "10.1.0." + std::to_string(c + 1);
+        const std::string resp = "10.2.0." + std::to_string(c + 1);
+        const auto sport = static_cast<uint16_t>(50000 + c);
+        h.send(Pkt{req, resp, kWriteOnly, 0x100 + c, 7, 64, sport, 0, 0x1000, 5, 64}, 10 * c + 1);
+        h.send(Pkt{resp, req, kAck, 0x200 + c, 7, 0, sport, proto::aeth_ack()}, 10 * c + 2);
+    }
+    h.finish(10 * kConnections);
+    EXPECT_EQ(h.engine->counters().connections.load(), kConnections);
+    EXPECT_EQ(h.engine->counters().table_full.load(), 0u);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), kConnections);
+    for (const auto& m : msgs) {
+        EXPECT_TRUE(m.has_ack);
+        EXPECT_EQ(m.status, state::MsgStatus::ok);
+    }
+}
+
 }  // namespace
 }  // namespace insert::test
