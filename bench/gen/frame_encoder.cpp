@@ -67,20 +67,16 @@ void write_ipv4(uint8_t* ip, uint8_t proto_num, uint16_t total_len, uint16_t id,
 FrameEncoder::FrameEncoder(const Scenario& scenario, const Simulator& sim)
     : sc_(scenario), sim_(sim), ipv4_id_(scenario.hosts.size(), 0) {}
 
-std::span<const uint8_t> FrameEncoder::encode(const SimPacket& p) {
-    std::size_t n = 0;
+std::size_t FrameEncoder::encode_into(const SimPacket& p, uint8_t* out) {
     switch (p.cls) {
         case PacketClass::roce:
-            n = encode_roce(p, buf_.data());
-            break;
+            return encode_roce(p, out);
         case PacketClass::background:
-            n = encode_background(p, buf_.data());
-            break;
+            return encode_background(p, out);
         case PacketClass::malformed:
-            n = encode_malformed(p, buf_.data());
-            break;
+            return encode_malformed(p, out);
     }
-    return {buf_.data(), n};
+    return 0;
 }
 
 std::size_t FrameEncoder::encode_roce(const SimPacket& p, uint8_t* out) {

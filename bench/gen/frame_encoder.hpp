@@ -19,7 +19,11 @@ class FrameEncoder {
   public:
     FrameEncoder(const Scenario& scenario, const Simulator& sim);
     // Encodes into an internal buffer valid until the next call; empty span on failure.
-    std::span<const uint8_t> encode(const SimPacket& p);
+    std::span<const uint8_t> encode(const SimPacket& p) {
+        return {buf_.data(), encode_into(p, buf_.data())};
+    }
+    // Encodes into `out` (room for kMaxFrameBytes); the frame's length, 0 on failure.
+    std::size_t encode_into(const SimPacket& p, uint8_t* out);
 
   private:
     std::size_t encode_roce(const SimPacket& p, uint8_t* out);

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "bench/gen/frame_encoder.hpp"
+#include "bench/gen/pcap_out.hpp"
 #include "bench/gen/truth_json.hpp"
-#include "dataplane/capture/pcap_writer.hpp"
 
 namespace insert::gen {
 
@@ -13,19 +13,22 @@ namespace {
 // Fans each observed packet out to the truth observer and the frame encoder.
 class Tee : public ObservedSink {
   public:
-    Tee(TruthObserver& truth, FrameEncoder& encoder, capture::PcapWriter* pcap,
+    Tee(TruthObserver& truth, FrameEncoder& encoder, PcapOut* pcap,
         const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame)
         : truth_(truth), encoder_(encoder), pcap_(pcap), on_frame_(on_frame) {}
 
     void observe(const SimPacket& p) override {
         truth_.observe(p);
         if (!pcap_ && !on_frame_) return;
-        const std::span<const uint8_t> frame = encoder_.encode(p);
+        // Straight into the pcap buffer when there is a pcap.
+        uint8_t* const out = pcap_ ? pcap_->frame_buffer(kMaxFrameBytes) : nullptr;
+        const std::span<const uint8_t> frame =
+            out ? std::span<const uint8_t>(out, encoder_.encode_into(p, out)) : encoder_.encode(p);
         if (frame.empty()) {
             ++encode_failures_;
             return;
         }
-        if (pcap_) pcap_->write(p.t_ns, frame);
+        if (pcap_) pcap_->commit(p.t_ns, frame.size());
         if (on_frame_) on_frame_(p, frame);
         ++frames_;
     }
@@ -37,7 +40,7 @@ class Tee : public ObservedSink {
   private:
     TruthObserver& truth_;
     FrameEncoder& encoder_;
-    capture::PcapWriter* pcap_;
+    PcapOut* pcap_;
     const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame_;
     uint64_t frames_ = 0;
     uint64_t encode_failures_ = 0;
@@ -54,8 +57,8 @@ Generation::Generation(Scenario scenario, uint64_t seed)
 bool Generation::run(
     const std::string& pcap_path, std::string& error,
     const std::function<void(const SimPacket&, std::span<const uint8_t>)>& on_frame) {
-    capture::PcapWriter writer;
-    capture::PcapWriter* pcap = nullptr;
+    PcapOut writer;
+    PcapOut* pcap = nullptr;
     if (!pcap_path.empty()) {
         if (!writer.open(pcap_path, 65535)) {
             error = writer.error();

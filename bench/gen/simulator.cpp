@@ -880,12 +880,12 @@ void Simulator::prefetch(const Event& e) {
         case Ev::post:
             __builtin_prefetch(msgs_.data() + e.b);  // and the next one's post_ns
             __builtin_prefetch(reinterpret_cast<const char*>(msgs_.data() + e.b + 2) - 1);
-            sink_->prefetch_conn(e.a);
             [[fallthrough]];
         case Ev::ack_timer:
         case Ev::retx_timer:
         case Ev::rnr_resume:
         case Ev::rate_recover: {
+            sink_->prefetch_conn(e.a);
             const char* cs = reinterpret_cast<const char*>(&conn_[e.a]);
             __builtin_prefetch(cs);
             __builtin_prefetch(cs + sizeof(ConnState) - 1);

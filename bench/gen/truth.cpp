@@ -89,6 +89,7 @@ uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
         ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
     if (added) {
         TruthEndpoint& e = eps_.emplace_back();
+        windows_.resize(eps_.size() * kWindowWords, 0);
         e.host = host;
         e.qpn = qpn;
         e.t_first_ns = t;
@@ -109,6 +110,9 @@ void TruthObserver::prefetch(const SimPacket& p) {
         const char* ep = reinterpret_cast<const char*>(&eps_[e]);
         __builtin_prefetch(ep);
         __builtin_prefetch(ep + 64);
+        if (p.dir == 0)  // a request: the word of its PSN in the window
+            __builtin_prefetch(
+                &windows_[std::size_t{e} * kWindowWords + (p.t.bth.psn % kWindow) / 64]);
     }
     if (p.msg_uid != kNone) __builtin_prefetch(&ms_[p.msg_uid]);
 }
@@ -307,11 +311,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
     const uint32_t psn = p.t.bth.psn;
     const uint32_t uid = p.msg_uid;
     const MsgInfo& mi = sim_.messages()[uid];
-    if (ep.window == kNone) {
-        ep.window = static_cast<uint32_t>(windows_.size() / kWindowWords);
-        windows_.resize(windows_.size() + kWindowWords, 0);
-    }
-    uint64_t* const window = &windows_[std::size_t{ep.window} * kWindowWords];
+    uint64_t* const window = &windows_[std::size_t{b} * kWindowWords];
     auto bit = [&](uint32_t q) -> bool { return (window[(q % kWindow) / 64] >> (q % 64)) & 1; };
     auto set_bit = [&](uint32_t q) { window[(q % kWindow) / 64] |= uint64_t{1} << (q % 64); };
     auto clear_bit = [&](uint32_t q) { window[(q % kWindow) / 64] &= ~(uint64_t{1} << (q % 64)); };

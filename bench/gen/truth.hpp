@@ -94,8 +94,7 @@ struct alignas(64) TruthEndpoint {
     int transport = -1;  // proto::Transport of the first non-CNP packet
     uint32_t max_psn = 0;
     uint32_t max_uid = kNone;
-    uint32_t window = kNone;  // its 1024-bit ring of seen request PSNs (TruthObserver)
-    uint32_t held = 0;        // packets observed before their message's First/Only
+    uint32_t held = 0;  // packets observed before their message's First/Only
     OpenMessages open;
 
     std::array<uint64_t, kOpTypes> msgs{};
@@ -189,7 +188,7 @@ class TruthObserver : public ObservedSink {
     std::vector<TruthMsg> out_;
     // READ messages: which response PSNs were observed (few messages are READs).
     std::unordered_map<uint32_t, std::vector<bool>> resp_seen_;
-    // Request PSN windows, kWindowWords per endpoint that has received a request.
+    // Request PSN windows: 1024 bits per endpoint, by endpoint index.
     std::vector<uint64_t> windows_;
     // (endpoint, latency) as messages complete; grouped per endpoint by finish().
     std::vector<std::pair<uint32_t, uint64_t>> lat_log_;

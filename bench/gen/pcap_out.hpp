@@ -1,0 +1,47 @@
+// The generator's pcap writer (nanosecond pcap, Ethernet). Unlike capture::PcapWriter it
+// lets the frame encoder write each frame in place, behind its record header, so that the
+// hundreds of MB of frames are not copied once more on their way to write(2). The buffer
+// is 1 MiB: small enough to stay in the caches between the encoder and the kernel's copy
+// (8 MiB measured 20-30% slower in CPU time on `large`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace insert::gen {
+
+class PcapOut {
+  public:
+    static constexpr std::size_t kRecordHeader = 16;
+
+    PcapOut() = default;
+    ~PcapOut();
+    PcapOut(const PcapOut&) = delete;
+    PcapOut& operator=(const PcapOut&) = delete;
+
+    // Creates/truncates the file and writes the file header; false with error() on failure.
+    bool open(const std::string& path, uint32_t snaplen);
+    // Room for a frame of up to `max_len` bytes; valid until commit().
+    uint8_t* frame_buffer(std::size_t max_len) {
+        if (kBufferBytes - used_ < kRecordHeader + max_len) flush();
+        return buf_.get() + used_ + kRecordHeader;
+    }
+    // The frame written at frame_buffer() is `len` bytes, observed at `ts_ns`.
+    void commit(uint64_t ts_ns, std::size_t len);
+    // Flushes and closes; false if any write failed (disk full...).
+    bool close();
+    const std::string& error() const { return error_; }
+
+  private:
+    static constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
+    void flush();
+
+    int fd_ = -1;
+    std::unique_ptr<uint8_t[]> buf_;
+    std::size_t used_ = 0;
+    std::string path_;
+    std::string error_;
+};
+
+}  // namespace insert::gen
