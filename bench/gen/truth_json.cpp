@@ -19,7 +19,9 @@ namespace {
 // quarter-gigabyte truth file; format-string parsing per field cost more than the whole
 // simulation, and std::string appends (a capacity check and call per piece) still made
 // this writer a third of the generator's instructions (callgrind), so pieces are copied
-// into a flat buffer behind one bounds check each and written out in 1 MiB blocks.
+// into a flat buffer and written out in 1 MiB blocks. A record reserves room for its
+// longest possible form once (begin_record); keys, numbers and short strings inside it
+// are then appended without a bounds check each.
 class JsonOut {
   public:
     explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
@@ -39,8 +41,7 @@ class JsonOut {
     // most numbers are 19-digit nanosecond timestamps, and a loop of dependent 64-bit
     // divisions by 100 cost ~85 instructions per number (callgrind); the chunks' pairs are
     // independent of each other.
-    JsonOut& num(uint64_t v) {
-        room(kMaxPiece);
+    [[gnu::always_inline]] JsonOut& num(uint64_t v) {
         constexpr uint64_t k1e8 = 100'000'000;
         if (v < k1e8) {
             p_ = short_num(p_, static_cast<uint32_t>(v));
@@ -57,10 +58,30 @@ class JsonOut {
     }
     // `,"key":value` (first: no comma). Keys are string literals: their length is a
     // compile-time constant, so the copy is a few moves instead of a memcpy call.
+    // Inside a record (after begin_record): a string literal, a short string.
     template <std::size_t N>
-    JsonOut& key(const char (&k)[N], bool first = false) {
+    [[gnu::always_inline]] JsonOut& lit(const char (&s)[N]) {
+        static_assert(N <= kMaxPiece);
+        std::memcpy(p_, s, N - 1);
+        p_ += N - 1;
+        return *this;
+    }
+    JsonOut& str(std::string_view s) {
+        if (s.size() > kMaxPiece) return raw(s);
+        std::memcpy(p_, s.data(), s.size());
+        p_ += s.size();
+        return *this;
+    }
+    // Room for the longest record (a qp record is under 1.5 KB: ~35 keys, numbers of at
+    // most 20 digits, two addresses of at most 45 characters).
+    JsonOut& reserve() {
+        room(kMaxRecord);
+        return *this;
+    }
+    JsonOut& begin_record() { return reserve().lit("{"); }
+    template <std::size_t N>
+    [[gnu::always_inline]] JsonOut& key(const char (&k)[N], bool first = false) {
         static_assert(N + 3 <= kMaxPiece);
-        room(kMaxPiece);
         if (!first) *p_++ = ',';
         *p_++ = '"';
         std::memcpy(p_, k, N - 1);
@@ -70,21 +91,24 @@ class JsonOut {
         return *this;
     }
     template <std::size_t N>
-    JsonOut& field(const char (&k)[N], uint64_t v) {
+    [[gnu::always_inline]] JsonOut& field(const char (&k)[N], uint64_t v) {
         return key(k).num(v);
     }
     template <std::size_t N>
     JsonOut& field_str(const char (&k)[N], std::string_view v) {
-        key(k).raw("\"").raw(v).raw("\"");
+        key(k).lit("\"").str(v).lit("\"");
         return *this;
     }
     template <std::size_t N, typename T>
     JsonOut& field_opt(const char (&k)[N], const std::optional<T>& v) {
         key(k);
-        return v ? num(*v) : raw("null");
+        return v ? num(*v) : lit("null");
     }
     void end_record(bool more) {
-        raw(more ? "},\n" : "}\n");
+        if (more)
+            lit("},\n");
+        else
+            lit("}\n");
         if (used() >= kFlushBytes) flush();
     }
     bool flush() {
@@ -95,11 +119,11 @@ class JsonOut {
     }
 
   private:
-    static char* two_digits(char* d, uint32_t v) {
+    [[gnu::always_inline]] static char* two_digits(char* d, uint32_t v) {
         std::memcpy(d, &kDigitPairs[v * 2], 2);
         return d + 2;
     }
-    static char* eight_digits(char* d, uint32_t v) {
+    [[gnu::always_inline]] static char* eight_digits(char* d, uint32_t v) {
         const uint32_t high = v / 10'000, low = v % 10'000;
         two_digits(d, high / 100);
         two_digits(d + 2, high % 100);
@@ -107,25 +131,31 @@ class JsonOut {
         two_digits(d + 6, low % 100);
         return d + 8;
     }
-    // v < 10^8, without leading zeros.
-    static char* short_num(char* d, uint32_t v) {
-        char tmp[8];
-        char* end = tmp + sizeof(tmp);
+    // v < 10^8, without leading zeros. Most numbers are counters of 0 or 1.
+    [[gnu::always_inline]] static char* short_num(char* d, uint32_t v) {
+        if (v < 10) {
+            *d = static_cast<char>('0' + v);
+            return d + 1;
+        }
+        if (v < 100) return two_digits(d, v);
+        const int n = v < 1'000        ? 3
+                      : v < 10'000     ? 4
+                      : v < 100'000    ? 5
+                      : v < 1'000'000  ? 6
+                      : v < 10'000'000 ? 7
+                                       : 8;
+        char* const end = d + n;
         char* t = end;
         while (v >= 100) {
             t -= 2;
             two_digits(t, v % 100);
             v /= 100;
         }
-        if (v >= 10) {
-            t -= 2;
-            two_digits(t, v);
-        } else {
-            *--t = static_cast<char>('0' + v);
-        }
-        const auto n = static_cast<std::size_t>(end - t);
-        std::memcpy(d, t, n);
-        return d + n;
+        if (v >= 10)
+            two_digits(t - 2, v);
+        else
+            t[-1] = static_cast<char>('0' + v);
+        return end;
     }
     static constexpr char kDigitPairs[] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -134,7 +164,8 @@ class JsonOut {
     static constexpr std::size_t kFlushBytes = 1 << 20;
     // Keys, numbers and the other pieces are far shorter; longer strings are written through.
     static constexpr std::size_t kMaxPiece = 64;
-    static constexpr std::size_t kBufBytes = kFlushBytes + 4 * kMaxPiece;
+    static constexpr std::size_t kMaxRecord = 4096;
+    static constexpr std::size_t kBufBytes = kFlushBytes + kMaxRecord;
     std::size_t used() const { return static_cast<std::size_t>(p_ - buf_.get()); }
     void room(std::size_t n) {
         if (kBufBytes - used() < n) flush();
@@ -165,16 +196,13 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
     for (const HostSpec& h : sc.hosts) host_ip.push_back(h.ip.to_string());
 
     JsonOut w(f);
-    w.raw("{\"generator\":\"insert-gen\",\"scenario\":\"")
-        .raw(info.scenario)
-        .raw("\",\"seed\":")
-        .num(info.seed);
-    w.raw(",\n\"msgs\":[\n");
+    w.raw("{\"generator\":\"insert-gen\",\"scenario\":\"").raw(info.scenario);
+    w.reserve().lit("\",\"seed\":").num(info.seed).lit(",\n\"msgs\":[\n");
     const auto& msgs = truth.msgs();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
         const TruthMsg& m = msgs[i];
         // SPEC 7 `msg`, in SPEC's field order; gen_msg (extra) is the generator's message index.
-        w.raw("{").key("type", true).raw("\"msg\"");
+        w.begin_record().key("type", true).lit("\"msg\"");
         w.field_str("src_ip", host_ip[m.src_host]).field_str("dst_ip", host_ip[m.dst_host]);
         w.field("dst_qpn", m.dst_qpn)
             .field_opt("src_qpn", m.src_qpn)
@@ -211,9 +239,9 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
     std::vector<uint64_t> lat;
     for (std::size_t k = 0; k < order.size(); ++k) {
         const TruthEndpoint& e = eps[order[k]];
-        w.raw("{")
+        w.begin_record()
             .key("type", true)
-            .raw("\"qp\"")
+            .lit("\"qp\"")
             .field_str("ip", host_ip[e.host])
             .field("qpn", e.qpn);
         if (e.peer >= 0) {
@@ -221,32 +249,32 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
             w.field_str("peer_ip", host_ip[p.host]).field("peer_qpn", p.qpn);
             w.field_str("pair_by", pair_rule_name(e.pair_by));
         } else {
-            w.key("peer_ip").raw("null").key("peer_qpn").raw("null").key("pair_by").raw("null");
+            w.key("peer_ip").lit("null").key("peer_qpn").lit("null").key("pair_by").lit("null");
         }
         if (e.transport >= 0)
             w.field_str("transport",
                         proto::transport_name(static_cast<proto::Transport>(e.transport)));
         else
-            w.key("transport").raw("null");
+            w.key("transport").lit("null");
         w.field("pkts", e.pkts).field("bytes", e.bytes);
         w.key("msgs")
-            .raw("{")
+            .lit("{")
             .key("SEND", true)
             .num(e.msgs[0])
             .field("WRITE", e.msgs[1])
             .field("READ", e.msgs[2]);
-        w.field("CMP_SWAP", e.msgs[3]).field("FETCH_ADD", e.msgs[4]).raw("}");
+        w.field("CMP_SWAP", e.msgs[3]).field("FETCH_ADD", e.msgs[4]).lit("}");
         w.field("dup_pkts", e.dup_pkts)
             .field("ooo_pkts", e.ooo_pkts)
             .field("gaps", e.gaps)
             .field("missing", e.missing);
         w.key("naks")
-            .raw("{")
+            .lit("{")
             .key("seq", true)
             .num(e.naks.seq)
             .field("rnr", e.naks.rnr)
             .field("inv", e.naks.inv);
-        w.field("access", e.naks.access).field("op", e.naks.op).raw("}");
+        w.field("access", e.naks.access).field("op", e.naks.op).lit("}");
         w.field("cnps", e.cnps)
             .field("ecn_ce", e.ecn_ce)
             .field("t_first_ns", e.t_first_ns)
@@ -254,11 +282,11 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
         const std::span<const uint64_t> latencies = truth.latencies(order[k]);
         if (latencies.empty()) {
             w.key("lat_p50_ns")
-                .raw("null")
+                .lit("null")
                 .key("lat_p99_ns")
-                .raw("null")
+                .lit("null")
                 .key("lat_max_ns")
-                .raw("null");
+                .lit("null");
         } else {
             // SPEC 7: nearest-rank percentiles, exact here; lat_max exact.
             lat.assign(latencies.begin(), latencies.end());
@@ -266,14 +294,15 @@ bool write_truth_json(const Scenario& sc, const TruthObserver& truth, const Trut
             w.field("lat_p50_ns", nearest_rank(lat, 50)).field("lat_p99_ns", nearest_rank(lat, 99));
             w.field("lat_max_ns", lat.back());
         }
-        w.key("final").raw("true");
+        w.key("final").lit("true");
         w.end_record(k + 1 < order.size());
     }
     const TruthSummary& s = truth.summary();
-    w.raw("],\n\"summary\":{").key("type", true).raw("\"summary\"").field("pkts", s.pkts);
+    w.raw("],\n\"summary\":").begin_record().key("type", true).lit("\"summary\"");
+    w.field("pkts", s.pkts);
     w.field("roce_pkts", s.roce_pkts).field("non_roce_pkts", s.non_roce_pkts);
-    w.key("malformed").raw("{").key("length_mismatch", true).num(s.malformed[0]);
-    w.field("truncated", s.malformed[1]).field("reserved_opcode", s.malformed[2]).raw("}");
+    w.key("malformed").lit("{").key("length_mismatch", true).num(s.malformed[0]);
+    w.field("truncated", s.malformed[1]).field("reserved_opcode", s.malformed[2]).lit("}");
     w.field("endpoints", s.endpoints).field("connections", s.connections).field("msgs", s.msgs);
     w.raw("}\n}\n");
     const bool ok = w.flush();
