@@ -24,9 +24,14 @@ class FrameEncoder {
     }
     // Encodes into `out` (room for kMaxFrameBytes); the frame's length, 0 on failure.
     std::size_t encode_into(const SimPacket& p, uint8_t* out);
+    // A RoCE packet through proto::build_frame: the reference the direct writer used by
+    // encode_into() must equal byte for byte (gen_determinism checks every scenario).
+    std::size_t encode_roce_with_builder(const SimPacket& p, uint8_t* out);
 
   private:
     std::size_t encode_roce(const SimPacket& p, uint8_t* out);
+    std::size_t encode_roce_direct(const SimPacket& p, uint8_t* out);
+    void fix_ipv6_udp_checksum(const HostSpec& src, uint8_t* out) const;
     std::size_t encode_background(const SimPacket& p, uint8_t* out);
     std::size_t encode_malformed(const SimPacket& p, uint8_t* out);
     std::size_t write_l2(uint16_t host, uint16_t dst_host, uint16_t ether_type, uint8_t* out) const;
