@@ -28,6 +28,8 @@
 #include <queue>
 #include <vector>
 
+#include "bench/gen/huge_vector.hpp"
+
 namespace insert::gen {
 
 template <typename Payload>
@@ -172,7 +174,7 @@ class EventQueue {
         return true;
     }
 
-    std::vector<Node> nodes_;
+    HugeVector<Node> nodes_;
     std::vector<uint32_t> free_;
     std::vector<uint32_t> head_, tail_;  // per slot of the present window; kNil when empty
     std::vector<uint64_t> bits_;         // per slot: non-empty

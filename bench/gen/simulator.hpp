@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/gen/event_queue.hpp"
+#include "bench/gen/huge_vector.hpp"
 #include "bench/gen/rng.hpp"
 #include "bench/gen/scenario.hpp"
 #include "bench/gen/sim_packet.hpp"
@@ -79,8 +80,8 @@ class Simulator {
     // Runs to completion, handing every observed packet to `sink` in capture order.
     void run(ObservedSink& sink);
 
-    const std::vector<MsgInfo>& messages() const { return msgs_; }
-    const std::vector<ConnInfo>& conns() const { return conn_info_; }
+    const HugeVector<MsgInfo>& messages() const { return msgs_; }
+    const HugeVector<ConnInfo>& conns() const { return conn_info_; }
     const SimStats& stats() const { return stats_; }
 
   private:
@@ -197,10 +198,10 @@ class Simulator {
     Rng rng_;
     uint64_t rate_mbps_ = 100'000;
     std::vector<HostState> hosts_;
-    std::vector<ConnInfo> conn_info_;
-    std::vector<ConnState> conn_;
-    std::vector<MsgInfo> msgs_;
-    std::vector<SimPacket> pool_;
+    HugeVector<ConnInfo> conn_info_;
+    HugeVector<ConnState> conn_;
+    HugeVector<MsgInfo> msgs_;
+    HugeVector<SimPacket> pool_;
     std::vector<uint32_t> free_;
     EventQueue<Event> events_;
     uint64_t now_ = 0;

@@ -125,8 +125,8 @@ class TruthObserver : public ObservedSink {
     // End of capture: freezes every open message (SPEC 5 "at the end").
     void finish();
 
-    const std::vector<TruthMsg>& msgs() const { return out_; }
-    const std::vector<TruthEndpoint>& endpoints() const { return eps_; }
+    const HugeVector<TruthMsg>& msgs() const { return out_; }
+    const HugeVector<TruthEndpoint>& endpoints() const { return eps_; }
     const TruthSummary& summary() const { return summary_; }
     // Latencies of endpoint `e`'s completed messages (t_ack - t_first), in freeze order;
     // after finish().
@@ -172,10 +172,10 @@ class TruthObserver : public ObservedSink {
 
     const Scenario& sc_;
     const Simulator& sim_;
-    std::vector<MsgState> ms_;
-    std::vector<TruthEndpoint> eps_;
+    HugeVector<MsgState> ms_;
+    HugeVector<TruthEndpoint> eps_;
     std::unordered_map<uint64_t, uint32_t> ep_index_;  // host << 32 | qpn
-    std::vector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
+    HugeVector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
     // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_sport_;
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_ip_;
@@ -185,13 +185,13 @@ class TruthObserver : public ObservedSink {
     // CM: REQ Local Communication ID -> (sender host, Local QPN); learnt pairs by endpoint key.
     std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
     std::unordered_map<uint64_t, uint64_t> cm_partner_;
-    std::vector<TruthMsg> out_;
+    HugeVector<TruthMsg> out_;
     // READ messages: which response PSNs were observed (few messages are READs).
     std::unordered_map<uint32_t, std::vector<bool>> resp_seen_;
     // Request PSN windows: 1024 bits per endpoint, by endpoint index.
-    std::vector<uint64_t> windows_;
+    HugeVector<uint64_t> windows_;
     // (endpoint, latency) as messages complete; grouped per endpoint by finish().
-    std::vector<std::pair<uint32_t, uint64_t>> lat_log_;
+    HugeVector<std::pair<uint32_t, uint64_t>> lat_log_;
     std::vector<std::size_t> lat_begin_;
     std::vector<uint64_t> lat_values_;
     TruthSummary summary_;
