@@ -14,28 +14,31 @@ using namespace insert::state;
 
 namespace {
 
-constexpr std::size_t kFlushBytes = 1 << 16;
+// The summary's two reals are cut at this many characters.
+constexpr std::size_t kMaxReal = 40;
 
+// One JSON object written at a cursor; nested objects share their parent's cursor.
 class JsonObject {
   public:
-    explicit JsonObject(std::string& out) : out_(out) { out_.push_back('{'); }
-    ~JsonObject() { out_.push_back('}'); }
+    explicit JsonObject(char*& cursor) : p_(cursor) { *p_++ = '{'; }
+    ~JsonObject() { *p_++ = '}'; }
 
     void key(std::string_view k) {
-        if (!first_) out_.push_back(',');
+        if (!first_) *p_++ = ',';
         first_ = false;
-        out_.push_back('"');
-        out_.append(k);
-        out_.append("\":");
+        *p_++ = '"';
+        put(k);
+        *p_++ = '"';
+        *p_++ = ':';
     }
     void num(std::string_view k, uint64_t v) {
         key(k);
         const fmt::format_int text(v);  // no locale, no format string parsing
-        out_.append(text.data(), text.size());
+        put({text.data(), text.size()});
     }
     void real(std::string_view k, double v) {
         key(k);
-        fmt::format_to(std::back_inserter(out_), "{:.6f}", v);
+        p_ = fmt::format_to_n(p_, kMaxReal, "{:.6f}", v).out;
     }
     void opt_num(std::string_view k, bool valid, uint64_t v) {
         if (valid)
@@ -45,18 +48,18 @@ class JsonObject {
     }
     void null(std::string_view k) {
         key(k);
-        out_.append("null");
+        put("null");
     }
     void boolean(std::string_view k, bool v) {
         key(k);
-        out_.append(v ? "true" : "false");
+        put(v ? "true" : "false");
     }
     // Enum names and IP addresses need no escaping.
     void str(std::string_view k, std::string_view v) {
         key(k);
-        out_.push_back('"');
-        out_.append(v);
-        out_.push_back('"');
+        *p_++ = '"';
+        put(v);
+        *p_++ = '"';
     }
     void opt_str(std::string_view k, std::string_view v) {
         if (v.empty())
@@ -65,18 +68,24 @@ class JsonObject {
             str(k, v);
     }
     void ip(std::string_view k, const proto::IpAddress& a) {
-        char buf[64];
-        str(k, std::string_view(buf, a.format(buf)));
+        key(k);
+        *p_++ = '"';
+        p_ += a.format(p_);  // at most 45 characters and a NUL, overwritten next
+        *p_++ = '"';
     }
-    std::string& raw() { return out_; }
+    char*& cursor() { return p_; }
 
   private:
-    std::string& out_;
+    void put(std::string_view v) {
+        std::memcpy(p_, v.data(), v.size());
+        p_ += v.size();
+    }
+    char*& p_;
     bool first_ = true;
 };
 
-void append_msg(std::string& out, const MsgRecord& m) {
-    JsonObject o(out);
+void append_msg(char*& cursor, const MsgRecord& m) {
+    JsonObject o(cursor);
     o.str("type", "msg");
     o.ip("src_ip", m.src_ip);
     o.ip("dst_ip", m.dst_ip);
@@ -102,8 +111,8 @@ void append_msg(std::string& out, const MsgRecord& m) {
     o.str("status", msg_status_name(m.status));
 }
 
-void append_qp(std::string& out, const QpRecord& q) {
-    JsonObject o(out);
+void append_qp(char*& cursor, const QpRecord& q) {
+    JsonObject o(cursor);
     o.str("type", "qp");
     o.ip("ip", q.ip);
     o.num("qpn", q.qpn);
@@ -119,7 +128,7 @@ void append_qp(std::string& out, const QpRecord& q) {
     o.num("bytes", q.bytes);
     o.key("msgs");
     {
-        JsonObject m(o.raw());
+        JsonObject m(o.cursor());
         for (int i = 0; i < 5; ++i) m.num(msg_op_name(static_cast<MsgOp>(i)), q.msgs[i]);
     }
     o.num("dup_pkts", q.dup_pkts);
@@ -128,7 +137,7 @@ void append_qp(std::string& out, const QpRecord& q) {
     o.num("missing", q.missing);
     o.key("naks");
     {
-        JsonObject n(o.raw());
+        JsonObject n(o.cursor());
         n.num("seq", q.naks.seq);
         n.num("rnr", q.naks.rnr);
         n.num("inv", q.naks.inv);
@@ -146,8 +155,8 @@ void append_qp(std::string& out, const QpRecord& q) {
     o.boolean("final", q.final);
 }
 
-void append_event(std::string& out, const EventRecord& e) {
-    JsonObject o(out);
+void append_event(char*& cursor, const EventRecord& e) {
+    JsonObject o(cursor);
     o.str("type", "event");
     o.str("kind", event_kind_name(e.kind));
     o.ip("ip", e.ip);
@@ -173,31 +182,15 @@ void append_event(std::string& out, const EventRecord& e) {
     }
 }
 
-}  // namespace
-
-void append_json(std::string& out, const Record& r) {
-    switch (r.type) {
-        case RecordType::msg:
-            append_msg(out, r.msg);
-            break;
-        case RecordType::qp:
-            append_qp(out, r.qp);
-            break;
-        case RecordType::event:
-            append_event(out, r.event);
-            break;
-    }
-}
-
-void append_summary_json(std::string& out, const SummaryCounts& s) {
-    JsonObject o(out);
+void write_summary_object(char*& cursor, const SummaryCounts& s) {
+    JsonObject o(cursor);
     o.str("type", "summary");
     o.num("pkts", s.pkts);
     o.num("roce_pkts", s.roce_pkts);
     o.num("non_roce_pkts", s.non_roce_pkts);
     o.key("malformed");
     {
-        JsonObject m(o.raw());
+        JsonObject m(o.cursor());
         for (std::size_t i = 1; i < proto::kMalformedReasons; ++i)
             m.num(proto::malformed_name(static_cast<proto::Malformed>(i)), s.malformed[i]);
     }
@@ -206,6 +199,47 @@ void append_summary_json(std::string& out, const SummaryCounts& s) {
     o.num("msgs", s.msgs);
     o.real("wall_s", s.wall_s);
     o.real("mpps", s.mpps);
+}
+
+}  // namespace
+
+char* write_json(char* p, const Record& r) {
+    switch (r.type) {
+        case RecordType::msg:
+            append_msg(p, r.msg);
+            break;
+        case RecordType::qp:
+            append_qp(p, r.qp);
+            break;
+        case RecordType::event:
+            append_event(p, r.event);
+            break;
+    }
+    return p;
+}
+
+namespace {
+// Runs `write` at the end of `out` with kMaxJsonObject bytes of room, then trims.
+template <typename Write>
+void append_with(std::string& out, Write write) {
+    const std::size_t base = out.size();
+    out.resize(base + kMaxJsonObject);
+    char* end = write(out.data() + base);
+    out.resize(static_cast<std::size_t>(end - out.data()));
+}
+}  // namespace
+
+void append_json(std::string& out, const Record& r) {
+    append_with(out, [&](char* p) { return write_json(p, r); });
+}
+
+void append_summary_json(std::string& out, const SummaryCounts& s) {
+    append_with(out, [&](char* p) { return write_summary_json(p, s); });
+}
+
+char* write_summary_json(char* p, const SummaryCounts& s) {
+    write_summary_object(p, s);
+    return p;
 }
 
 void merge_final_qp(QpRecord& into, const QpRecord& other) {
@@ -251,9 +285,10 @@ void RecordWriter::emit(const Record& r) {
     ++records_;
     if (observer_) observer_(r);
     if (!out_) return;
-    append_json(buffer_, r);
-    buffer_.push_back('\n');
-    if (buffer_.size() >= kFlushBytes) flush();
+    char* end = write_json(buffer_.get() + used_, r);
+    *end++ = '\n';
+    used_ = static_cast<std::size_t>(end - buffer_.get());
+    if (used_ >= kFlushBytes) flush();
 }
 
 void RecordWriter::write(Record& r) {
@@ -289,15 +324,16 @@ void RecordWriter::write_summary(SummaryCounts s) {
     final_index_.clear();
     ++records_;
     if (!out_) return;
-    append_summary_json(buffer_, s);
-    buffer_.push_back('\n');
+    char* end = write_summary_json(buffer_.get() + used_, s);
+    *end++ = '\n';
+    used_ = static_cast<std::size_t>(end - buffer_.get());
     flush();
 }
 
 bool RecordWriter::flush() {
-    if (out_ && !buffer_.empty()) {
-        if (std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size()) failed_ = true;
-        buffer_.clear();
+    if (out_ && used_ > 0) {
+        if (std::fwrite(buffer_.get(), 1, used_, out_) != used_) failed_ = true;
+        used_ = 0;
     }
     if (out_ && std::fflush(out_) != 0) failed_ = true;
     return !failed_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -30,7 +31,15 @@ struct SummaryCounts {
     double mpps = 0;
 };
 
-// Appends one JSON object (no newline) for the record / summary.
+// Room one JSON object may need: a qp record with two IPv6 addresses and every number at
+// 20 digits is under 1 KB; the summary's reals are cut at 40 characters.
+constexpr std::size_t kMaxJsonObject = 2048;
+
+// Writes one JSON object (no newline) for the record / summary at `p`, which must have
+// kMaxJsonObject bytes of room; returns the end of what was written.
+char* write_json(char* p, const state::Record& record);
+char* write_summary_json(char* p, const SummaryCounts& summary);
+// The same, appended to a string.
 void append_json(std::string& out, const state::Record& record);
 void append_summary_json(std::string& out, const SummaryCounts& summary);
 
@@ -74,7 +83,11 @@ class RecordWriter {
     std::unordered_map<EndpointKey, std::size_t, EndpointKeyHash> final_index_;
     std::vector<state::Record> finals_;  // held end-of-input final qp records, merged
     std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
-    std::string buffer_;
+    // JSON lines waiting for one fwrite: records are written straight into it (room for
+    // one more object is always left), flushed once kFlushBytes are used.
+    static constexpr std::size_t kFlushBytes = 1 << 16;
+    std::unique_ptr<char[]> buffer_{new char[kFlushBytes + kMaxJsonObject + 1]};
+    std::size_t used_ = 0;
     LatencyBook book_;
     uint64_t records_ = 0;
     bool failed_ = false;

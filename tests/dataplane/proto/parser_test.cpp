@@ -1,5 +1,6 @@
 // Parser behaviour: every opcode's header layout, encapsulations (VLAN, IPv4 options, IPv6
 // extension headers), what is not RoCE, and the malformed reasons in SPEC.md's order.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -594,6 +595,20 @@ TEST(Parser, every_prefix_of_a_frame_is_safe_and_never_well_formed) {
             ParsedPacket p;
             EXPECT_NE(parse_frame(prefix, p), Verdict::roce) << n;
         }
+    }
+}
+
+TEST(IpAddress, ipv4_text_matches_inet_ntop_for_every_digit_count) {
+    // The dotted quad is formatted by hand (the exporter's hot loop); inet_ntop is the
+    // reference for octets of one, two and three digits, zeros and 255.
+    const uint32_t samples[] = {0x00000000u, 0x0A000001u, 0x09631764u, 0xC0A80001u,
+                                0xFFFFFFFFu, 0x640A6300u, 0x01020304u, 0xFE0B7F80u};
+    for (const uint32_t v : samples) {
+        const auto a = proto::IpAddress::v4(v);
+        const uint32_t be = htonl(v);
+        char want[INET_ADDRSTRLEN];
+        ASSERT_NE(inet_ntop(AF_INET, &be, want, sizeof(want)), nullptr);
+        EXPECT_EQ(a.to_string(), want);
     }
 }
 
