@@ -186,10 +186,12 @@ void Simulator::setup() {
 
     // Messages: each connection's workload plus its explicit messages, in post order.
     std::vector<std::vector<MsgInfo>> per_conn(specs.size());
+    msgs_.reserve(specs.size() * std::size_t{sc_.workload.msgs_per_conn} + sc_.messages.size());
     const Workload& w = sc_.workload;
     double total_weight = 0;
     for (const OpWeight& o : w.ops) total_weight += o.weight;
     for (uint32_t c = 0; c < specs.size(); ++c) {
+        per_conn[c].reserve(w.msgs_per_conn);
         const bool uc = specs[c].transport == ConnTransport::uc;
         for (uint32_t i = 0; i < w.msgs_per_conn && total_weight > 0; ++i) {
             double pick = static_cast<double>(rng_.next() >> 11) * 0x1.0p-53 * total_weight;

@@ -76,6 +76,13 @@ TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
       ms_(sim.messages().size()),
       conn_ep_(sim.conns().size() * 2, kNone) {
     out_.reserve(sim.messages().size());
+    // Every connection makes up to two endpoints: no rehashing while they appear.
+    const std::size_t endpoints = sim.conns().size() * 2 + scenario.hosts.size();
+    ep_index_.reserve(endpoints);
+    eps_.reserve(endpoints);
+    windows_.reserve(endpoints * kWindowWords);
+    by_sport_.reserve(endpoints);
+    lat_log_.reserve(sim.messages().size());
 }
 
 int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
