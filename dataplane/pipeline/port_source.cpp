@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dataplane/pipeline/backoff.hpp"
+#include "dataplane/pipeline/hairpin.hpp"
 
 namespace insert::pipeline {
 
@@ -126,14 +127,21 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     if (config.mode == PortMode::inline_pair) {
         src->ports_[0].peer = src->ports_[1].id;
         src->ports_[1].peer = src->ports_[0].id;
+        if (src->ports_[0].hairpin && src->ports_[1].hairpin &&
+            !bind_hairpin(src->ports_[0].id, src->ports_[1].id, error)) {
+            error += " (run with --no-hairpin to forward non-RoCE frames in software)";
+            return nullptr;
+        }
     }
 
     // The offload plan, per port.
     bool all_hardware = config.offload != offload::OffloadMode::off;
     for (unsigned i = 0; i < nports; ++i) {
         auto state = std::make_unique<offload::OffloadState>();
-        const offload::NicCaps caps =
+        offload::NicCaps caps =
             offload::read_caps(src->ports_[i].id, static_cast<uint16_t>(config.workers));
+        // The plan may target the hairpin queue only where one was set up and bound.
+        caps.hairpin = caps.hairpin && src->ports_[i].hairpin;
         const offload::RulePlan plan = offload::build_insert_rules(caps);
         if (!offload::install_plan(src->ports_[i].id, plan, config.offload, *state, error))
             return nullptr;
@@ -254,6 +262,14 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
         return false;
     }
     p.queues = static_cast<uint16_t>(queues);
+    // Hardware hairpin (inline, both ports capable, not a single-queue port): one more
+    // queue pair, at index `queues`, that the passthrough rule targets.
+    uint16_t peer_pid = UINT16_MAX;
+    if (config_.hairpin && config_.mode == PortMode::inline_pair && !single_tx_ &&
+        rte_eth_dev_get_port_by_name(config_.devices[1 - index].c_str(), &peer_pid) == 0 &&
+        hairpin_capable(pid) && hairpin_capable(peer_pid))
+        p.hairpin = true;
+    const auto configured = static_cast<uint16_t>(queues + (p.hairpin ? 1 : 0));
     // af_packet reports 1518 whatever its ring slots hold; its limit is the slot size,
     // which check_geometry() verified against the MTU.
     const bool af_packet = p.driver == "net_af_packet";
@@ -284,8 +300,7 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
         // af_packet takes the interface's MTU as it is; a NIC needs its MTU raised.
         conf.rxmode.mtu = config_.max_frame - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
     }
-    int rc = rte_eth_dev_configure(pid, static_cast<uint16_t>(queues),
-                                   static_cast<uint16_t>(queues), &conf);
+    int rc = rte_eth_dev_configure(pid, configured, configured, &conf);
     if (rc != 0) {
         error = "port " + device + " (" + p.driver + "): configure failed: " + rte_strerror(-rc);
         return false;
@@ -310,6 +325,13 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
                     " set-up failed: " + rte_strerror(-rc);
             return false;
         }
+    }
+    std::string hairpin_error;
+    if (p.hairpin &&
+        !setup_hairpin_queues(pid, peer_pid, static_cast<uint16_t>(queues), hairpin_error)) {
+        error = "port " + device + " (" + p.driver + "): " + hairpin_error +
+                " (run with --no-hairpin to forward non-RoCE frames in software)";
+        return false;
     }
     if (config_.promiscuous) rte_eth_promiscuous_enable(pid);  // not every PMD has it
     if ((rc = rte_eth_dev_start(pid)) != 0) {

@@ -54,6 +54,7 @@ struct PortSourceConfig {
     uint32_t max_frame = 1518;    // largest frame that must cross (checked per port)
     unsigned worker_ring = 1024;  // dispatch mode, per worker (power of two)
     bool promiscuous = true;
+    bool hairpin = true;  // inline: hairpin non-observed frames where both ports can
 };
 
 // Counters of one transmitting lcore (a lane); single writer, relaxed readers.
@@ -73,8 +74,9 @@ struct PortInfo {
     std::string name;
     std::string driver;
     uint16_t peer = UINT16_MAX;  // inline: where its frames leave
-    uint16_t queues = 1;         // Rx = Tx queues configured
+    uint16_t queues = 1;         // Rx = Tx queues configured (hairpin queue not included)
     bool hw_timestamp = false;
+    bool hairpin = false;  // a hairpin queue pair at index `queues`, peered with `peer`
 };
 
 // Device clock -> ns, for a port whose Rx timestamps are in device ticks.

@@ -21,6 +21,7 @@
 #include "dataplane/offload/flow_installer.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/live_view.hpp"
+#include "dataplane/pipeline/pci_port.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
 #include "dataplane/pipeline/port_config.hpp"
 #include "dataplane/pipeline/qp_board.hpp"
@@ -52,6 +53,7 @@ struct LiveOptions {
     bool hugepages = false;
     bool quiet = false;
     bool no_view = false;
+    bool no_hairpin = false;
     std::vector<std::string> eal_args;
 };
 
@@ -150,6 +152,9 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
         ->check(CLI::PositiveNumber);
     app.add_flag("--hugepages", opt.hugepages, "require hugepages (implied by --port)");
     app.add_flag("--no-view", opt.no_view, "no live terminal view");
+    if (is_inline)
+        app.add_flag("--no-hairpin", opt.no_hairpin,
+                     "forward non-RoCE frames in software even where both NICs can hairpin");
     app.add_flag("--quiet", opt.quiet, "no live view and no terminal summary");
     try {
         std::reverse(args.begin(), args.end());
@@ -225,6 +230,11 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
                          "the smaller side and are counted as Tx errors\n",
                          name, min_mtu, max_mtu, min_mtu);
     }
+    for (std::string& p : opt.pci) {
+        std::string canonical;
+        if (!pipeline::check_pci_port(p, canonical, error)) return fail(error);
+        p = canonical;
+    }
     if (!opt.pci.empty() && ::geteuid() != 0) return fail("NIC ports (--port) need root");
     const auto offload = offload::parse_offload_mode(opt.offload);
 
@@ -232,6 +242,7 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     pc.mode = mode;
     pc.workers = opt.workers;
     pc.offload = *offload;
+    pc.hairpin = !opt.no_hairpin;
     pc.policy = *pipeline::parse_shard_policy(opt.shard);
     pc.max_frame = std::max<uint32_t>(opt.ifaces.empty() ? 1518 : geometry.max_frame(), 1518);
     pc.mbuf_data_room =

@@ -350,6 +350,9 @@ def case_bad_config():
             (mid + [INSERT_DP, "monitor", "--iface", "a1", "--offload", "require", "--", "--no-huge"],
              "--offload require"),
             ([INSERT_DP, "monitor", "--iface", "lo", "--workers", "0"], "--workers"),
+            ([INSERT_DP, "monitor", "--port", "0000:00:1f.7"], "no PCI device 0000:00:1f.7"),
+            ([INSERT_DP, "inline", "--port", "eth0", "--port", "0000:00:1f.7"],
+             "--port eth0 is not a PCI address"),
         ]
         for argv, text in checks:
             t0 = time.monotonic()
