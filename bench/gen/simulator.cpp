@@ -880,8 +880,8 @@ void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
 void Simulator::prefetch(const Event& e) {
     switch (e.type) {
         case Ev::post:
-            __builtin_prefetch(msgs_.data() + e.b);  // and the next one's post_ns
-            __builtin_prefetch(reinterpret_cast<const char*>(msgs_.data() + e.b + 2) - 1);
+            __builtin_prefetch(&msgs_[e.b]);
+            if (e.b + 1 < msgs_.size()) __builtin_prefetch(&msgs_[e.b + 1].post_ns);
             [[fallthrough]];
         case Ev::ack_timer:
         case Ev::retx_timer:
