@@ -63,6 +63,7 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n");
     std::string datapath = "all";
     std::string cgroup;
+    std::string sites = "auto";
     uint32_t ringbuf_kb = out.ringbuf_bytes / 1024;
     int pid = 0;
     app.add_option("-o,--output", out.output, "JSON Lines destination file, '-' for stdout");
@@ -73,6 +74,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     app.add_option("-l,--lib", out.libraries,
                    "libibverbs.so copy to probe (repeatable); default: the system's");
     app.add_option("--datapath", datapath, "post_send/post_recv/poll_cq: off, all, sample:N");
+    app.add_option("--sites", sites,
+                   "auto: probe softverbs' trace sites where a library exports them; off: "
+                   "always the provider's ops-table entries");
     app.add_option("--ringbuf-kb", ringbuf_kb, "ring buffer size in KiB (power of two)");
     app.add_option("--scan-ms", out.scan_ms,
                    "look for processes mapping other libibverbs copies every N ms (0: off)");
@@ -91,6 +95,11 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         error = "--datapath " + datapath + ": expected off, all or sample:N (N >= 1)";
         return 2;
     }
+    if (sites != "auto" && sites != "off") {
+        error = "--sites " + sites + ": expected auto or off";
+        return 2;
+    }
+    out.use_sites = sites == "auto";
     if (pid < 0) {
         error = "--pid " + std::to_string(pid) + ": not a process id";
         return 2;

@@ -18,6 +18,7 @@ struct TraceOptions {
     std::vector<std::string> libraries;  // libibverbs copies to probe (empty: the system's)
     uint32_t datapath_sample = 1;        // 0 off, 1 every call, N one in N
     uint32_t ringbuf_bytes = 4u << 20;
+    bool use_sites = true;    // softverbs' trace sites where exported (--sites off: entries)
     uint32_t scan_ms = 1000;  // look for new libibverbs copies; 0 off
     double duration_s = 0;    // 0: until SIGINT/SIGTERM
     bool verbose = false;

@@ -29,8 +29,9 @@ namespace {
 using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-// Poll timeout: bounds how late a stop request or the housekeeping tick is noticed.
-constexpr int kPollTimeoutMs = 100;
+// Poll timeout: bounds how late a stop request or the housekeeping tick is noticed, and
+// how long data-path records wait in the ring (they do not wake the reader).
+constexpr int kPollTimeoutMs = 20;
 // Housekeeping (drop counters, exited processes) interval.
 constexpr auto kHousekeeping = std::chrono::milliseconds(250);
 constexpr const char* kLibibverbsPrefix = "libibverbs.so";
@@ -88,23 +89,26 @@ void Session::emit(const json& j) {
 }
 
 bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in) {
-    std::vector<std::pair<std::string, uint64_t>> attached;
+    std::vector<std::pair<std::string, uint64_t>> attached, sites;
     bool already = false;
     std::string error;
-    if (!tracer_->attach_library(path, attach_pid, attached, already, error)) {
+    if (!tracer_->attach_library(path, attach_pid, attached, sites, already, error)) {
         last_error_ = error;
         return false;
     }
     if (!already) {
         json symbols = json::object();
         for (const auto& [name, offset] : attached) symbols[name] = offset;
+        json site_offsets = json::object();
+        for (const auto& [name, offset] : sites) site_offsets[name] = offset;
         emit({{"type", "attach"},
               {"what", "control"},
               {"t_ns", monotonic_ns()},
               {"lib", path},
               {"pid", attach_pid},
               {"seen_in_pid", seen_in ? json(seen_in) : json(nullptr)},
-              {"symbols", symbols}});
+              {"symbols", symbols},
+              {"sites", site_offsets}});
     }
     return true;
 }
@@ -165,16 +169,20 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
             continue;
         }
         const std::string path = path_in_process_root(pid, loc->path);
-        bool already = false;
+        bool already = false, by_site = false;
         const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
-        if (!tracer_->attach_datapath(f.fn, path, loc->offset, attach_pid, already, error)) {
+        if (!tracer_->attach_datapath(f.fn, path, loc->offset, attach_pid, already, by_site,
+                                      error)) {
             functions[f.name] = {{"error", error}};
             std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
             report = true;
             continue;
         }
         report |= !already;
-        functions[f.name] = {{"file", loc->path}, {"offset", loc->offset}, {"new", !already}};
+        functions[f.name] = {{"file", loc->path},
+                             {"offset", loc->offset},
+                             {"new", !already},
+                             {"probe", by_site ? "site" : "entry"}};
     }
     if (report)
         emit({{"type", "attach"},
@@ -236,6 +244,7 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     filters.comm = opt_.comm;
     filters.datapath_sample = opt_.datapath_sample;
     filters.ringbuf_bytes = opt_.ringbuf_bytes;
+    filters.use_sites = opt_.use_sites;
     std::string error;
     tracer_ = VerbsTracer::open(
         filters, [this](const insert_trace_event& e) { on_event(e); }, error);
@@ -249,6 +258,7 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
           {"t_ns", monotonic_ns()},
           {"wall_offset_ns", wall_offset_},
           {"datapath", datapath_text(opt_.datapath_sample)},
+          {"sites", opt_.use_sites ? "auto" : "off"},
           {"ringbuf_bytes", opt_.ringbuf_bytes},
           {"pid", opt_.pid ? json(opt_.pid) : json(nullptr)},
           {"comm", opt_.comm.empty() ? json(nullptr) : json(opt_.comm)},

@@ -7,7 +7,11 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include <infiniband/verbs.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "hosttrace/elf_symbols.hpp"
@@ -78,6 +82,11 @@ std::unique_ptr<VerbsTracer> VerbsTracer::open(const TracerFilters& filters, Eve
     ro->filter_tgid = static_cast<uint32_t>(filters.tgid);
     ro->filter_cgroup = filters.cgroup_id;
     ro->datapath_sample = filters.datapath_sample;
+    // A quarter of the ring: the reader is woken early enough that a burst arriving while
+    // it sleeps on its timer does not fill the ring.
+    ro->wakeup_bytes = filters.ringbuf_bytes / 4;
+    t->use_sites_ = filters.use_sites;
+    t->datapath_on_ = filters.datapath_sample != 0;
     if (!filters.comm.empty()) {
         ro->filter_by_comm = true;
         for (size_t i = 0; i < sizeof(ro->filter_comm); i++)
@@ -107,12 +116,99 @@ VerbsTracer::~VerbsTracer() {
     if (skel_) verbs_trace_bpf__destroy(skel_);
 }
 
+// The batch record begins like an event: one header copy serves both.
+static_assert(offsetof(insert_trace_batch, ts_ns) == offsetof(insert_trace_event, ts_ns));
+static_assert(offsetof(insert_trace_batch, comm) == offsetof(insert_trace_event, comm));
+static_assert(offsetof(insert_trace_batch, kind) == offsetof(insert_trace_event, kind));
+static_assert(offsetof(insert_trace_batch, obj) == offsetof(insert_trace_event, obj));
+static_assert(offsetof(insert_trace_batch, qp_num) == offsetof(insert_trace_event, u));
+static_assert(sizeof(sv_trace_send_wr) == SV_TRACE_SEND_WR_SIZE);
+static_assert(sizeof(sv_trace_recv_wr) == SV_TRACE_RECV_WR_SIZE);
+static_assert(sizeof(ibv_wc) == IBV_WC_SIZE);
+static_assert(offsetof(ibv_wc, wc_flags) + sizeof(ibv_wc::wc_flags) <= IBV_WC_SIZE);
+
 int VerbsTracer::on_sample(void* self, void* data, size_t size) {
+    auto* t = static_cast<VerbsTracer*>(self);
+    if (size >= offsetof(insert_trace_batch, items)) {
+        uint32_t kind = 0;
+        std::memcpy(&kind, static_cast<const uint8_t*>(data) + offsetof(insert_trace_batch, kind),
+                    sizeof(kind));
+        if (kind == INSERT_EV_POST_SEND_BATCH || kind == INSERT_EV_POST_RECV_BATCH ||
+            kind == INSERT_EV_POLL_CQ_BATCH) {
+            // Records of one item are shorter than the struct (verbs_trace.bpf.c).
+            insert_trace_batch b{};
+            std::memcpy(&b, data, std::min(size, sizeof(b)));
+            t->expand_batch(b, size);
+            return 0;
+        }
+    }
     if (size < sizeof(insert_trace_event)) return 0;
     insert_trace_event e;
     std::memcpy(&e, data, sizeof(e));
-    static_cast<VerbsTracer*>(self)->handler_(e);
+    t->handler_(e);
     return 0;
+}
+
+// One event per work request or completion: the JSON schema (and everything downstream)
+// stays one record per item, whichever probe produced it.
+void VerbsTracer::expand_batch(const insert_trace_batch& b, size_t size) {
+    const size_t header = offsetof(insert_trace_batch, items);
+    const size_t item_size = b.kind == INSERT_EV_POST_SEND_BATCH   ? sizeof(sv_trace_send_wr)
+                             : b.kind == INSERT_EV_POST_RECV_BATCH ? sizeof(sv_trace_recv_wr)
+                                                                   : size_t{IBV_WC_SIZE};
+    const size_t n = std::min<size_t>({b.n, INSERT_MAX_BATCH, (size - header) / item_size});
+    insert_trace_event e{};
+    std::memcpy(&e, &b, offsetof(insert_trace_event, u));
+    for (size_t i = 0; i < n; i++) {
+        std::memset(&e.u, 0, sizeof(e.u));
+        const bool last = i + 1 == n;
+        if (b.kind == INSERT_EV_POST_SEND_BATCH) {
+            const sv_trace_send_wr& w = b.items.send[i];
+            auto& p = e.u.post_send;
+            e.kind = INSERT_EV_POST_SEND;
+            p.wr_id = w.wr_id;
+            p.remote_addr = w.remote_addr;
+            p.total_len = w.length;
+            p.qp_num = b.qp_num;
+            p.opcode = w.opcode;
+            p.send_flags = w.send_flags;
+            p.num_sge = w.num_sge;
+            p.rkey = w.rkey;
+            p.imm_data = w.imm_data;
+            p.remote_qpn = w.remote_qpn;
+            p.chain_index = static_cast<uint16_t>(b.first_index + i);
+            // Bit 0: the chain went on (last item); bit 1: an SGE list was cut (entry probe).
+            p.truncated =
+                ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
+        } else if (b.kind == INSERT_EV_POST_RECV_BATCH) {
+            const sv_trace_recv_wr& w = b.items.recv[i];
+            auto& p = e.u.post_recv;
+            e.kind = INSERT_EV_POST_RECV;
+            p.wr_id = w.wr_id;
+            p.total_len = w.length;
+            p.qp_num = b.qp_num;
+            p.num_sge = w.num_sge;
+            p.chain_index = static_cast<uint16_t>(b.first_index + i);
+            p.truncated =
+                ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
+        } else {
+            ibv_wc wc;
+            std::memcpy(&wc, b.items.wc[i], sizeof(wc));
+            auto& p = e.u.poll_cq;
+            e.kind = INSERT_EV_POLL_CQ;
+            p.wr_id = wc.wr_id;
+            p.status = wc.status;
+            p.opcode = wc.opcode;
+            p.byte_len = wc.byte_len;
+            p.imm_data = wc.imm_data;
+            p.qp_num = wc.qp_num;
+            p.src_qp = wc.src_qp;
+            p.wc_flags = wc.wc_flags;
+            p.index = static_cast<uint16_t>(b.first_index + i);
+            p.polled = static_cast<uint16_t>(b.polled);
+        }
+        handler_(e);
+    }
 }
 
 bool VerbsTracer::attach_one(bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
@@ -130,6 +226,7 @@ bool VerbsTracer::attach_one(bpf_program* prog, bool retprobe, pid_t pid, const 
 
 bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
                                  std::vector<std::pair<std::string, uint64_t>>& attached,
+                                 std::vector<std::pair<std::string, uint64_t>>& site_list,
                                  bool& already, std::string& error) {
     uint64_t dev = 0, ino = 0;
     if (!file_identity(path, dev, ino)) {
@@ -153,6 +250,15 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
         }
         sites.emplace_back(v.symbol, *off);
     }
+    // softverbs' trace sites: all three or none (a library with some would leave a verb
+    // covered twice or not at all).
+    std::vector<std::pair<std::string, uint64_t>> trace_sites;
+    if (use_sites_ && datapath_on_) {
+        for (const char* name :
+             {SV_TRACE_SITE_POST_SEND, SV_TRACE_SITE_POST_RECV, SV_TRACE_SITE_POLL_CQ})
+            if (auto off = elf->function_offset(name)) trace_sites.emplace_back(name, *off);
+        if (trace_sites.size() != 3) trace_sites.clear();
+    }
     // All or nothing: a half-probed library would be probed twice by the next attempt.
     const size_t first_link = links_.size();
     for (const auto& [symbol, off] : sites) {
@@ -168,20 +274,42 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
         }
         attached.emplace_back(symbol, off);
     }
+    for (const auto& [symbol, off] : trace_sites) {
+        auto& p = skel_->progs;
+        bpf_program* prog = symbol == SV_TRACE_SITE_POST_SEND   ? p.sv_post_send_site
+                            : symbol == SV_TRACE_SITE_POST_RECV ? p.sv_post_recv_site
+                                                                : p.sv_poll_cq_site;
+        if (!attach_one(prog, false, pid, path, off, error)) {
+            while (links_.size() > first_link) {
+                bpf_link__destroy(links_.back());
+                links_.pop_back();
+            }
+            attached.clear();
+            site_list.clear();
+            return false;
+        }
+        site_list.emplace_back(symbol, off);
+    }
+    if (!trace_sites.empty()) site_libraries_.insert({dev, ino});
     libraries_.insert({dev, ino});
     return true;
 }
 
 bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset,
-                                  pid_t pid, bool& already, std::string& error) {
+                                  pid_t pid, bool& already, bool& by_site, std::string& error) {
     uint64_t dev = 0, ino = 0;
     if (!file_identity(path, dev, ino)) {
         error = path + ": " + std::strerror(errno);
         return false;
     }
     const auto key = std::make_tuple(dev, ino, offset, static_cast<int>(fn));
+    by_site = fn != DatapathFn::CreateQpEx && site_libraries_.count({dev, ino}) != 0;
     already = datapath_.count(key) != 0;
     if (already) return true;
+    if (by_site) {
+        datapath_.insert(key);
+        return true;
+    }
     auto& p = skel_->progs;
     bool ok = false;
     switch (fn) {
@@ -205,7 +333,12 @@ bool VerbsTracer::attach_datapath(DatapathFn fn, const std::string& path, uint64
 }
 
 int VerbsTracer::poll(int timeout_ms) {
-    return ring_buffer__poll(rb_, timeout_ms);
+    // Data-path records do not wake the reader (verbs_trace.bpf.c): after a timeout the
+    // ring is read anyway.
+    const int n = ring_buffer__poll(rb_, timeout_ms);
+    if (n < 0) return n;
+    const int more = ring_buffer__consume(rb_);
+    return more < 0 ? more : n + more;
 }
 
 int VerbsTracer::drain() {

@@ -28,6 +28,9 @@ struct TracerFilters {
     std::string comm;
     uint32_t datapath_sample = 1;
     uint32_t ringbuf_bytes = 4u << 20;
+    // Probe softverbs' trace sites (trace_sites.h) where a library exports them, instead of
+    // its ops-table entries (off: measure or debug the entry-probe path).
+    bool use_sites = true;
 };
 
 // Functions found through a context's ops tables rather than by symbol: the data path of
@@ -61,14 +64,18 @@ class VerbsTracer {
     // Appends the attached symbols and their file offsets to `attached`. Returns false with `error`
     // when the file is not a libibverbs (a required symbol is missing) or an attach fails.
     // Attaching the same file (device, inode) twice is a no-op that returns true.
+    // When the file exports softverbs' trace sites and the data path is traced, they are
+    // probed too and listed in `sites`.
     bool attach_library(const std::string& path, pid_t pid,
-                        std::vector<std::pair<std::string, uint64_t>>& attached, bool& already,
+                        std::vector<std::pair<std::string, uint64_t>>& attached,
+                        std::vector<std::pair<std::string, uint64_t>>& sites, bool& already,
                         std::string& error);
 
     // Probes a provider function at (file, offset); idempotent per location.
-    // `already` tells whether it was probed before.
+    // `already` tells whether it was probed before; `by_site` that nothing was attached
+    // because the file's trace sites report this function's work (post/poll of softverbs).
     bool attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset, pid_t pid,
-                         bool& already, std::string& error);
+                         bool& already, bool& by_site, std::string& error);
 
     // Waits up to `timeout_ms` for events and hands them to the handler. Returns the
     // number of events, or a negative errno (-EINTR when a signal interrupted the wait).
@@ -81,6 +88,7 @@ class VerbsTracer {
   private:
     VerbsTracer() = default;
     static int on_sample(void* self, void* data, size_t size);
+    void expand_batch(const insert_trace_batch& b, size_t size);
     bool attach_one(::bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
                     uint64_t offset, std::string& error);
 
@@ -90,6 +98,9 @@ class VerbsTracer {
     std::vector<bpf_link*> links_;
     std::set<std::pair<uint64_t, uint64_t>> libraries_;                 // (dev, inode)
     std::set<std::tuple<uint64_t, uint64_t, uint64_t, int>> datapath_;  // dev, inode, offset, fn
+    std::set<std::pair<uint64_t, uint64_t>> site_libraries_;            // (dev, inode)
+    bool use_sites_ = true;
+    bool datapath_on_ = true;
 };
 
 // Candidates for the system's libibverbs, in the order the dynamic loader would find them.

@@ -20,6 +20,9 @@ const volatile bool filter_by_comm = false;
 const volatile char filter_comm[16] = {};
 /* 0: data path off (probes never attached); 1: every call; N: one call in N. */
 const volatile __u32 datapath_sample = 1;
+/* Data-path records wake the reader only when this much is waiting (set to a fraction of
+ * the ring by user space). */
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -102,7 +105,11 @@ static __always_inline __u32 read_u32(__u64 addr) {
     return v;
 }
 
-/* Reserve and fill the common header; NULL (and a counted drop) when the ring is full. */
+/* Control-path records are submitted plainly: the reader is woken when it had read
+ * everything before them (then a wake-up is what makes the record visible at once), and not
+ * when unread records wait - it is awake, or its timer fetches them within kPollTimeoutMs.
+ * Forcing a wake-up per record cost ~3 us per control verb here. Reserve and fill the
+ * common header; NULL (and a counted drop) when the ring is full. */
 static __always_inline struct insert_trace_event* new_event(__u32 kind) {
     struct insert_trace_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
     if (!e) {
@@ -346,101 +353,296 @@ int BPF_KPROBE(dereg_mr_entry, void* mr) {
     return 0;
 }
 
-/* ---- data path (provider functions behind context->ops) -------------------------- */
+/* ---- data path ------------------------------------------------------------------- */
 
-static __always_inline __u64 sge_total(__u64 sg_list, __u32 num_sge, __u16* truncated) {
-    __u64 total = 0;
-    for (int i = 0; i < INSERT_MAX_SGE; i++) {
-        if (i >= num_sge) break;
-        total += read_u32(sg_list + i * IBV_SGE_SIZE + IBV_SGE_LENGTH);
+/* The consumer is not woken per data-path record: a wake-up (irq_work, a self-IPI on x86,
+ * which exits to the hypervisor in a VM) costs the traced thread 0.7 us (reader in the same
+ * process) to ~3 us (insert-trace reading) here, as much as or more than the event. User space
+ * reads the ring on a short timer instead. The record that makes more than wakeup_bytes wait wakes
+ * it at once, so a burst cannot fill the ring while the reader sleeps; the records after it do not
+ * (the reader is awake and draining, and a wake-up per record would cost the most exactly when the
+ * reader is behind). `size`: this record's reservation. */
+static __always_inline __u64 datapath_submit_flags(__u64 size) {
+    __u64 waiting = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA); /* includes this record */
+    return waiting >= wakeup_bytes && waiting < wakeup_bytes + size + 8 ? BPF_RB_FORCE_WAKEUP
+                                                                        : BPF_RB_NO_WAKEUP;
+}
+
+/* Clamps a copy size for the verifier. The compiler knows the size is already in range
+ * (the item count was clamped) and would drop a plain check; the empty asm hides the value
+ * from it, so the check the verifier needs stays in the program. */
+static __always_inline __u64 bound_size(__u64 v, __u64 max) {
+    asm volatile("" : "+r"(v));
+    return v > max ? max : v;
+}
+
+static __always_inline void count_drops(__u32 items) {
+    __u32 which = INSERT_CNT_RINGBUF_DROPS;
+    __u64* v = bpf_map_lookup_elem(&counters, &which);
+    if (v) *v += items;
+}
+
+/* `items`: what a full ring loses - the drop counter counts work requests and
+ * completions, as the output does. `bytes`: the reservation, a constant after inlining (the
+ * verifier requires one): the full record, or the header and the items a call is known to
+ * have. */
+static __always_inline struct insert_trace_batch* new_batch(__u32 kind, __u64 ctx, __u64 obj,
+                                                            __u32 items, __u64 bytes) {
+    struct insert_trace_batch* b = bpf_ringbuf_reserve(&events, bytes, 0);
+    if (!b) {
+        count_drops(items);
+        return NULL;
     }
-    if (num_sge > INSERT_MAX_SGE) *truncated = 1;
+    __u64 id = bpf_get_current_pid_tgid();
+    b->ts_ns = bpf_ktime_get_ns();
+    b->cgroup_id = bpf_get_current_cgroup_id();
+    b->pid = id >> 32;
+    b->tid = (__u32)id;
+    bpf_get_current_comm(b->comm, sizeof(b->comm));
+    b->kind = kind;
+    b->ret = 0;
+    b->ctx = ctx;
+    b->obj = obj;
+    b->qp_num = 0;
+    b->n = 0;
+    b->first_index = 0;
+    b->polled = 0;
+    b->truncated = 0;
+    b->pad = 0;
+    return b;
+}
+
+/* The sixth argument of a trace site: libbpf's BPF_KPROBE stops at five. */
+#if defined(__TARGET_ARCH_arm64)
+#define SITE_ARG6(regs) ((__u32)(regs)->regs[5])
+#else
+#define SITE_ARG6(regs) ((__u32)(regs)->r9)
+#endif
+
+#define BATCH_HEADER __builtin_offsetof(struct insert_trace_batch, items)
+
+/* One record of `cap` items (a constant: 1 or INSERT_MAX_BATCH) holding n <= cap of them. */
+static __always_inline void emit_batch(__u32 kind, __u64 vctx, __u64 obj, __u32 qp_num,
+                                       const void* items, __u32 n, __u32 first_index,
+                                       const __u32 item_size, __u32 polled, const __u32 cap) {
+    const __u64 reserve = BATCH_HEADER + (__u64)cap * item_size;
+    struct insert_trace_batch* b = new_batch(kind, vctx, obj, n, reserve);
+    if (!b) return;
+    b->qp_num = qp_num;
+    b->n = n;
+    b->first_index = first_index;
+    b->polled = polled;
+    b->ret = polled;
+    __u64 bytes = bound_size((__u64)n * item_size, (__u64)cap * item_size);
+    if (bpf_probe_read_user(&b->items, bytes, items)) count(INSERT_CNT_READ_ERRORS);
+    bpf_ringbuf_submit(b, datapath_submit_flags(reserve));
+}
+
+/* One record per site call: the site's arguments plus one copy of its array. A single work
+ * request or completion - the common case - takes a record of its size, not of sixteen:
+ * the ring holds ~7x more of them and the reader copies less. */
+static __always_inline int site_batch(__u32 kind, __u64 vctx, __u64 obj, __u32 qp_num,
+                                      const void* items, __u32 n, __u32 first_index,
+                                      const __u32 item_size, __u32 polled) {
+    if (!traced_task() || !sampled_in()) return 0;
+    if (n == 0) return 0;
+    if (n == 1)
+        emit_batch(kind, vctx, obj, qp_num, items, 1, first_index, item_size, polled, 1);
+    else
+        emit_batch(kind, vctx, obj, qp_num, items, n > INSERT_MAX_BATCH ? INSERT_MAX_BATCH : n,
+                   first_index, item_size, polled, INSERT_MAX_BATCH);
+    return 0;
+}
+
+/* softverbs_trace_post_send(ctx, qp, qp_num, wrs, n, first_index) */
+SEC("uprobe")
+int BPF_KPROBE(sv_post_send_site, void* vctx, void* qp, __u32 qp_num, void* wrs, __u32 n) {
+    return site_batch(INSERT_EV_POST_SEND_BATCH, (__u64)vctx, (__u64)qp, qp_num, wrs, n,
+                      SITE_ARG6(ctx), SV_TRACE_SEND_WR_SIZE, 0);
+}
+
+/* softverbs_trace_post_recv(ctx, qp, qp_num, wrs, n, first_index) */
+SEC("uprobe")
+int BPF_KPROBE(sv_post_recv_site, void* vctx, void* qp, __u32 qp_num, void* wrs, __u32 n) {
+    return site_batch(INSERT_EV_POST_RECV_BATCH, (__u64)vctx, (__u64)qp, qp_num, wrs, n,
+                      SITE_ARG6(ctx), SV_TRACE_RECV_WR_SIZE, 0);
+}
+
+/* softverbs_trace_poll_cq(ctx, cq, wc, n, first_index, polled) */
+SEC("uprobe")
+int BPF_KPROBE(sv_poll_cq_site, void* vctx, void* cq, void* wc, __u32 n, __u32 first_index) {
+    return site_batch(INSERT_EV_POLL_CQ_BATCH, (__u64)vctx, (__u64)cq, 0, wc, n, first_index,
+                      IBV_WC_SIZE, SITE_ARG6(ctx));
+}
+
+/* Entry probes on a provider's ops functions (no trace sites: rdma-core's providers).
+ * Each user-memory read costs ~0.1-0.2 us here, so every struct is copied once: the QP's
+ * head, each work request's fixed part, each SGE list. */
+
+struct qp_head {
+    __u64 context, qp_context, pd, send_cq, recv_cq, srq;
+    __u32 handle, qp_num;
+};
+
+static __always_inline __u32 sge_total(__u64 sg_list, __u32 num_sge, __u16* truncated) {
+    struct {
+        __u64 addr;
+        __u32 length, lkey;
+    } sge[INSERT_MAX_SGE] = {};
+    _Static_assert(sizeof(sge[0]) == IBV_SGE_SIZE, "sge layout");
+    __u32 n = num_sge;
+    if (n > INSERT_MAX_SGE) {
+        n = INSERT_MAX_SGE;
+        *truncated |= 2;
+    }
+    __u64 bytes = bound_size((__u64)n * IBV_SGE_SIZE, sizeof(sge));
+    if (bytes && bpf_probe_read_user(sge, bytes, (const void*)sg_list))
+        count(INSERT_CNT_READ_ERRORS);
+    __u32 total = 0;
+    for (int i = 0; i < INSERT_MAX_SGE; i++) {
+        if (i >= n) break;
+        total += sge[i].length;
+    }
     return total;
 }
 
-/* provider post_send(qp, wr, bad_wr): one event per work request of the chain. */
+/* Work requests in a chain (up to INSERT_MAX_BATCH), for the drop counter: only called
+ * when the ring is full, so the extra reads do not matter. */
+static __noinline __u32 chain_length(__u64 w) {
+    __u32 n = 0;
+    for (int i = 0; i < INSERT_MAX_BATCH; i++) {
+        if (!w) break;
+        n++;
+        w = read_u64(w + IBV_SEND_WR_NEXT); /* == IBV_RECV_WR_NEXT */
+    }
+    return n;
+}
+
+static __always_inline bool read_qp_head(__u64 qp, struct qp_head* h) {
+    _Static_assert(__builtin_offsetof(struct qp_head, qp_num) == IBV_QP_QP_NUM, "qp layout");
+    _Static_assert(sizeof(struct qp_head) == IBV_QP_HEAD_SIZE, "qp layout");
+    if (!bpf_probe_read_user(h, sizeof(*h), (const void*)qp)) return true;
+    count(INSERT_CNT_READ_ERRORS);
+    return false;
+}
+
+/* The fixed part of struct ibv_send_wr / ibv_recv_wr, copied with one read each. */
+struct send_wr_head {
+    __u64 wr_id, next, sg_list;
+    __u32 num_sge, opcode, send_flags, imm_data;
+    __u64 remote_addr; /* wr.rdma / wr.atomic / wr.ud.ah */
+    __u32 word48;      /* wr.rdma.rkey / wr.ud.remote_qpn / low half of compare_add */
+    __u32 word52;
+    __u64 word56, word64;
+};
+_Static_assert(__builtin_offsetof(struct send_wr_head, next) == IBV_SEND_WR_NEXT, "wr layout");
+_Static_assert(__builtin_offsetof(struct send_wr_head, num_sge) == IBV_SEND_WR_NUM_SGE,
+               "wr layout");
+_Static_assert(__builtin_offsetof(struct send_wr_head, imm_data) == IBV_SEND_WR_IMM_DATA,
+               "wr layout");
+_Static_assert(__builtin_offsetof(struct send_wr_head, remote_addr) == IBV_SEND_WR_REMOTE_ADDR,
+               "wr layout");
+_Static_assert(__builtin_offsetof(struct send_wr_head, word48) == IBV_SEND_WR_RDMA_RKEY,
+               "wr layout");
+_Static_assert(__builtin_offsetof(struct send_wr_head, word64) == IBV_SEND_WR_ATOMIC_RKEY,
+               "wr layout");
+
+struct recv_wr_head {
+    __u64 wr_id, next, sg_list;
+    __u32 num_sge, pad;
+};
+_Static_assert(__builtin_offsetof(struct recv_wr_head, next) == IBV_RECV_WR_NEXT, "wr layout");
+_Static_assert(__builtin_offsetof(struct recv_wr_head, num_sge) == IBV_RECV_WR_NUM_SGE,
+               "wr layout");
+
+static __always_inline bool read_wr(__u64 w, void* head, __u32 size) {
+    if (!bpf_probe_read_user(head, size, (const void*)w)) return true;
+    count(INSERT_CNT_READ_ERRORS);
+    return false;
+}
+
+static __always_inline void fill_send(struct sv_trace_send_wr* r, const struct send_wr_head* v,
+                                      __u16* truncated) {
+    bool atomic = v->opcode == IBV_WR_ATOMIC_CMP_AND_SWP_VALUE ||
+                  v->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD_VALUE;
+    r->wr_id = v->wr_id;
+    r->remote_addr = v->remote_addr;
+    r->length = sge_total(v->sg_list, v->num_sge, truncated);
+    r->rkey = atomic ? (__u32)v->word64 : v->word48;
+    r->imm_data = v->imm_data;
+    r->remote_qpn = v->word48;
+    r->send_flags = v->send_flags;
+    r->opcode = (__u16)v->opcode;
+    r->num_sge = (__u16)v->num_sge;
+}
+
+static __always_inline void fill_recv(struct sv_trace_recv_wr* r, const struct recv_wr_head* v,
+                                      __u16* truncated) {
+    r->wr_id = v->wr_id;
+    r->length = sge_total(v->sg_list, v->num_sge, truncated);
+    r->num_sge = v->num_sge;
+}
+
+/* One record for a chain whose first work request is already read: `cap` (a constant) is 1
+ * when that one is the whole chain - a record of its size, as at the trace sites - else
+ * INSERT_MAX_BATCH, and the rest of the chain is read into it. */
+#define EMIT_CHAIN(KIND, ITEMS, HEAD, FILL, ITEM_SIZE, qp, h, first, cap)                        \
+    do {                                                                                         \
+        struct insert_trace_batch* b =                                                           \
+            new_batch(KIND, (h)->context, qp, 0, BATCH_HEADER + (__u64)(cap) * (ITEM_SIZE));     \
+        if (!b) {                                                                                \
+            count_drops((cap) == 1 ? 1 : 1 + chain_length((first)->next));                       \
+            break;                                                                               \
+        }                                                                                        \
+        b->qp_num = (h)->qp_num;                                                                 \
+        __u16 truncated = 0;                                                                     \
+        FILL(&b->items.ITEMS[0], first, &truncated);                                             \
+        __u64 w = (first)->next;                                                                 \
+        int i = 1;                                                                               \
+        for (; i < (cap); i++) {                                                                 \
+            if (!w) break;                                                                       \
+            struct HEAD v = {};                                                                  \
+            if (!read_wr(w, &v, sizeof(v))) break;                                               \
+            FILL(&b->items.ITEMS[i], &v, &truncated);                                            \
+            w = v.next;                                                                          \
+        }                                                                                        \
+        if (w && i == (cap)) truncated |= 1;                                                     \
+        b->n = i;                                                                                \
+        b->truncated = truncated;                                                                \
+        bpf_ringbuf_submit(b, datapath_submit_flags(BATCH_HEADER + (__u64)(cap) * (ITEM_SIZE))); \
+    } while (0)
+
+/* provider post_send(qp, wr, bad_wr): one record for the chain's first INSERT_MAX_BATCH
+ * work requests. */
 SEC("uprobe")
 int BPF_KPROBE(post_send_entry, void* qp, void* wr) {
-    if (!traced_task() || !sampled_in()) return 0;
-    __u64 q = (__u64)qp;
-    __u64 vctx = read_u64(q + IBV_QP_CONTEXT);
-    __u32 qp_num = read_u32(q + IBV_QP_QP_NUM);
-    __u64 w = (__u64)wr;
-    for (int i = 0; i < INSERT_MAX_WR_CHAIN; i++) {
-        if (!w) break;
-        struct insert_trace_event* e = new_event(INSERT_EV_POST_SEND);
-        if (!e) return 0;
-        struct insert_ev_post_send* p = &e->u.post_send;
-        /* One copy of the work request's fixed part instead of a read per field: each
-         * bpf_probe_read_user costs about as much as the rest of the program. */
-        struct {
-            __u64 wr_id, next, sg_list;
-            __u32 num_sge, opcode, send_flags, imm_data;
-            __u64 remote_addr; /* wr.rdma / wr.atomic / wr.ud.ah */
-            __u32 word48;      /* wr.rdma.rkey / wr.ud.remote_qpn / low half of compare_add */
-            __u32 word52;
-            __u64 word56, word64;
-        } wrv = {};
-        _Static_assert(__builtin_offsetof(typeof(wrv), num_sge) == IBV_SEND_WR_NUM_SGE,
-                       "wr layout");
-        _Static_assert(__builtin_offsetof(typeof(wrv), imm_data) == IBV_SEND_WR_IMM_DATA,
-                       "wr layout");
-        _Static_assert(__builtin_offsetof(typeof(wrv), remote_addr) == IBV_SEND_WR_REMOTE_ADDR,
-                       "wr layout");
-        _Static_assert(__builtin_offsetof(typeof(wrv), word48) == IBV_SEND_WR_RDMA_RKEY,
-                       "wr layout");
-        _Static_assert(__builtin_offsetof(typeof(wrv), word64) == IBV_SEND_WR_ATOMIC_RKEY,
-                       "wr layout");
-        if (bpf_probe_read_user(&wrv, sizeof(wrv), (const void*)w)) count(INSERT_CNT_READ_ERRORS);
-        e->obj = q;
-        e->ctx = vctx;
-        p->qp_num = qp_num;
-        p->chain_index = i;
-        p->wr_id = wrv.wr_id;
-        p->num_sge = wrv.num_sge;
-        p->opcode = wrv.opcode;
-        p->send_flags = wrv.send_flags;
-        p->imm_data = wrv.imm_data;
-        p->remote_addr = wrv.remote_addr;
-        bool atomic = p->opcode == IBV_WR_ATOMIC_CMP_AND_SWP_VALUE ||
-                      p->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD_VALUE;
-        p->rkey = atomic ? (__u32)wrv.word64 : wrv.word48;
-        p->remote_qpn = wrv.word48;
-        __u16 truncated = 0;
-        p->total_len = sge_total(wrv.sg_list, p->num_sge, &truncated);
-        w = wrv.next;
-        if (w && i == INSERT_MAX_WR_CHAIN - 1) truncated = 1;
-        p->truncated = truncated;
-        bpf_ringbuf_submit(e, 0);
-    }
+    if (!traced_task() || !sampled_in() || !wr) return 0;
+    struct qp_head h = {};
+    read_qp_head((__u64)qp, &h);
+    struct send_wr_head first = {};
+    if (!read_wr((__u64)wr, &first, sizeof(first))) return 0;
+    if (!first.next)
+        EMIT_CHAIN(INSERT_EV_POST_SEND_BATCH, send, send_wr_head, fill_send, SV_TRACE_SEND_WR_SIZE,
+                   (__u64)qp, &h, &first, 1);
+    else
+        EMIT_CHAIN(INSERT_EV_POST_SEND_BATCH, send, send_wr_head, fill_send, SV_TRACE_SEND_WR_SIZE,
+                   (__u64)qp, &h, &first, INSERT_MAX_BATCH);
     return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(post_recv_entry, void* qp, void* wr) {
-    if (!traced_task() || !sampled_in()) return 0;
-    __u64 q = (__u64)qp;
-    __u64 vctx = read_u64(q + IBV_QP_CONTEXT);
-    __u32 qp_num = read_u32(q + IBV_QP_QP_NUM);
-    __u64 w = (__u64)wr;
-    for (int i = 0; i < INSERT_MAX_WR_CHAIN; i++) {
-        if (!w) break;
-        struct insert_trace_event* e = new_event(INSERT_EV_POST_RECV);
-        if (!e) return 0;
-        struct insert_ev_post_recv* p = &e->u.post_recv;
-        e->obj = q;
-        e->ctx = vctx;
-        p->qp_num = qp_num;
-        p->chain_index = i;
-        p->wr_id = read_u64(w + IBV_RECV_WR_WR_ID);
-        p->num_sge = read_u32(w + IBV_RECV_WR_NUM_SGE);
-        __u16 truncated = 0;
-        p->total_len = sge_total(read_u64(w + IBV_RECV_WR_SG_LIST), p->num_sge, &truncated);
-        w = read_u64(w + IBV_RECV_WR_NEXT);
-        if (w && i == INSERT_MAX_WR_CHAIN - 1) truncated = 1;
-        p->truncated = truncated;
-        bpf_ringbuf_submit(e, 0);
-    }
+    if (!traced_task() || !sampled_in() || !wr) return 0;
+    struct qp_head h = {};
+    read_qp_head((__u64)qp, &h);
+    struct recv_wr_head first = {};
+    if (!read_wr((__u64)wr, &first, sizeof(first))) return 0;
+    if (!first.next)
+        EMIT_CHAIN(INSERT_EV_POST_RECV_BATCH, recv, recv_wr_head, fill_recv, SV_TRACE_RECV_WR_SIZE,
+                   (__u64)qp, &h, &first, 1);
+    else
+        EMIT_CHAIN(INSERT_EV_POST_RECV_BATCH, recv, recv_wr_head, fill_recv, SV_TRACE_RECV_WR_SIZE,
+                   (__u64)qp, &h, &first, INSERT_MAX_BATCH);
     return 0;
 }
 
@@ -457,31 +659,12 @@ int BPF_KRETPROBE(poll_cq_return, int polled) {
     struct pending_call c;
     if (!unstash(INSERT_EV_POLL_CQ, &c) || polled <= 0) return 0;
     __u64 vctx = read_u64(c.arg[0] + IBV_CQ_CONTEXT);
-    for (int i = 0; i < INSERT_MAX_WC; i++) {
-        if (i >= polled) break;
-        struct insert_trace_event* e = new_event(INSERT_EV_POLL_CQ);
-        if (!e) return 0;
-        __u64 w = c.arg[1] + i * IBV_WC_SIZE;
-        struct insert_ev_poll_cq* p = &e->u.poll_cq;
-        e->obj = c.arg[0];
-        e->ctx = vctx;
-        e->ret = polled;
-        p->index = i;
-        p->polled = polled;
-        struct {
-            __u64 wr_id;
-            __u32 status, opcode, vendor_err, byte_len, imm_data, qp_num, src_qp, wc_flags;
-        } wcv = {};
-        if (bpf_probe_read_user(&wcv, sizeof(wcv), (const void*)w)) count(INSERT_CNT_READ_ERRORS);
-        p->wr_id = wcv.wr_id;
-        p->status = wcv.status;
-        p->opcode = wcv.opcode;
-        p->byte_len = wcv.byte_len;
-        p->imm_data = wcv.imm_data;
-        p->qp_num = wcv.qp_num;
-        p->src_qp = wcv.src_qp;
-        p->wc_flags = wcv.wc_flags;
-        bpf_ringbuf_submit(e, 0);
-    }
+    const void* wc = (const void*)c.arg[1];
+    if (polled == 1)
+        emit_batch(INSERT_EV_POLL_CQ_BATCH, vctx, c.arg[0], 0, wc, 1, 0, IBV_WC_SIZE, 1, 1);
+    else
+        emit_batch(INSERT_EV_POLL_CQ_BATCH, vctx, c.arg[0], 0, wc,
+                   polled > INSERT_MAX_BATCH ? INSERT_MAX_BATCH : polled, 0, IBV_WC_SIZE, polled,
+                   INSERT_MAX_BATCH);
     return 0;
 }

@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #endif
 
+#include "../softverbs/trace_sites.h"
+
 enum insert_trace_kind {
     INSERT_EV_OPEN_DEVICE = 1,
     INSERT_EV_QUERY_GID = 2,
@@ -22,6 +24,13 @@ enum insert_trace_kind {
     INSERT_EV_POST_SEND = 10,
     INSERT_EV_POST_RECV = 11,
     INSERT_EV_POLL_CQ = 12,
+    /* Ring-buffer records only: the data path sends one record per call with up to
+     * INSERT_MAX_BATCH work requests or completions (struct insert_trace_batch); user space
+     * expands it into one POST_SEND / POST_RECV / POLL_CQ event per item. One reservation
+     * and, at softverbs' trace sites, one user-memory read per call instead of per item. */
+    INSERT_EV_POST_SEND_BATCH = 20,
+    INSERT_EV_POST_RECV_BATCH = 21,
+    INSERT_EV_POLL_CQ_BATCH = 22,
 };
 
 /* Bounds on what one probe hit copies: BPF loops must be bounded, and a work-request
@@ -29,6 +38,7 @@ enum insert_trace_kind {
 #define INSERT_MAX_WR_CHAIN 16
 #define INSERT_MAX_SGE 8
 #define INSERT_MAX_WC 16
+#define INSERT_MAX_BATCH SV_TRACE_MAX_BATCH
 #define INSERT_DEV_NAME_LEN 64
 #define INSERT_QP_ATTR_SIZE 144 /* sizeof(struct ibv_qp_attr) */
 
@@ -58,6 +68,7 @@ enum insert_trace_kind {
 #define IBV_MR_LENGTH 24
 #define IBV_MR_LKEY 36
 #define IBV_MR_RKEY 40
+#define IBV_QP_HEAD_SIZE 56 /* context .. qp_num: read in one copy */
 #define IBV_SEND_WR_WR_ID 0
 #define IBV_SEND_WR_NEXT 8
 #define IBV_SEND_WR_SG_LIST 16
@@ -186,6 +197,34 @@ struct insert_trace_event {
         struct insert_ev_post_recv post_recv;
         struct insert_ev_poll_cq poll_cq;
     } u;
+};
+
+/* A data-path call: the leading fields are those of insert_trace_event (the same names and
+ * offsets; user space checks), then up to INSERT_MAX_BATCH items. Items are softverbs'
+ * trace-site records (sv_trace_send_wr / sv_trace_recv_wr; an entry probe on a provider
+ * fills the same records from the application's work requests) or struct ibv_wc as the
+ * provider wrote it (IBV_WC_SIZE bytes each). */
+struct insert_trace_batch {
+    __u64 ts_ns;
+    __u64 cgroup_id;
+    __u32 pid;
+    __u32 tid;
+    char comm[16];
+    __u32 kind; /* INSERT_EV_*_BATCH */
+    __s32 ret;
+    __u64 ctx;
+    __u64 obj; /* qp (post_send, post_recv) or cq (poll_cq) */
+    __u32 qp_num;
+    __u16 n;           /* items in this record */
+    __u16 first_index; /* chain position (poll position) of items[0] */
+    __u32 polled;      /* poll_cq: what the call returned */
+    __u16 truncated;   /* 1: the chain went on beyond the last item (entry probes only) */
+    __u16 pad;
+    union {
+        struct sv_trace_send_wr send[INSERT_MAX_BATCH];
+        struct sv_trace_recv_wr recv[INSERT_MAX_BATCH];
+        __u8 wc[INSERT_MAX_BATCH][IBV_WC_SIZE];
+    } items;
 };
 
 /* Index of the counters in the per-CPU `counters` array map. */

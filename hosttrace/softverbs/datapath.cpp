@@ -7,6 +7,11 @@
 // trace post/poll at line rate (issue 7). GCC's -fpatchable-function-entry emits five
 // one-byte NOPs instead, which the kernel does not optimise, so the entries are written as
 // tiny assembly trampolines that jump to the C++ implementations.
+//
+// Trace sites (trace_sites.h): the data path also calls three empty NOP-prefixed functions,
+// only when it has accepted work requests or returns completions, with what to report in
+// their arguments. insert-trace probes them instead of the entries above: an empty poll
+// then costs the tracer nothing and a poll needs no return probe.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +20,7 @@
 #include "hosttrace/softverbs/engine.hpp"
 #include "hosttrace/softverbs/ops.hpp"
 #include "hosttrace/softverbs/protocol.hpp"
+#include "hosttrace/softverbs/trace_sites.h"
 
 #define SV_PROBE_SITE(name)                    \
     asm(".pushsection .text\n"                 \
@@ -38,7 +44,39 @@ SV_PROBE_SITE(softverbs_post_srq_recv);
 SV_PROBE_SITE(softverbs_poll_cq);
 SV_PROBE_SITE(softverbs_req_notify_cq);
 
+// Trace sites (trace_sites.h): exported under version SOFTVERBS_TRACE_1 so a tracer finds
+// them in .dynsym, each with a hidden alias at the same address that the library calls -
+// a direct call, not through the PLT. The body is the 5-byte NOP and a return.
+// clang-format off
+#define SV_TRACE_SITE(name)                                         \
+    asm(".pushsection .text\n"                                      \
+        ".p2align 4\n"                                              \
+        ".globl " #name "\n"                                        \
+        ".type " #name ", @function\n"                              \
+        ".globl " #name "_local\n"                                  \
+        ".hidden " #name "_local\n"                                 \
+        ".type " #name "_local, @function\n"                        \
+        #name ":\n"                                                 \
+        #name "_local:\n"                                           \
+        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                      \
+        "ret\n"                                                     \
+        ".size " #name ", .-" #name "\n"                            \
+        ".size " #name "_local, .-" #name "_local\n"                \
+        ".popsection\n")
+// clang-format on
+
+SV_TRACE_SITE(softverbs_trace_post_send);
+SV_TRACE_SITE(softverbs_trace_post_recv);
+SV_TRACE_SITE(softverbs_trace_poll_cq);
+
 #define SV_HIDDEN extern "C" __attribute__((visibility("hidden")))
+
+SV_HIDDEN void softverbs_trace_post_send_local(ibv_context*, ibv_qp*, uint32_t,
+                                               const sv_trace_send_wr*, uint32_t, uint32_t);
+SV_HIDDEN void softverbs_trace_post_recv_local(ibv_context*, ibv_qp*, uint32_t,
+                                               const sv_trace_recv_wr*, uint32_t, uint32_t);
+SV_HIDDEN void softverbs_trace_poll_cq_local(ibv_context*, ibv_cq*, const ibv_wc*, uint32_t,
+                                             uint32_t, uint32_t);
 
 SV_HIDDEN int softverbs_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
 SV_HIDDEN int softverbs_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
@@ -141,8 +179,55 @@ bool can_post_send(const Qp& qp) {
 
 }  // namespace
 
+namespace {
+
+uint32_t sge_sum(const ibv_sge* sg, int num_sge) {
+    uint32_t total = 0;
+    for (int i = 0; i < num_sge; ++i) total += sg[i].length;
+    return total;
+}
+
+// Reports the accepted work requests [first, end) at the post_send trace site, at most
+// SV_TRACE_MAX_BATCH per call. Called outside the context lock: a traced call then never
+// lengthens the time the progress thread waits for the lock.
+void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end) {
+    sv_trace_send_wr recs[SV_TRACE_MAX_BATCH];
+    uint32_t n = 0, index = 0;
+    ibv_qp* handle = &qp.qpx.qp_base;
+    for (const ibv_send_wr* w = first; w && w != end; w = w->next) {
+        sv_trace_send_wr& r = recs[n++];
+        r = {};
+        r.wr_id = w->wr_id;
+        r.length = sge_sum(w->sg_list, w->num_sge);
+        r.imm_data = w->imm_data;
+        r.send_flags = w->send_flags;
+        r.opcode = static_cast<uint16_t>(w->opcode);
+        r.num_sge = static_cast<uint16_t>(w->num_sge);
+        if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+            r.remote_addr = w->wr.atomic.remote_addr;
+            r.rkey = w->wr.atomic.rkey;
+        } else if (qp.type == IBV_QPT_UD) {
+            r.remote_qpn = w->wr.ud.remote_qpn;
+        } else if (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                   w->opcode == IBV_WR_RDMA_READ) {
+            r.remote_addr = w->wr.rdma.remote_addr;
+            r.rkey = w->wr.rdma.rkey;
+        }
+        if (n == SV_TRACE_MAX_BATCH) {
+            softverbs_trace_post_send_local(handle->context, handle, handle->qp_num, recs, n,
+                                            index);
+            index += n;
+            n = 0;
+        }
+    }
+    if (n) softverbs_trace_post_send_local(handle->context, handle, handle->qp_num, recs, n, index);
+}
+
+}  // namespace
+
 int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     int rc = 0;
+    ibv_send_wr* const first = wr;
     {
         std::lock_guard guard(qp.ctx->lock);
         if (!can_post_send(qp)) {
@@ -159,6 +244,8 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
         // Work posted to a QP in error completes at once with a flush status.
         if (qp.state == IBV_QPS_ERR) flush_queues(qp);
     }
+    // Before the doorbell: the trace's timestamp is the post's, not the transmission's.
+    if (first != wr) trace_posted_sends(qp, first, wr);
     // Transmit now on the caller's thread when the engine is idle, like a doorbell write;
     // otherwise the running iteration or the woken thread picks the work up.
     if (!qp.ctx->engine->progress()) qp.ctx->engine->kick();
@@ -166,6 +253,22 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 }
 
 namespace {
+
+// Reports the accepted receive requests [first, end) at the post_recv trace site.
+void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv_wr* end) {
+    sv_trace_recv_wr recs[SV_TRACE_MAX_BATCH];
+    uint32_t n = 0, index = 0;
+    for (const ibv_recv_wr* w = first; w && w != end; w = w->next) {
+        recs[n++] = {w->wr_id, sge_sum(w->sg_list, w->num_sge), static_cast<uint32_t>(w->num_sge)};
+        if (n == SV_TRACE_MAX_BATCH) {
+            softverbs_trace_post_recv_local(handle->context, handle, handle->qp_num, recs, n,
+                                            index);
+            index += n;
+            n = 0;
+        }
+    }
+    if (n) softverbs_trace_post_recv_local(handle->context, handle, handle->qp_num, recs, n, index);
+}
 
 int post_recv_to(Context& ctx, Ring<RecvWqe>& rq, uint32_t max_sge, ibv_recv_wr* wr,
                  ibv_recv_wr** bad) {
@@ -218,6 +321,7 @@ SV_HIDDEN int softverbs_post_recv_impl(ibv_qp* handle, ibv_recv_wr* wr, ibv_recv
         return EINVAL;
     }
     const int rc = post_recv_to(*qp.ctx, qp.rq, qp.cap.max_recv_sge, wr, bad);
+    trace_posted_recvs(handle, wr, rc ? *bad : nullptr);
     if (qp.state == IBV_QPS_ERR) {
         std::lock_guard guard(qp.ctx->lock);
         flush_queues(qp);
@@ -244,14 +348,29 @@ int pop_completions(Cq& cq, int n, ibv_wc* wc) {
 
 }  // namespace
 
+namespace {
+
+// Reports a poll's completions at the poll_cq trace site: only non-empty polls reach it,
+// so a busy-polling application's empty polls cost the tracer nothing.
+int trace_polled(ibv_cq* handle, const ibv_wc* wc, int got) {
+    for (int i = 0; i < got; i += SV_TRACE_MAX_BATCH)
+        softverbs_trace_poll_cq_local(handle->context, handle, wc + i,
+                                      static_cast<uint32_t>(std::min(got - i, SV_TRACE_MAX_BATCH)),
+                                      static_cast<uint32_t>(i), static_cast<uint32_t>(got));
+    return got;
+}
+
+}  // namespace
+
 SV_HIDDEN int softverbs_poll_cq_impl(ibv_cq* handle, int n, ibv_wc* wc) {
     Cq& cq = *to_cq(handle);
     const int got = pop_completions(cq, n, wc);
-    if (got > 0) return got;
+    if (got > 0) return trace_polled(handle, wc, got);
     // An empty poll drives the engine: busy-polling applications then need no thread
     // switch per completion.
     to_ctx(handle->context)->engine->progress();
-    return pop_completions(cq, n, wc);
+    const int again = pop_completions(cq, n, wc);
+    return again > 0 ? trace_polled(handle, wc, again) : again;
 }
 
 SV_HIDDEN int softverbs_req_notify_cq_impl(ibv_cq* handle, int) {

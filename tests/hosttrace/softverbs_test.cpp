@@ -2,6 +2,7 @@
 // loopback addresses (SOFTVERBS_IPS=127.0.0.1,127.0.0.2, set by meson) exchange real
 // RoCEv2 over UDP. The binary links build/hosttrace/softverbs/libibverbs.so.1.
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
@@ -77,6 +78,18 @@ TEST(SoftverbsDevice, ops_table_is_filled_like_a_provider_with_nop5_probe_sites)
     for (const void* f : entries) {
         ASSERT_NE(f, nullptr);
         EXPECT_EQ(std::memcmp(f, nop5, 5), 0);
+    }
+}
+
+TEST(SoftverbsDevice, exports_nop5_trace_sites_for_insert_trace) {
+    // insert-trace finds these by symbol (version SOFTVERBS_TRACE_1) and prefers them to the
+    // ops entries: each is a 5-byte NOP and a return, called only with something to report.
+    const uint8_t site[6] = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+    for (const char* name :
+         {"softverbs_trace_post_send", "softverbs_trace_post_recv", "softverbs_trace_poll_cq"}) {
+        const void* f = dlvsym(RTLD_DEFAULT, name, "SOFTVERBS_TRACE_1");
+        ASSERT_NE(f, nullptr) << name;
+        EXPECT_EQ(std::memcmp(f, site, sizeof(site)), 0) << name;
     }
 }
 

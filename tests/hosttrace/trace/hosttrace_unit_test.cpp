@@ -247,6 +247,17 @@ TEST(TraceOptions, DatapathModes) {
     EXPECT_EQ(parse({"--datapath", "sample:x"}, o, error), 2);
 }
 
+TEST(TraceOptions, Sites) {
+    TraceOptions o;
+    std::string error;
+    EXPECT_TRUE(o.use_sites);
+    EXPECT_EQ(parse({"--sites", "off"}, o, error), -1);
+    EXPECT_FALSE(o.use_sites);
+    EXPECT_EQ(parse({"--sites", "auto"}, o, error), -1);
+    EXPECT_TRUE(o.use_sites);
+    EXPECT_EQ(parse({"--sites", "on"}, o, error), 2);
+}
+
 TEST(TraceOptions, RejectsBadValues) {
     TraceOptions o;
     std::string error;

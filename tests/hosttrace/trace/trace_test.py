@@ -331,10 +331,38 @@ def run_softverbs_scenario(tmp, tracer_args, ops):
     return tracer, w, stats, cgroup
 
 
+def check_probe_kind(tracer, pid, kind):
+    """The data path of `pid` went through softverbs' trace sites ("site") or its ops-table
+    entries ("entry"), as the attach records say."""
+    ops = next(r for r in tracer.records() if r.get("what") == "ops" and r["pid"] == pid)
+    for name in ("post_send", "post_recv", "poll_cq"):
+        check(ops["functions"][name].get("probe") == kind, f"{name}: {ops['functions'][name]}, not {kind}")
+    control = next(r for r in tracer.records() if r.get("what") == "control")
+    want_sites = {"softverbs_trace_post_send", "softverbs_trace_post_recv", "softverbs_trace_poll_cq"}
+    check(set(control["sites"]) == (want_sites if kind == "site" else set()), f"sites {control['sites']}")
+
+
 def test_softverbs_ground_truth(tmp):
-    """Two RC QPs over softverbs: QPs, MRs, transitions, WRs and completions, exactly."""
-    tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=16)
+    """Two RC QPs over softverbs: QPs, MRs, transitions, WRs and completions, exactly.
+    Through the trace sites: a chain of 32 receives (two site calls of 16) is complete."""
+    tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=32)
+    check_probe_kind(tracer, w.pid, "site")
     ev = compare_with_truth(tracer.records(), w.pid, w.truth)
+    recvs = [r for r in ev if r["verb"] == "post_recv"]
+    check([r["chain_index"] for r in recvs] == list(range(32)) and not any(r["truncated"] for r in recvs),
+          f"receive chain: {[(r['chain_index'], r['truncated']) for r in recvs]}")
+    check_ground_truth_details(tracer, w, stats, cgroup, ev)
+
+
+def test_softverbs_ground_truth_entries(tmp):
+    """The same through the ops-table entry probes (--sites off), the path of real providers."""
+    tracer, w, stats, cgroup = run_softverbs_scenario(tmp, ["--sites", "off"], ops=16)
+    check_probe_kind(tracer, w.pid, "entry")
+    ev = compare_with_truth(tracer.records(), w.pid, w.truth)
+    check_ground_truth_details(tracer, w, stats, cgroup, ev)
+
+
+def check_ground_truth_details(tracer, w, stats, cgroup, ev):
     check(all(r["cgroup"] == cgroup for r in ev), f"cgroup id != {cgroup}")
     check(all(r["ip"] in TEST_IPS.split(",") for r in ev if r["verb"] not in ("open_device",)),
           "events without the host RDMA IP")
@@ -445,6 +473,26 @@ def test_ringbuf_overflow(tmp):
     check(kept + stats["ringbuf_drops"] == made, f"kept {kept} + dropped {stats['ringbuf_drops']} != {made}")
     lost = sum(r["ringbuf_drops"] for r in tracer.records() if r.get("type") == "lost")
     check(lost == stats["ringbuf_drops"], f"lost records {lost} != {stats['ringbuf_drops']}")
+
+
+def test_ringbuf_overflow_datapath(tmp):
+    """The same with the data path, whose records carry up to 16 work requests or
+    completions: the drop counter counts those, not records, so kept + lost == made."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--ringbuf-kb", "4")
+    tracer.proc.send_signal(signal.SIGSTOP)
+    try:
+        w = Workload(["run", "--ops", "16"], env=softverbs_env())
+        w.finish()
+    finally:
+        tracer.proc.send_signal(signal.SIGCONT)
+    tracer.wait_record(lambda r: r.get("type") == "lost", "lost record")
+    stats = tracer.stop()
+    kept = len(verb_events(tracer.records(), w.proc.pid))
+    # Every truth record is one event; open_device, query_gid, alloc_pd and create_cq (two
+    # each) are not in the truth.
+    made = len(w.truth) + 8
+    check(stats["ringbuf_drops"] > 0, f"no drops: {stats}")
+    check(kept + stats["ringbuf_drops"] == made, f"kept {kept} + dropped {stats['ringbuf_drops']} != {made}")
 
 
 def test_unix_socket(tmp):
@@ -686,6 +734,8 @@ TESTS = {
     "unix_socket": test_unix_socket,
     "errors": test_errors,
     "perftest_netns": test_perftest_netns,
+    "softverbs_ground_truth_entries": test_softverbs_ground_truth_entries,
+    "ringbuf_overflow_datapath": test_ringbuf_overflow_datapath,
     "cgroup_filter": test_cgroup_filter,
     "scan_finds_library": test_scan_finds_library,
 }

@@ -14,11 +14,13 @@
 //   verbs_workload bench-reg N | bench-post N | bench-poll N
 //   verbs_workload bench-fake N [--sync]      (cost model) ns per call of a verb in a loop;
 //                                             bench-fake: through the fake provider
+//   verbs_workload bench-sv N [--sync]        (cost model) softverbs: empty polls, messages
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
 #include <sys/mman.h>
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -395,6 +397,54 @@ int bench(const std::string& what, long n) {
     return 0;
 }
 
+// Cost of a traced message on softverbs (its trace sites, or with `--sites off` its
+// NOP-prefixed ops entries): empty polls; a 64-byte RDMA WRITE over loopback and the polls
+// until its completion; and the same two verbs without the network - on a QP in the error
+// state, where a post completes at once (flushed) and one poll returns the completion.
+int bench_sv(long n, bool sync) {
+    Endpoint a, b;
+    setup_pair(a, b);
+    phase("setup", sync);
+    ibv_wc wc[kPollBatch];
+    time_calls("sv poll_cq(empty)", n, [&](long) {
+        if (ibv_poll_cq(a.cq, kPollBatch, wc) != 0) die("unexpected completion");
+    });
+
+    ibv_sge sge{reinterpret_cast<uint64_t>(a.buf.data()), 64, a.mr->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    wr.wr.rdma.rkey = b.mr->rkey;
+    long empty_polls = 0;
+    const long messages = std::max(1L, n / 5);
+    auto post_and_wait = [&](long i) {
+        wr.wr_id = static_cast<uint64_t>(i);
+        ibv_send_wr* bad = nullptr;
+        if (ibv_post_send(a.qp, &wr, &bad)) die("ibv_post_send");
+        int k;
+        while ((k = ibv_poll_cq(a.cq, 1, wc)) == 0) empty_polls++;
+        if (k < 0 || wc[0].status != IBV_WC_SUCCESS) die("completion");
+    };
+    time_calls("sv message: WRITE 64 B + polls to its completion", messages, post_and_wait);
+    std::printf("{\"bench_info\":\"empty polls per message\",\"value\":%.1f}\n",
+                static_cast<double>(empty_polls) / messages);
+
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    if (ibv_modify_qp(a.qp, &attr, IBV_QP_STATE)) die("ibv_modify_qp ERR");
+    time_calls("sv message on an ERR QP: post_send + poll_cq(1)", n, [&](long i) {
+        wr.wr_id = static_cast<uint64_t>(i);
+        ibv_send_wr* bad = nullptr;
+        if (ibv_post_send(a.qp, &wr, &bad)) die("ibv_post_send");
+        if (ibv_poll_cq(a.cq, 1, wc) != 1 || wc[0].wr_id != static_cast<uint64_t>(i))
+            die("flushed completion");
+    });
+    return 0;
+}
+
 // ---- fake provider --------------------------------------------------------------------
 // On a host without RDMA devices the system's libibverbs opens no context, so nothing
 // would ever reach the probed functions. This mode builds a context by hand, as a provider
@@ -565,6 +615,8 @@ int bench_fake(long n, bool sync) {
     cq.context = ctx;
     ibv_wc wc;
     time_calls("fake poll_cq(1 completion)", n, [&](long) { ibv_poll_cq(&cq, 1, &wc); });
+    // num_entries 0: the provider returns nothing - an empty poll, probed all the same.
+    time_calls("fake poll_cq(empty)", n, [&](long) { ibv_poll_cq(&cq, 0, &wc); });
     return 0;
 }
 
@@ -598,6 +650,8 @@ int main(int argc, char** argv) {
         return fake_provider(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "bench-fake" && argc > 2)
         return bench_fake(std::atol(argv[2]), argc > 3 && std::strcmp(argv[3], "--sync") == 0);
+    if (mode == "bench-sv" && argc > 2)
+        return bench_sv(std::atol(argv[2]), argc > 3 && std::strcmp(argv[3], "--sync") == 0);
     if (mode == "spin") return spin();
     if (mode == "mr-loop" && argc > 2) return mr_loop(std::atol(argv[2]));
     if (mode.starts_with("bench-") && argc > 2) return bench(mode, std::atol(argv[2]));
