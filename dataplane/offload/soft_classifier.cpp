@@ -251,6 +251,15 @@ bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
         }
         r.items.push_back(item);
     }
+    int8_t vlans = 0;
+    for (const Item& item : r.items) {
+        if (item.type == RTE_FLOW_ITEM_TYPE_VLAN) ++vlans;
+        if (item.type == RTE_FLOW_ITEM_TYPE_IPV4 || item.type == RTE_FLOW_ITEM_TYPE_IPV6) {
+            (item.type == RTE_FLOW_ITEM_TYPE_IPV4 ? r.shape.ipv4 : r.shape.ipv6) = true;
+            r.shape.tags = vlans;  // matches(): the L3 item follows every tag
+        }
+        if (item.type == RTE_FLOW_ITEM_TYPE_UDP) r.shape.udp = true;
+    }
     for (const rte_flow_action& a : rule.actions) {
         if (a.type == RTE_FLOW_ACTION_TYPE_END) break;
         if (a.type == RTE_FLOW_ACTION_TYPE_QUEUE) {
@@ -355,6 +364,10 @@ Decision SoftClassifier::classify(std::span<const uint8_t> frame) const noexcept
     const FrameLayout l = layout_of(frame);
     for (std::size_t i = 0; i < rules_.size(); ++i) {
         const Rule& r = rules_[i];
+        const Shape& s = r.shape;
+        if ((s.ipv4 && !l.ipv4) || (s.ipv6 && !l.ipv6) || (s.udp && !l.udp) ||
+            (s.tags >= 0 && s.tags != l.tags))
+            continue;
         if (!matches(r, frame, l)) continue;
         Decision d;
         d.kind = r.kind;

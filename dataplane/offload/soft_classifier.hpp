@@ -73,10 +73,20 @@ class SoftClassifier {
         std::vector<uint8_t> key;
         std::vector<uint16_t> queues;
     };
+    // What a frame must have for a rule's pattern to possibly match (necessary, not
+    // sufficient): checked against the frame's layout before the item-by-item match, so
+    // that a frame skips the rules of other shapes (a non-IP frame every RoCE rule).
+    struct Shape {
+        bool ipv4 = false;
+        bool ipv6 = false;
+        bool udp = false;
+        int8_t tags = -1;  // VLAN tags before the L3 item, when the pattern has one
+    };
     struct Rule {
         std::string name;
         uint32_t priority = 0;
         std::vector<Item> items;
+        Shape shape;
         Decision::Kind kind = Decision::Kind::unmatched;
         uint16_t queue = 0;
         Rss rss;

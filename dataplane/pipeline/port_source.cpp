@@ -6,6 +6,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 #include <time.h>
 
 #include <chrono>
@@ -51,6 +52,7 @@ struct PortSource::Lane {
     std::vector<RxQueue> rx;  // direct/hardware: what this lane polls
     unsigned next_rx = 0;     // round-robin start
     uint64_t last_flush = 0;
+    uint64_t burst_ns = 0;  // time of the last poll (burst_time_ns)
     unsigned unflushed = 0;
     std::atomic<bool> finished{false};
     // dispatch mode (main lane): per-worker staging
@@ -153,6 +155,9 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
                                         : SteerMode::dispatch;
     if (!all_hardware)
         for (auto& o : src->offload_) offload::remove_plan(*o);  // all or nothing, per run
+    for (const auto& o : src->offload_) src->any_emulated_ = src->any_emulated_ || o->emulated;
+    src->stamp_mbufs_ = src->steer_ == SteerMode::dispatch;
+    for (const PortInfo& p : src->ports_) src->stamp_mbufs_ = src->stamp_mbufs_ || p.hw_timestamp;
 
     for (unsigned i = 0; i < nports; ++i)
         for (uint16_t q = 0; q < src->ports_[i].queues; ++q)
@@ -395,8 +400,11 @@ uint64_t PortSource::now_ns() const noexcept {
            static_cast<uint64_t>((static_cast<unsigned __int128>(d) * ns_per_tsc_q32_) >> 32);
 }
 
-void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept {
-    const uint64_t now = now_ns();
+void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port, uint64_t now) noexcept {
+    if (!stamp_mbufs_) {
+        for (uint16_t i = 0; i < n; ++i) pkts[i]->port = port;  // see below
+        return;
+    }
     const int idx = port_index_[port];
     const bool hw = idx >= 0 && ports_[idx].hw_timestamp;
     for (uint16_t i = 0; i < n; ++i) {
@@ -416,11 +424,13 @@ void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept {
 uint16_t PortSource::poll(Lane& lane, const std::vector<RxQueue>& from, rte_mbuf** pkts,
                           uint16_t n) noexcept {
     uint16_t got = 0;
+    const uint64_t now = now_ns();
+    lane.burst_ns = now;
     const unsigned k = static_cast<unsigned>(from.size());
     for (unsigned i = 0; i < k && got < n; ++i) {
         const RxQueue& rq = from[(lane.next_rx + i) % k];
         const uint16_t r = rte_eth_rx_burst(rq.port, rq.queue, pkts + got, n - got);
-        if (r) stamp(pkts + got, r, rq.port);
+        if (r) stamp(pkts + got, r, rq.port, now);
         got += r;
     }
     lane.next_rx = k ? (lane.next_rx + 1) % k : 0;
@@ -454,9 +464,17 @@ void PortSource::maybe_flush(Lane& lane) noexcept {
 // Direct mode with an emulated plan: keeps the frames bound for the worker queue in
 // `pkts` (in order), forwards passthrough frames, frees dropped ones.
 uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, unsigned) noexcept {
-    uint16_t keep = 0;
-    uint64_t pass = 0, dropped = 0;
+    if (!any_emulated_) return n;
+    uint16_t keep = 0, pass = 0;
+    uint64_t dropped = 0;
+    rte_mbuf* passing[kBurst];  // n <= kBurst: the poll's burst size
+    // The classifier reads every frame's headers, a miss each: keep several in flight.
+    constexpr uint16_t kFramesAhead = 8;
+    for (uint16_t i = 0; i < n && i < kFramesAhead; ++i)
+        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
     for (uint16_t i = 0; i < n; ++i) {
+        if (i + kFramesAhead < n)
+            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kFramesAhead], const void*));
         rte_mbuf* m = pkts[i];
         offload::OffloadState& o = *offload_[port_index_[m->port]];
         if (!o.emulated) {
@@ -470,8 +488,7 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
             rte_pktmbuf_free(m);
             ++dropped;
         } else if (d.kind == offload::Decision::Kind::queue && d.queue >= workers_) {
-            forward(lane, m);
-            ++pass;
+            passing[pass++] = m;  // out together below, in arrival order
         } else {
             pkts[keep++] = m;
         }
@@ -479,9 +496,14 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
     if (pass) {
         bump(lane.counters.passthrough, pass);
         bump(lane.counters.tx, pass);
+        send(lane, passing, pass);
     }
     if (dropped) bump(lane.counters.dropped_rule, dropped);
     return keep;
+}
+
+uint64_t PortSource::burst_time_ns(unsigned q) const noexcept {
+    return stamp_mbufs_ ? 0 : lanes_[q]->burst_ns;
 }
 
 uint16_t PortSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
@@ -500,6 +522,7 @@ uint16_t PortSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept 
         lane.finished.store(true, std::memory_order_release);
         return 0;
     }
+    n = std::min(n, kBurst);  // steer_emulated's passthrough array holds one burst
     for (;;) {
         const uint16_t raw = poll(lane, lane.rx, pkts, n);
         if (raw == 0) {
@@ -534,13 +557,17 @@ void PortSource::release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
         return;
     }
     bump(lane.counters.tx, n);
+    send(lane, pkts, n);
+}
+
+void PortSource::send(Lane& lane, rte_mbuf** pkts, uint16_t n) noexcept {
     // Fast path (l2fwd/testpmd io style): a whole burst from one port with nothing buffered
     // for its peer goes out in one tx_burst, without copying through the Tx buffer.
     const uint16_t from = pkts[0]->port;
     bool one_port = true;
     for (uint16_t i = 1; i < n && one_port; ++i) one_port = pkts[i]->port == from;
     const int idx = port_index_[from];
-    if (one_port && idx >= 0 && n >= kBurst / 2) {
+    if (one_port && idx >= 0 && n >= kBurst / 2 && ports_[idx].peer != UINT16_MAX) {
         const uint16_t peer = ports_[idx].peer;
         rte_eth_dev_tx_buffer* buf = lane.tx[port_index_[peer]];
         if (buf->length == 0) {

@@ -98,6 +98,7 @@ class PortSource final : public PacketSource {
     ~PortSource() override;
 
     unsigned queues() const override { return workers_; }
+    uint64_t burst_time_ns(unsigned q) const noexcept override;
     uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
     void release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
     bool drained(unsigned q) const noexcept override;
@@ -129,7 +130,10 @@ class PortSource final : public PacketSource {
     bool setup_port(unsigned index, const std::string& device, std::string& error);
     uint16_t poll(Lane& lane, const std::vector<RxQueue>& from, rte_mbuf** pkts,
                   uint16_t n) noexcept;
-    void stamp(rte_mbuf** pkts, uint16_t n, uint16_t port) noexcept;
+    void stamp(rte_mbuf** pkts, uint16_t n, uint16_t port, uint64_t now) noexcept;
+    // Frames to their ports' peers: one tx_burst when they all came from one port and
+    // nothing is buffered for its peer, else through the Tx buffers (monitor: freed).
+    void send(Lane& lane, rte_mbuf** pkts, uint16_t n) noexcept;
     void forward(Lane& lane, rte_mbuf* m) noexcept;
     void flush(Lane& lane) noexcept;
     void maybe_flush(Lane& lane) noexcept;
@@ -139,6 +143,11 @@ class PortSource final : public PacketSource {
     PortSourceConfig config_;
     MbufTimestamp timestamp_;
     SteerMode steer_ = SteerMode::dispatch;
+    // Per-mbuf timestamps are needed where frames change lcore before the worker sees them
+    // (dispatch) or carry a NIC timestamp; otherwise a worker lane takes its poll's time
+    // for the whole burst (burst_time_ns) and no mbuf's second cache line is written.
+    bool stamp_mbufs_ = true;
+    bool any_emulated_ = false;  // some port applies its plan in software (steer_emulated)
     unsigned workers_ = 1;
     rte_mempool* pool_ = nullptr;
     std::vector<PortInfo> ports_;
