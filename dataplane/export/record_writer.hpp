@@ -65,6 +65,21 @@ class RecordWriter {
     // merged per endpoint until write_summary(), so an endpoint seen by several workers
     // gives one final record (SPEC invariant 1); evicted endpoints' are written at once.
     void write(state::Record& record);
+    // Starts loading what write(record) will look up, in two stages a few records apart:
+    // the latency book's slot (stage 0), then the histogram it names (stage 1).
+    void prefetch(const state::Record& record, int stage) const {
+        EndpointKey key;
+        if (record.type == state::RecordType::msg && record.msg.has_ack)
+            key = {record.msg.dst_ip, record.msg.dst_qpn};
+        else if (record.type == state::RecordType::qp)
+            key = {record.qp.ip, record.qp.qpn};
+        else
+            return;
+        if (stage == 0)
+            book_.prefetch(key);
+        else
+            book_.prefetch_histogram(key);
+    }
     // Writes the held final `qp` records, then the summary, whose `endpoints` becomes the
     // number of distinct endpoints with a final record.
     void write_summary(SummaryCounts summary);

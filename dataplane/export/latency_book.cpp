@@ -1,0 +1,39 @@
+#include "dataplane/export/latency_book.hpp"
+
+namespace insert::exporter {
+
+std::size_t LatencyBook::probe(const EndpointKey& endpoint) const {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = EndpointKeyHash{}(endpoint)&mask;; i = (i + 1) & mask) {
+        const Slot& s = slots_[i];
+        if (s.index == kEmpty || s.key == endpoint) return i;
+    }
+}
+
+void LatencyBook::grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& s : old)
+        if (s.index != kEmpty) slots_[probe(s.key)] = s;
+}
+
+void LatencyBook::add(const EndpointKey& endpoint, uint64_t latency_ns) {
+    std::size_t i = probe(endpoint);
+    if (slots_[i].index == kEmpty) {
+        if ((histograms_.size() + 1) * 2 > slots_.size()) {
+            grow();
+            i = probe(endpoint);
+        }
+        slots_[i].key = endpoint;
+        slots_[i].index = static_cast<uint32_t>(histograms_.size());
+        histograms_.emplace_back();
+    }
+    histograms_[slots_[i].index].add(latency_ns);
+}
+
+const LatencyHistogram* LatencyBook::find(const EndpointKey& endpoint) const {
+    const Slot& s = slots_[probe(endpoint)];
+    return s.index == kEmpty ? nullptr : &histograms_[s.index];
+}
+
+}  // namespace insert::exporter
