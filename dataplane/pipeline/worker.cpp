@@ -111,7 +111,7 @@ int worker_main(void* arg) {
     PacketSource& source = *ctx.source;
     const unsigned q = ctx.index;
     rte_mbuf* pkts[WorkerContext::kBurst];
-    Backoff idle;
+    Backoff idle(ctx.config.idle_yields);
     // CPU time, unlike busy TSC cycles, excludes time the kernel gave other threads: the
     // honest per-core rate when lcores outnumber cores or the machine is shared.
     const uint64_t cpu_start = thread_cpu_ns();

@@ -31,8 +31,9 @@ struct WorkerCounters {
 };
 
 struct WorkerConfig {
-    uint64_t interval_ns = 0;  // periodic qp reports, in capture time; 0 = none
-    uint64_t tick_ns = 0;      // idle-eviction housekeeping period, in capture time; 0 = none
+    uint64_t interval_ns = 0;   // periodic qp reports, in capture time; 0 = none
+    uint64_t tick_ns = 0;       // idle-eviction housekeeping period, in capture time; 0 = none
+    unsigned idle_yields = 16;  // Backoff yields before sleeping when the source is empty
 };
 
 // Everything one worker touches, on its own cache lines, fetched once by the loop.

@@ -336,6 +336,9 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
         config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
         config.worker.tick_ns = std::max<uint64_t>(config.engine.idle_timeout_ns / 8, 1);
+        // An idle worker yields for ~10 ms before it sleeps: frames that arrive on a quiet
+        // link are not held for a sleep (docs/live.md "Time").
+        config.worker.idle_yields = 20000;
         config.full_policy =
             opt.record_full == "drop" ? pipeline::FullPolicy::drop : pipeline::FullPolicy::wait;
         config.record_ring_size = opt.record_ring;
