@@ -38,7 +38,12 @@ void LatencyHistogram::add(uint64_t ns) {
     ++count_;
     max_ = std::max(max_, ns);
     min_ = std::min(min_, ns);
+    if (count_ <= kInline) {
+        inline_[count_ - 1] = ns;
+        return;
+    }
     if (count_ <= kExactLimit) {
+        if (exact_.empty()) exact_.assign(inline_.begin(), inline_.end());
         exact_.push_back(ns);
         return;
     }
@@ -52,7 +57,9 @@ uint64_t LatencyHistogram::percentile(double p) const {
     uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
     rank = std::clamp<uint64_t>(rank, 1, count_);
     if (buckets_.empty()) {
-        std::vector<uint64_t> sorted = exact_;
+        std::vector<uint64_t> sorted =
+            count_ <= kInline ? std::vector<uint64_t>(inline_.begin(), inline_.begin() + count_)
+                              : exact_;
         std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(rank - 1),
                          sorted.end());
         return sorted[rank - 1];

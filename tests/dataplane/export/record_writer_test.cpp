@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -151,6 +154,28 @@ TEST(LatencyHistogram, exact_while_small) {
     EXPECT_EQ(h.percentile(99), 9u);
     EXPECT_EQ(h.percentile(75), 7u);
     EXPECT_EQ(h.max(), 9u);
+}
+
+TEST(LatencyHistogram, exact_across_the_inline_samples_and_the_vector) {
+    // Nearest-rank percentiles stay exact at every count from 1 to past the inline buffer,
+    // whichever order the samples came in.
+    const uint64_t values[] = {50, 10, 40, 20, 30, 90, 60, 80, 70, 100};
+    LatencyHistogram h;
+    std::vector<uint64_t> seen;
+    for (const uint64_t v : values) {
+        h.add(v);
+        seen.push_back(v);
+        std::vector<uint64_t> sorted = seen;
+        std::sort(sorted.begin(), sorted.end());
+        for (const double p : {1.0, 50.0, 75.0, 99.0, 100.0}) {
+            const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * sorted.size()));
+            EXPECT_EQ(h.percentile(p), sorted[std::max<std::size_t>(rank, 1) - 1])
+                << "p" << p << " after " << seen.size() << " samples";
+        }
+        EXPECT_EQ(h.count(), seen.size());
+        EXPECT_EQ(h.max(), sorted.back());
+        EXPECT_EQ(h.min(), sorted.front());
+    }
 }
 
 TEST(LatencyHistogram, within_one_percent_after_spilling) {
