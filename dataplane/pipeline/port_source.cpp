@@ -23,6 +23,8 @@ constexpr uint16_t kBurst = 32;
 // Idle pollers of live ports yield for milliseconds before they sleep: a sleep is added
 // latency for the next frame (the workers do the same, WorkerConfig::idle_yields).
 constexpr unsigned kIdleYields = 20000;
+constexpr const char* kHairpinHint =
+    " (run with --no-hairpin to forward non-RoCE frames in software)";
 constexpr unsigned kTxDrainUs = 100;  // l2fwd's drain period: bounds the added latency
 constexpr unsigned kTxRetries = 64;   // tries on a full Tx queue before dropping
 constexpr unsigned kPoolCache = 256;
@@ -134,7 +136,7 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
         src->ports_[1].peer = src->ports_[0].id;
         if (src->ports_[0].hairpin && src->ports_[1].hairpin &&
             !bind_hairpin(src->ports_[0].id, src->ports_[1].id, error)) {
-            error += " (run with --no-hairpin to forward non-RoCE frames in software)";
+            error += kHairpinHint;
             return nullptr;
         }
     }
@@ -337,8 +339,7 @@ bool PortSource::setup_port(unsigned index, const std::string& device, std::stri
     std::string hairpin_error;
     if (p.hairpin &&
         !setup_hairpin_queues(pid, peer_pid, static_cast<uint16_t>(queues), hairpin_error)) {
-        error = "port " + device + " (" + p.driver + "): " + hairpin_error +
-                " (run with --no-hairpin to forward non-RoCE frames in software)";
+        error = "port " + device + " (" + p.driver + "): " + hairpin_error + kHairpinHint;
         return false;
     }
     if (config_.promiscuous) rte_eth_promiscuous_enable(pid);  // not every PMD has it

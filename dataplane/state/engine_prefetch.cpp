@@ -31,10 +31,6 @@ constexpr unsigned kLag = kStages * kStageDistance;
 inline void prefetch_line(const void* p) {
     __builtin_prefetch(p);
 }
-inline void prefetch_lines(const void* p, std::size_t bytes) {
-    const char* c = static_cast<const char*>(p);
-    for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
-}
 
 EndpointKey key_of(const proto::ParsedPacket& pkt) {
     return EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp};
@@ -60,7 +56,7 @@ void EngineImpl::stage_endpoint(const proto::ParsedPacket& pkt, unsigned k) noex
     ahead_.index[k] = found ? *found : kNoIndex;
     if (!found) return;
     const Endpoint& ep = endpoints_[*found];
-    prefetch_lines(&ep, 128);  // lines 0 and 1
+    prefetch_range(&ep, 128);  // lines 0 and 1
     if (pkt.info().request) prefetch_line(ep.window.word_of(pkt.t.bth.psn));
 }
 

@@ -2,6 +2,7 @@
 // orphan blocks are taken from here on the hot path without touching the allocator.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <new>
 
@@ -10,6 +11,12 @@
 namespace insert::state {
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
+
+// Prefetches every cache line of [p, p + bytes).
+inline void prefetch_range(const void* p, std::size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
+}
 
 template <typename T>
 class SlotPool {
@@ -48,10 +55,7 @@ class SlotPool {
             prefetch_slot(fresh_ + (ahead - free_top_));
     }
     // Prefetches every cache line of slot i.
-    void prefetch_slot(uint32_t i) const {
-        const char* p = reinterpret_cast<const char*>(&slots_[i]);
-        for (std::size_t off = 0; off < sizeof(T); off += 64) __builtin_prefetch(p + off);
-    }
+    void prefetch_slot(uint32_t i) const { prefetch_range(&slots_[i], sizeof(T)); }
     T& operator[](uint32_t i) { return slots_[i]; }
     const T& operator[](uint32_t i) const { return slots_[i]; }
 

@@ -16,6 +16,7 @@
 #include "dataplane/pipeline/memory_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
 #include "dataplane/state/engine.hpp"
+#include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/commands.hpp"
 
 namespace insert::tools {
@@ -64,15 +65,7 @@ struct Pass {
 int run_bench(int argc, char** argv) {
     BenchOptions opt;
     std::vector<std::string> args;
-    int i = 1;
-    for (; i < argc; ++i) {
-        if (std::string(argv[i]) == "--") {
-            ++i;
-            break;
-        }
-        args.emplace_back(argv[i]);
-    }
-    for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
+    split_eal_args(argc, argv, args, opt.eal_args);
     CLI::App app("Line-rate benchmark: synthetic RoCEv2 traffic through the real workers", kName);
     app.footer(kExamples);
     app.add_option("--workers", opt.workers, "up to N worker lcores (default 1)")
@@ -85,16 +78,7 @@ int run_bench(int argc, char** argv) {
         ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     app.add_option("--seed", opt.seed, "workload seed");
     app.add_flag("--only", opt.only, "run N workers only, not 1..N");
-    try {
-        std::reverse(args.begin(), args.end());
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        std::fputs(app.help().c_str(), stdout);
-        return 0;
-    } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "%s: %s (try --help)\n", kName, e.what());
-        return 2;
-    }
+    if (const int rc = parse_args(app, args, kName); rc != 0) return rc == 1 ? 0 : rc;
 
     bench::WorkloadSpec spec;
     spec.endpoints = opt.endpoints;

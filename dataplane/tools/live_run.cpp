@@ -27,6 +27,7 @@
 #include "dataplane/pipeline/qp_board.hpp"
 #include "dataplane/pipeline/telemetry.hpp"
 #include "dataplane/state/engine.hpp"
+#include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/dataplane_start.hpp"
 
 namespace insert::tools {
@@ -110,15 +111,7 @@ void restore_signals() {
 // 0 parsed, 1 --help printed, 2 error printed.
 int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, LiveOptions& opt) {
     std::vector<std::string> args;
-    int i = 1;
-    for (; i < argc; ++i) {
-        if (std::string(argv[i]) == "--") {
-            ++i;
-            break;
-        }
-        args.emplace_back(argv[i]);
-    }
-    for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
+    split_eal_args(argc, argv, args, opt.eal_args);
     const bool is_inline = mode == pipeline::PortMode::inline_pair;
     CLI::App app(is_inline ? "Inline RoCEv2 telemetry: forward between two ports, observe RoCE"
                            : "Receive-only RoCEv2 telemetry on mirror ports",
@@ -156,16 +149,7 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
         app.add_flag("--no-hairpin", opt.no_hairpin,
                      "forward non-RoCE frames in software even where both NICs can hairpin");
     app.add_flag("--quiet", opt.quiet, "no live view and no terminal summary");
-    try {
-        std::reverse(args.begin(), args.end());
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        std::fputs(app.help().c_str(), stdout);
-        return 1;
-    } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "%s: %s (try --help)\n", name, e.what());
-        return 2;
-    }
+    if (const int rc = parse_args(app, args, name); rc != 0) return rc;
     if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
         std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", name, opt.record_ring);
         return 2;

@@ -14,6 +14,7 @@
 #include "dataplane/pipeline/file_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
 #include "dataplane/state/engine.hpp"
+#include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/commands.hpp"
 #include "dataplane/tools/dataplane_start.hpp"
 
@@ -65,15 +66,7 @@ void on_signal(int) {
 // 0 parsed, 1 --help printed, 2 error printed.
 int parse(int argc, char** argv, ReplayOptions& opt) {
     std::vector<std::string> args;
-    int i = 1;
-    for (; i < argc; ++i) {
-        if (std::string(argv[i]) == "--") {
-            ++i;
-            break;
-        }
-        args.emplace_back(argv[i]);
-    }
-    for (; i < argc; ++i) opt.eal_args.emplace_back(argv[i]);
+    split_eal_args(argc, argv, args, opt.eal_args);
 
     CLI::App app("Offline RoCEv2 telemetry over a capture file", kName);
     app.footer(kExamples);
@@ -100,16 +93,7 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
         ->check(CLI::Range(16u, 1u << 20));
     app.add_flag("--progress", opt.progress, "progress line on stderr even when not a terminal");
     app.add_flag("--quiet", opt.quiet, "no terminal summary");
-    try {
-        std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        std::fputs(app.help().c_str(), stdout);
-        return 1;
-    } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "%s: %s (try --help)\n", kName, e.what());
-        return 2;
-    }
+    if (const int rc = parse_args(app, args, kName); rc != 0) return rc;
     if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
         std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", kName,
                      opt.record_ring);

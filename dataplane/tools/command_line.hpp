@@ -1,0 +1,39 @@
+// Command-line handling shared by insert-dp's pipeline commands (replay, inline, monitor,
+// bench): their own options, then `--`, then EAL options; CLI11 errors and --help the same
+// way everywhere.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace insert::tools {
+
+// argv[1..] up to a `--` go to `args`, everything after it to `eal_args`.
+inline void split_eal_args(int argc, char** argv, std::vector<std::string>& args,
+                           std::vector<std::string>& eal_args) {
+    int i = 1;
+    for (; i < argc && std::string(argv[i]) != "--"; ++i) args.emplace_back(argv[i]);
+    for (++i; i < argc; ++i) eal_args.emplace_back(argv[i]);
+}
+
+// Parses `args` into `app`. 0 parsed, 1 --help printed (stdout), 2 error printed (one line
+// on stderr naming the command).
+inline int parse_args(CLI::App& app, std::vector<std::string> args, const char* name) {
+    try {
+        std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return 1;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "%s: %s (try --help)\n", name, e.what());
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace insert::tools
