@@ -83,7 +83,10 @@ int ProcessTable::apply(const insert_trace_event& e) {
             }
             break;
         case INSERT_EV_CREATE_QP:
-            if (e.obj) p.qps[e.obj] = QpState{e.ctx, e.u.create_qp.qp_num, IBV_QPS_RESET, -1};
+            if (e.obj) {
+                p.qps[e.obj] = QpState{e.ctx, e.u.create_qp.qp_num, IBV_QPS_RESET, -1};
+                p.destroyed_qps.erase(e.obj);  // the address is reused
+            }
             break;
         case INSERT_EV_MODIFY_QP: {
             QpState& q = p.qps[e.obj];
@@ -100,7 +103,11 @@ int ProcessTable::apply(const insert_trace_event& e) {
             return previous;
         }
         case INSERT_EV_DESTROY_QP:
-            p.qps.erase(e.obj);
+            if (auto q = p.qps.find(e.obj); q != p.qps.end()) {
+                if (p.destroyed_qps.size() >= kMaxDestroyedQps) p.destroyed_qps.clear();
+                p.destroyed_qps[e.obj] = q->second;
+                p.qps.erase(q);
+            }
             break;
         case INSERT_EV_REG_MR:
             if (e.obj) p.mrs[e.obj] = e.u.mr.rkey;
@@ -119,9 +126,14 @@ std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64
     if (pit == procs_.end()) return std::nullopt;
     const ProcessState& p = pit->second;
     int sgid_index = -1;
-    if (auto q = p.qps.find(qp); q != p.qps.end()) {
-        sgid_index = q->second.sgid_index;
-        if (!ctx) ctx = q->second.ctx;
+    const QpState* q = nullptr;
+    if (auto it = p.qps.find(qp); it != p.qps.end())
+        q = &it->second;
+    else if (auto d = p.destroyed_qps.find(qp); d != p.destroyed_qps.end())
+        q = &d->second;
+    if (q) {
+        sgid_index = q->sgid_index;
+        if (!ctx) ctx = q->ctx;
     }
     auto cit = p.contexts.find(ctx);
     if (cit == p.contexts.end()) return std::nullopt;
@@ -144,6 +156,24 @@ bool ProcessTable::claim_context_for_ops(pid_t pid, uint64_t ctx) {
     if (c.ops_resolved) return false;
     c.ops_resolved = true;
     return true;
+}
+
+std::vector<pid_t> ProcessTable::exited() const {
+    std::vector<pid_t> gone;
+    for (const auto& [pid, state] : procs_)
+        if (!process_alive(pid)) gone.push_back(pid);
+    return gone;
+}
+
+std::vector<ExitedProcess> ProcessTable::reap(const std::vector<pid_t>& pids) {
+    std::vector<ExitedProcess> gone;
+    for (pid_t pid : pids) {
+        auto it = procs_.find(pid);
+        if (it == procs_.end()) continue;
+        gone.push_back({pid, it->second.comm, it->second.qps.size(), it->second.mrs.size()});
+        procs_.erase(it);
+    }
+    return gone;
 }
 
 std::vector<ExitedProcess> ProcessTable::reap_exited() {

@@ -37,6 +37,11 @@ struct ProcessState {
     std::unordered_map<uint64_t, ContextState> contexts;
     std::unordered_map<uint64_t, QpState> qps;   // by struct ibv_qp *
     std::unordered_map<uint64_t, uint32_t> mrs;  // struct ibv_mr * -> rkey
+    // QPs destroyed recently: softverbs' trace records reach the tracer in batches, so the
+    // last posts and completions of a QP can follow its destroy_qp (whose probe fires at
+    // once); their `ip` still comes from the QP's address vector. Bounded: cleared when it
+    // reaches kMaxDestroyedQps (older records then fall back to the context's GID).
+    std::unordered_map<uint64_t, QpState> destroyed_qps;
 };
 
 struct ExitedProcess {
@@ -63,6 +68,13 @@ class ProcessTable {
 
     // Processes no longer alive; their state is dropped.
     std::vector<ExitedProcess> reap_exited();
+    // The same in two steps, so that the caller can read the ring buffer in between: what
+    // a process reported before it died is in the ring when exited() sees it gone, and is
+    // decoded before its process_exit record.
+    std::vector<pid_t> exited() const;
+    std::vector<ExitedProcess> reap(const std::vector<pid_t>& pids);
+
+    static constexpr size_t kMaxDestroyedQps = 4096;
 
     size_t size() const { return procs_.size(); }
 

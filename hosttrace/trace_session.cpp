@@ -194,6 +194,10 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
 }
 
 void Session::housekeeping(bool final) {
+    // Processes found dead, then the ring read: whatever they submitted before dying (the
+    // last trace records softverbs flushed at exit) is decoded before their process_exit.
+    const std::vector<pid_t> dead = table_.exited();
+    if (!dead.empty()) tracer_->drain();
     const Counters c = tracer_->counters();
     if (c.ringbuf_drops != reported_.ringbuf_drops)
         emit({{"type", "lost"},
@@ -201,7 +205,7 @@ void Session::housekeeping(bool final) {
               {"ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops},
               {"ringbuf_drops_total", c.ringbuf_drops}});
     reported_ = c;
-    for (const ExitedProcess& p : table_.reap_exited())
+    for (const ExitedProcess& p : table_.reap(dead))
         emit({{"type", "process_exit"},
               {"t_ns", monotonic_ns()},
               {"pid", p.pid},

@@ -125,6 +125,8 @@ static_assert(offsetof(insert_trace_batch, qp_num) == offsetof(insert_trace_even
 static_assert(sizeof(sv_trace_send_wr) == SV_TRACE_SEND_WR_SIZE);
 static_assert(sizeof(sv_trace_recv_wr) == SV_TRACE_RECV_WR_SIZE);
 static_assert(sizeof(ibv_wc) == IBV_WC_SIZE);
+static_assert(sizeof(sv_trace_rec) == SV_TRACE_REC_SIZE);
+static_assert(sizeof(ibv_wc) == SV_TRACE_WC_SIZE);
 static_assert(offsetof(ibv_wc, wc_flags) + sizeof(ibv_wc::wc_flags) <= IBV_WC_SIZE);
 
 int VerbsTracer::on_sample(void* self, void* data, size_t size) {
@@ -133,6 +135,12 @@ int VerbsTracer::on_sample(void* self, void* data, size_t size) {
         uint32_t kind = 0;
         std::memcpy(&kind, static_cast<const uint8_t*>(data) + offsetof(insert_trace_batch, kind),
                     sizeof(kind));
+        if (kind == INSERT_EV_SV_FLUSH_BATCH) {
+            insert_trace_batch b{};
+            std::memcpy(&b, data, std::min(size, sizeof(b)));
+            t->expand_flush(b, size);
+            return 0;
+        }
         if (kind == INSERT_EV_POST_SEND_BATCH || kind == INSERT_EV_POST_RECV_BATCH ||
             kind == INSERT_EV_POLL_CQ_BATCH) {
             // Records of one item are shorter than the struct (verbs_trace.bpf.c).
@@ -148,6 +156,24 @@ int VerbsTracer::on_sample(void* self, void* data, size_t size) {
     t->handler_(e);
     return 0;
 }
+
+namespace {
+
+// A completion as the application received it -> the event's poll_cq fields.
+void fill_poll_cq(insert_ev_poll_cq& p, const uint8_t* raw) {
+    ibv_wc wc;
+    std::memcpy(&wc, raw, sizeof(wc));
+    p.wr_id = wc.wr_id;
+    p.status = wc.status;
+    p.opcode = wc.opcode;
+    p.byte_len = wc.byte_len;
+    p.imm_data = wc.imm_data;
+    p.qp_num = wc.qp_num;
+    p.src_qp = wc.src_qp;
+    p.wc_flags = wc.wc_flags;
+}
+
+}  // namespace
 
 // One event per work request or completion: the JSON schema (and everything downstream)
 // stays one record per item, whichever probe produced it.
@@ -192,20 +218,64 @@ void VerbsTracer::expand_batch(const insert_trace_batch& b, size_t size) {
             p.truncated =
                 ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
         } else {
-            ibv_wc wc;
-            std::memcpy(&wc, b.items.wc[i], sizeof(wc));
             auto& p = e.u.poll_cq;
             e.kind = INSERT_EV_POLL_CQ;
-            p.wr_id = wc.wr_id;
-            p.status = wc.status;
-            p.opcode = wc.opcode;
-            p.byte_len = wc.byte_len;
-            p.imm_data = wc.imm_data;
-            p.qp_num = wc.qp_num;
-            p.src_qp = wc.src_qp;
-            p.wc_flags = wc.wc_flags;
+            fill_poll_cq(p, b.items.wc[i]);
             p.index = static_cast<uint16_t>(b.first_index + i);
             p.polled = static_cast<uint16_t>(b.polled);
+        }
+        handler_(e);
+    }
+}
+
+// softverbs' records: each is one post_send / post_recv / poll_cq event with its own time
+// and objects; the record's header gives the process, thread and its name.
+void VerbsTracer::expand_flush(const insert_trace_batch& b, size_t size) {
+    const size_t header = offsetof(insert_trace_batch, items);
+    const size_t n =
+        std::min<size_t>({b.n, INSERT_MAX_BATCH, (size - header) / sizeof(sv_trace_rec)});
+    insert_trace_event e{};
+    std::memcpy(&e, &b, offsetof(insert_trace_event, u));
+    for (size_t i = 0; i < n; i++) {
+        const sv_trace_rec& r = b.items.rec[i];
+        std::memset(&e.u, 0, sizeof(e.u));
+        e.ts_ns = r.t_ns;
+        e.ctx = r.ctx;
+        e.obj = r.obj;
+        e.ret = 0;
+        if (r.kind == SV_TRACE_REC_SEND) {
+            const sv_trace_send_wr& w = r.u.send;
+            auto& p = e.u.post_send;
+            e.kind = INSERT_EV_POST_SEND;
+            p.wr_id = w.wr_id;
+            p.remote_addr = w.remote_addr;
+            p.total_len = w.length;
+            p.qp_num = r.qp_num;
+            p.opcode = w.opcode;
+            p.send_flags = w.send_flags;
+            p.num_sge = w.num_sge;
+            p.rkey = w.rkey;
+            p.imm_data = w.imm_data;
+            p.remote_qpn = w.remote_qpn;
+            p.chain_index = r.index;
+            p.truncated = 0;  // softverbs reports every accepted work request
+        } else if (r.kind == SV_TRACE_REC_RECV) {
+            auto& p = e.u.post_recv;
+            e.kind = INSERT_EV_POST_RECV;
+            p.wr_id = r.u.recv.wr_id;
+            p.total_len = r.u.recv.length;
+            p.qp_num = r.qp_num;
+            p.num_sge = r.u.recv.num_sge;
+            p.chain_index = r.index;
+            p.truncated = 0;
+        } else if (r.kind == SV_TRACE_REC_WC) {
+            e.kind = INSERT_EV_POLL_CQ;
+            e.ret = static_cast<int32_t>(r.polled);
+            fill_poll_cq(e.u.poll_cq, r.u.wc);
+            e.u.poll_cq.index = r.index;
+            e.u.poll_cq.polled = static_cast<uint16_t>(r.polled);
+        } else {
+            continue;  // a kind this tracer does not know
         }
         handler_(e);
     }
@@ -250,15 +320,12 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
         }
         sites.emplace_back(v.symbol, *off);
     }
-    // softverbs' trace sites: all three or none (a library with some would leave a verb
-    // covered twice or not at all).
+    // softverbs' trace site (version SOFTVERBS_TRACE_2): it reports posts and completions
+    // alike, so the ops-table functions of this file are not probed.
     std::vector<std::pair<std::string, uint64_t>> trace_sites;
-    if (use_sites_ && datapath_on_) {
-        for (const char* name :
-             {SV_TRACE_SITE_POST_SEND, SV_TRACE_SITE_POST_RECV, SV_TRACE_SITE_POLL_CQ})
-            if (auto off = elf->function_offset(name)) trace_sites.emplace_back(name, *off);
-        if (trace_sites.size() != 3) trace_sites.clear();
-    }
+    if (use_sites_ && datapath_on_)
+        if (auto off = elf->function_offset(SV_TRACE_SITE_FLUSH))
+            trace_sites.emplace_back(SV_TRACE_SITE_FLUSH, *off);
     // All or nothing: a half-probed library would be probed twice by the next attempt.
     const size_t first_link = links_.size();
     for (const auto& [symbol, off] : sites) {
@@ -275,11 +342,7 @@ bool VerbsTracer::attach_library(const std::string& path, pid_t pid,
         attached.emplace_back(symbol, off);
     }
     for (const auto& [symbol, off] : trace_sites) {
-        auto& p = skel_->progs;
-        bpf_program* prog = symbol == SV_TRACE_SITE_POST_SEND   ? p.sv_post_send_site
-                            : symbol == SV_TRACE_SITE_POST_RECV ? p.sv_post_recv_site
-                                                                : p.sv_poll_cq_site;
-        if (!attach_one(prog, false, pid, path, off, error)) {
+        if (!attach_one(skel_->progs.sv_flush_site, false, pid, path, off, error)) {
             while (links_.size() > first_link) {
                 bpf_link__destroy(links_.back());
                 links_.pop_back();

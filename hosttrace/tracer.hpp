@@ -89,6 +89,7 @@ class VerbsTracer {
     VerbsTracer() = default;
     static int on_sample(void* self, void* data, size_t size);
     void expand_batch(const insert_trace_batch& b, size_t size);
+    void expand_flush(const insert_trace_batch& b, size_t size);
     bool attach_one(::bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
                     uint64_t offset, std::string& error);
 

@@ -68,16 +68,21 @@ static __always_inline void count(__u32 which) {
     if (v) *v += 1;
 }
 
+static __always_inline bool comm_matches(const char* comm) {
+    for (int i = 0; i < 16; i++) {
+        if (comm[i] != filter_comm[i]) return false;
+        if (comm[i] == 0) break;
+    }
+    return true;
+}
+
 static __always_inline bool traced_task(void) {
     if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid) return false;
     if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup) return false;
     if (filter_by_comm) {
         char comm[16];
         bpf_get_current_comm(comm, sizeof(comm));
-        for (int i = 0; i < 16; i++) {
-            if (comm[i] != filter_comm[i]) return false;
-            if (comm[i] == 0) break;
-        }
+        return comm_matches(comm);
     }
     return true;
 }
@@ -412,16 +417,10 @@ static __always_inline struct insert_trace_batch* new_batch(__u32 kind, __u64 ct
     return b;
 }
 
-/* The sixth argument of a trace site: libbpf's BPF_KPROBE stops at five. */
-#if defined(__TARGET_ARCH_arm64)
-#define SITE_ARG6(regs) ((__u32)(regs)->regs[5])
-#else
-#define SITE_ARG6(regs) ((__u32)(regs)->r9)
-#endif
-
 #define BATCH_HEADER __builtin_offsetof(struct insert_trace_batch, items)
 
-/* One record of `cap` items (a constant: 1 or INSERT_MAX_BATCH) holding n <= cap of them. */
+/* One record of `cap` items (a constant: 1 or INSERT_MAX_BATCH) holding n <= cap of them
+ * (entry probes). */
 static __always_inline void emit_batch(__u32 kind, __u64 vctx, __u64 obj, __u32 qp_num,
                                        const void* items, __u32 n, __u32 first_index,
                                        const __u32 item_size, __u32 polled, const __u32 cap) {
@@ -438,41 +437,106 @@ static __always_inline void emit_batch(__u32 kind, __u64 vctx, __u64 obj, __u32 
     bpf_ringbuf_submit(b, datapath_submit_flags(reserve));
 }
 
-/* One record per site call: the site's arguments plus one copy of its array. A single work
- * request or completion - the common case - takes a record of its size, not of sixteen:
- * the ring holds ~7x more of them and the reader copies less. */
-static __always_inline int site_batch(__u32 kind, __u64 vctx, __u64 obj, __u32 qp_num,
-                                      const void* items, __u32 n, __u32 first_index,
-                                      const __u32 item_size, __u32 polled) {
-    if (!traced_task() || !sampled_in()) return 0;
+/* ---- softverbs' trace site ------------------------------------------------------- */
+
+/* sample:N at the site: one record in N (per CPU), counted over records rather than site
+ * calls (a call carries up to 16 records of several verbs). How many of [base, base + n)
+ * are multiples of N. */
+static __always_inline __u32 sampled_count(__u64 base, __u32 n) {
+    return (__u32)((base + n + datapath_sample - 1) / datapath_sample -
+                   (base + datapath_sample - 1) / datapath_sample);
+}
+
+/* One ring-buffer record of `cap` slots (a constant: the verifier wants a constant
+ * reservation) for n <= cap records copied with one bpf_probe_read_user. The records carry
+ * their own times, objects and fields; the header says whose they are. */
+static __always_inline void emit_flush(const void* recs, __u32 n, __u32 owner_tid,
+                                       const char* owner_comm, bool own, __u64 base,
+                                       const __u32 cap) {
+    const __u64 reserve = BATCH_HEADER + (__u64)cap * SV_TRACE_REC_SIZE;
+    __u32 kept = datapath_sample > 1 ? sampled_count(base, n) : n;
+    struct insert_trace_batch* b = bpf_ringbuf_reserve(&events, reserve, 0);
+    if (!b) {
+        count_drops(kept);
+        return;
+    }
+    __u64 id = bpf_get_current_pid_tgid();
+    b->ts_ns = bpf_ktime_get_ns(); /* the flush; each record has its own time */
+    b->cgroup_id = bpf_get_current_cgroup_id();
+    b->pid = id >> 32;
+    b->tid = owner_tid;
+    if (own)
+        bpf_get_current_comm(b->comm, sizeof(b->comm));
+    else if (bpf_probe_read_user(b->comm, sizeof(b->comm), owner_comm))
+        count(INSERT_CNT_READ_ERRORS);
+    b->kind = INSERT_EV_SV_FLUSH_BATCH;
+    b->ret = 0;
+    b->ctx = 0;
+    b->obj = 0;
+    b->qp_num = 0;
+    b->first_index = 0;
+    b->polled = 0;
+    b->truncated = 0;
+    b->pad = 0;
+    __u64 bytes = bound_size((__u64)n * SV_TRACE_REC_SIZE, (__u64)cap * SV_TRACE_REC_SIZE);
+    if (bpf_probe_read_user(&b->items, bytes, recs)) count(INSERT_CNT_READ_ERRORS);
+    if (datapath_sample > 1) {
+        /* Keep records base + i that are multiples of N, moved to the front. */
+        __u32 k = 0;
+        for (__u32 i = 0; i < cap; i++) {
+            if (i >= n) break;
+            if ((base + i) % datapath_sample) continue;
+            if (k != i)
+                __builtin_memcpy(&b->items.rec[k & (cap - 1)], &b->items.rec[i & (cap - 1)],
+                                 SV_TRACE_REC_SIZE);
+            k++;
+        }
+        n = k;
+    }
+    b->n = n;
+    bpf_ringbuf_submit(b, datapath_submit_flags(reserve));
+}
+
+/* softverbs_trace_flush(recs, n, tid, comm): up to 16 records of thread `tid` - usually the
+ * caller; softverbs' flusher thread reports a thread that went quiet, and then the name
+ * comes from softverbs' copy. Filters apply to the records' thread. */
+SEC("uprobe")
+int BPF_KPROBE(sv_flush_site, const void* recs, __u32 n, __u32 owner_tid, const char* owner_comm) {
     if (n == 0) return 0;
-    if (n == 1)
-        emit_batch(kind, vctx, obj, qp_num, items, 1, first_index, item_size, polled, 1);
+    if (n > INSERT_MAX_BATCH) n = INSERT_MAX_BATCH;
+    __u64 id = bpf_get_current_pid_tgid();
+    if (filter_tgid && (id >> 32) != filter_tgid) return 0;
+    if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup) return 0;
+    const bool own = (__u32)id == owner_tid;
+    if (filter_by_comm) {
+        char comm[16] = {};
+        if (own)
+            bpf_get_current_comm(comm, sizeof(comm));
+        else
+            bpf_probe_read_user(comm, sizeof(comm), owner_comm);
+        if (!comm_matches(comm)) return 0;
+    }
+    __u64 base = 0;
+    if (datapath_sample > 1) {
+        __u32 zero = 0;
+        __u64* c = bpf_map_lookup_elem(&sample_clock, &zero);
+        if (c) {
+            base = *c;
+            *c += n;
+        }
+        __u32 kept = sampled_count(base, n);
+        __u32 which = INSERT_CNT_SAMPLED_OUT;
+        __u64* v = bpf_map_lookup_elem(&counters, &which);
+        if (v) *v += n - kept;
+        if (!kept) return 0;
+    }
+    /* A flush by the thread's owner carries 16 records (or what waited at a tick or an
+     * exit): a small record for the latter keeps a quiet application's ring usage low. */
+    if (n <= 4)
+        emit_flush(recs, n, owner_tid, owner_comm, own, base, 4);
     else
-        emit_batch(kind, vctx, obj, qp_num, items, n > INSERT_MAX_BATCH ? INSERT_MAX_BATCH : n,
-                   first_index, item_size, polled, INSERT_MAX_BATCH);
+        emit_flush(recs, n, owner_tid, owner_comm, own, base, INSERT_MAX_BATCH);
     return 0;
-}
-
-/* softverbs_trace_post_send(ctx, qp, qp_num, wrs, n, first_index) */
-SEC("uprobe")
-int BPF_KPROBE(sv_post_send_site, void* vctx, void* qp, __u32 qp_num, void* wrs, __u32 n) {
-    return site_batch(INSERT_EV_POST_SEND_BATCH, (__u64)vctx, (__u64)qp, qp_num, wrs, n,
-                      SITE_ARG6(ctx), SV_TRACE_SEND_WR_SIZE, 0);
-}
-
-/* softverbs_trace_post_recv(ctx, qp, qp_num, wrs, n, first_index) */
-SEC("uprobe")
-int BPF_KPROBE(sv_post_recv_site, void* vctx, void* qp, __u32 qp_num, void* wrs, __u32 n) {
-    return site_batch(INSERT_EV_POST_RECV_BATCH, (__u64)vctx, (__u64)qp, qp_num, wrs, n,
-                      SITE_ARG6(ctx), SV_TRACE_RECV_WR_SIZE, 0);
-}
-
-/* softverbs_trace_poll_cq(ctx, cq, wc, n, first_index, polled) */
-SEC("uprobe")
-int BPF_KPROBE(sv_poll_cq_site, void* vctx, void* cq, void* wc, __u32 n, __u32 first_index) {
-    return site_batch(INSERT_EV_POLL_CQ_BATCH, (__u64)vctx, (__u64)cq, 0, wc, n, first_index,
-                      IBV_WC_SIZE, SITE_ARG6(ctx));
 }
 
 /* Entry probes on a provider's ops functions (no trace sites: rdma-core's providers).

@@ -24,13 +24,16 @@ enum insert_trace_kind {
     INSERT_EV_POST_SEND = 10,
     INSERT_EV_POST_RECV = 11,
     INSERT_EV_POLL_CQ = 12,
-    /* Ring-buffer records only: the data path sends one record per call with up to
+    /* Ring-buffer records only: an entry probe sends one record per call with up to
      * INSERT_MAX_BATCH work requests or completions (struct insert_trace_batch); user space
      * expands it into one POST_SEND / POST_RECV / POLL_CQ event per item. One reservation
-     * and, at softverbs' trace sites, one user-memory read per call instead of per item. */
+     * per call instead of per item. */
     INSERT_EV_POST_SEND_BATCH = 20,
     INSERT_EV_POST_RECV_BATCH = 21,
     INSERT_EV_POLL_CQ_BATCH = 22,
+    /* softverbs' trace site: up to INSERT_MAX_BATCH struct sv_trace_rec of one thread, each
+     * a post or a completion with its own time; copied with one bpf_probe_read_user. */
+    INSERT_EV_SV_FLUSH_BATCH = 23,
 };
 
 /* Bounds on what one probe hit copies: BPF loops must be bounded, and a work-request
@@ -199,11 +202,14 @@ struct insert_trace_event {
     } u;
 };
 
-/* A data-path call: the leading fields are those of insert_trace_event (the same names and
- * offsets; user space checks), then up to INSERT_MAX_BATCH items. Items are softverbs'
- * trace-site records (sv_trace_send_wr / sv_trace_recv_wr; an entry probe on a provider
- * fills the same records from the application's work requests) or struct ibv_wc as the
- * provider wrote it (IBV_WC_SIZE bytes each). */
+/* A data-path record: the leading fields are those of insert_trace_event (the same names and
+ * offsets; user space checks), then up to INSERT_MAX_BATCH items. Entry probes: one call's
+ * work requests (sv_trace_send_wr / sv_trace_recv_wr, filled from the application's
+ * ibv_send_wr / ibv_recv_wr) or completions (struct ibv_wc as the provider wrote it,
+ * IBV_WC_SIZE bytes each). softverbs' site (INSERT_EV_SV_FLUSH_BATCH): sv_trace_rec as
+ * softverbs wrote them; tid and comm are those of the thread that made them, ts_ns is the
+ * flush's time, and ctx, obj, qp_num, first_index, polled are unused (each record has its
+ * own). */
 struct insert_trace_batch {
     __u64 ts_ns;
     __u64 cgroup_id;
@@ -224,6 +230,7 @@ struct insert_trace_batch {
         struct sv_trace_send_wr send[INSERT_MAX_BATCH];
         struct sv_trace_recv_wr recv[INSERT_MAX_BATCH];
         __u8 wc[INSERT_MAX_BATCH][IBV_WC_SIZE];
+        struct sv_trace_rec rec[INSERT_MAX_BATCH];
     } items;
 };
 

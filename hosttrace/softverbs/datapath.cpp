@@ -8,10 +8,11 @@
 // one-byte NOPs instead, which the kernel does not optimise, so the entries are written as
 // tiny assembly trampolines that jump to the C++ implementations.
 //
-// Trace sites (trace_sites.h): the data path also calls three empty NOP-prefixed functions,
-// only when it has accepted work requests or returns completions, with what to report in
-// their arguments. insert-trace probes them instead of the entries above: an empty poll
-// then costs the tracer nothing and a poll needs no return probe.
+// Trace records (trace_buffer.hpp): while insert-trace probes the trace site, every accepted
+// work request and every returned completion is written to the calling thread's ring, and
+// the site is called once per 16 records. insert-trace probes it instead of the entries
+// above: an empty poll then costs the tracer nothing, a poll needs no return probe, and a
+// message (post + completion) costs an eighth of a probe hit.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "hosttrace/softverbs/engine.hpp"
 #include "hosttrace/softverbs/ops.hpp"
 #include "hosttrace/softverbs/protocol.hpp"
+#include "hosttrace/softverbs/trace_buffer.hpp"
 #include "hosttrace/softverbs/trace_sites.h"
 
 #define SV_PROBE_SITE(name)                    \
@@ -44,39 +46,9 @@ SV_PROBE_SITE(softverbs_post_srq_recv);
 SV_PROBE_SITE(softverbs_poll_cq);
 SV_PROBE_SITE(softverbs_req_notify_cq);
 
-// Trace sites (trace_sites.h): exported under version SOFTVERBS_TRACE_1 so a tracer finds
-// them in .dynsym, each with a hidden alias at the same address that the library calls -
-// a direct call, not through the PLT. The body is the 5-byte NOP and a return.
-// clang-format off
-#define SV_TRACE_SITE(name)                                         \
-    asm(".pushsection .text\n"                                      \
-        ".p2align 4\n"                                              \
-        ".globl " #name "\n"                                        \
-        ".type " #name ", @function\n"                              \
-        ".globl " #name "_local\n"                                  \
-        ".hidden " #name "_local\n"                                 \
-        ".type " #name "_local, @function\n"                        \
-        #name ":\n"                                                 \
-        #name "_local:\n"                                           \
-        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                      \
-        "ret\n"                                                     \
-        ".size " #name ", .-" #name "\n"                            \
-        ".size " #name "_local, .-" #name "_local\n"                \
-        ".popsection\n")
-// clang-format on
-
-SV_TRACE_SITE(softverbs_trace_post_send);
-SV_TRACE_SITE(softverbs_trace_post_recv);
-SV_TRACE_SITE(softverbs_trace_poll_cq);
-
 #define SV_HIDDEN extern "C" __attribute__((visibility("hidden")))
 
-SV_HIDDEN void softverbs_trace_post_send_local(ibv_context*, ibv_qp*, uint32_t,
-                                               const sv_trace_send_wr*, uint32_t, uint32_t);
-SV_HIDDEN void softverbs_trace_post_recv_local(ibv_context*, ibv_qp*, uint32_t,
-                                               const sv_trace_recv_wr*, uint32_t, uint32_t);
-SV_HIDDEN void softverbs_trace_poll_cq_local(ibv_context*, ibv_cq*, const ibv_wc*, uint32_t,
-                                             uint32_t, uint32_t);
+static_assert(sizeof(ibv_wc) == SV_TRACE_WC_SIZE);
 
 SV_HIDDEN int softverbs_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
 SV_HIDDEN int softverbs_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
@@ -187,15 +159,25 @@ uint32_t sge_sum(const ibv_sge* sg, int num_sge) {
     return total;
 }
 
-// Reports the accepted work requests [first, end) at the post_send trace site, at most
-// SV_TRACE_MAX_BATCH per call. Called outside the context lock: a traced call then never
+// Records the accepted work requests [first, end) in the calling thread's trace ring, all
+// with the time of this call. Called outside the context lock: a traced call then never
 // lengthens the time the progress thread waits for the lock.
 void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end) {
-    sv_trace_send_wr recs[SV_TRACE_MAX_BATCH];
-    uint32_t n = 0, index = 0;
+    TraceRing& ring = trace_ring();
+    const uint64_t now = trace_now_ns();
     ibv_qp* handle = &qp.qpx.qp_base;
+    uint16_t index = 0;
     for (const ibv_send_wr* w = first; w && w != end; w = w->next) {
-        sv_trace_send_wr& r = recs[n++];
+        sv_trace_rec& rec = trace_slot(ring);
+        rec.t_ns = now;
+        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
+        rec.obj = reinterpret_cast<uintptr_t>(handle);
+        rec.qp_num = handle->qp_num;
+        rec.kind = SV_TRACE_REC_SEND;
+        rec.index = index++;
+        rec.polled = 0;
+        rec.reserved = 0;
+        sv_trace_send_wr& r = rec.u.send;
         r = {};
         r.wr_id = w->wr_id;
         r.length = sge_sum(w->sg_list, w->num_sge);
@@ -213,14 +195,9 @@ void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end
             r.remote_addr = w->wr.rdma.remote_addr;
             r.rkey = w->wr.rdma.rkey;
         }
-        if (n == SV_TRACE_MAX_BATCH) {
-            softverbs_trace_post_send_local(handle->context, handle, handle->qp_num, recs, n,
-                                            index);
-            index += n;
-            n = 0;
-        }
+        ring.publish();
     }
-    if (n) softverbs_trace_post_send_local(handle->context, handle, handle->qp_num, recs, n, index);
+    trace_commit(ring);
 }
 
 }  // namespace
@@ -245,7 +222,7 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
         if (qp.state == IBV_QPS_ERR) flush_queues(qp);
     }
     // Before the doorbell: the trace's timestamp is the post's, not the transmission's.
-    if (first != wr) trace_posted_sends(qp, first, wr);
+    if (first != wr && trace_enabled()) trace_posted_sends(qp, first, wr);
     // Transmit now on the caller's thread when the engine is idle, like a doorbell write;
     // otherwise the running iteration or the woken thread picks the work up.
     if (!qp.ctx->engine->progress()) qp.ctx->engine->kick();
@@ -254,20 +231,25 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 namespace {
 
-// Reports the accepted receive requests [first, end) at the post_recv trace site.
+// Records the accepted receive requests [first, end) in the calling thread's trace ring.
 void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv_wr* end) {
-    sv_trace_recv_wr recs[SV_TRACE_MAX_BATCH];
-    uint32_t n = 0, index = 0;
+    TraceRing& ring = trace_ring();
+    const uint64_t now = trace_now_ns();
+    uint16_t index = 0;
     for (const ibv_recv_wr* w = first; w && w != end; w = w->next) {
-        recs[n++] = {w->wr_id, sge_sum(w->sg_list, w->num_sge), static_cast<uint32_t>(w->num_sge)};
-        if (n == SV_TRACE_MAX_BATCH) {
-            softverbs_trace_post_recv_local(handle->context, handle, handle->qp_num, recs, n,
-                                            index);
-            index += n;
-            n = 0;
-        }
+        sv_trace_rec& rec = trace_slot(ring);
+        rec.t_ns = now;
+        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
+        rec.obj = reinterpret_cast<uintptr_t>(handle);
+        rec.qp_num = handle->qp_num;
+        rec.kind = SV_TRACE_REC_RECV;
+        rec.index = index++;
+        rec.polled = 0;
+        rec.reserved = 0;
+        rec.u.recv = {w->wr_id, sge_sum(w->sg_list, w->num_sge), static_cast<uint32_t>(w->num_sge)};
+        ring.publish();
     }
-    if (n) softverbs_trace_post_recv_local(handle->context, handle, handle->qp_num, recs, n, index);
+    trace_commit(ring);
 }
 
 int post_recv_to(Context& ctx, Ring<RecvWqe>& rq, uint32_t max_sge, ibv_recv_wr* wr,
@@ -321,7 +303,7 @@ SV_HIDDEN int softverbs_post_recv_impl(ibv_qp* handle, ibv_recv_wr* wr, ibv_recv
         return EINVAL;
     }
     const int rc = post_recv_to(*qp.ctx, qp.rq, qp.cap.max_recv_sge, wr, bad);
-    trace_posted_recvs(handle, wr, rc ? *bad : nullptr);
+    if (trace_enabled()) trace_posted_recvs(handle, wr, rc ? *bad : nullptr);
     if (qp.state == IBV_QPS_ERR) {
         std::lock_guard guard(qp.ctx->lock);
         flush_queues(qp);
@@ -350,13 +332,26 @@ int pop_completions(Cq& cq, int n, ibv_wc* wc) {
 
 namespace {
 
-// Reports a poll's completions at the poll_cq trace site: only non-empty polls reach it,
-// so a busy-polling application's empty polls cost the tracer nothing.
+// Records a poll's completions in the calling thread's trace ring: only non-empty polls
+// get here, so a busy-polling application's empty polls cost the tracer nothing.
 int trace_polled(ibv_cq* handle, const ibv_wc* wc, int got) {
-    for (int i = 0; i < got; i += SV_TRACE_MAX_BATCH)
-        softverbs_trace_poll_cq_local(handle->context, handle, wc + i,
-                                      static_cast<uint32_t>(std::min(got - i, SV_TRACE_MAX_BATCH)),
-                                      static_cast<uint32_t>(i), static_cast<uint32_t>(got));
+    if (!trace_enabled()) return got;
+    TraceRing& ring = trace_ring();
+    const uint64_t now = trace_now_ns();
+    for (int i = 0; i < got; i++) {
+        sv_trace_rec& rec = trace_slot(ring);
+        rec.t_ns = now;
+        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
+        rec.obj = reinterpret_cast<uintptr_t>(handle);
+        rec.qp_num = 0;
+        rec.kind = SV_TRACE_REC_WC;
+        rec.index = static_cast<uint16_t>(i);
+        rec.polled = static_cast<uint32_t>(got);
+        rec.reserved = 0;
+        std::memcpy(rec.u.wc, &wc[i], sizeof(ibv_wc));
+        ring.publish();
+    }
+    trace_commit(ring);
     return got;
 }
 

@@ -17,6 +17,7 @@
 #include "hosttrace/softverbs/ops.hpp"
 #include "hosttrace/softverbs/protocol.hpp"
 #include "hosttrace/softverbs/socket.hpp"
+#include "hosttrace/softverbs/trace_buffer.hpp"
 
 namespace insert::softverbs {
 
@@ -294,6 +295,9 @@ SV_EXPORT int ibv_query_qp(ibv_qp* handle, ibv_qp_attr* attr, int, ibv_qp_init_a
 }
 
 SV_EXPORT int ibv_destroy_qp(ibv_qp* handle) {
+    // Trace records of this QP's work reach the tracer now rather than at the next flush
+    // (they hold values, not references: flushing later would be correct too).
+    if (trace_enabled()) trace_flush_all();
     Qp* qp = to_qp(handle);
     Context& ctx = *qp->ctx;
     {

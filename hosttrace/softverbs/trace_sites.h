@@ -1,18 +1,20 @@
-/* Probe sites that softverbs offers insert-trace (issue 7): exported functions that do
- * nothing, start with a 5-byte NOP and are called by the data path only when there is
- * something to report, with the report in their arguments.
+/* The probe site that softverbs offers insert-trace (issue 7): an exported function that
+ * does nothing (a 5-byte NOP and a ret) and is called with records of data-path verbs in
+ * its arguments.
  *
- * Why: probing the ops-table entries (softverbs_post_send, softverbs_poll_cq) costs a
- * uprobe hit on every call - including every empty poll of a busy-polling application -
- * plus a return probe on poll_cq, whose completions exist only after the return. These
- * sites are hit once per post (after the work requests were accepted) and once per
- * non-empty poll (after the completions were written), and hand the tracer one contiguous
- * array per hit, so the BPF program needs one bpf_probe_read_user per event.
+ * Why: a uprobe hit costs ~0.5-1 us even on a NOP, so probing every post and every poll
+ * (or one site per post and one per non-empty poll, SOFTVERBS_TRACE_1) costs two hits per
+ * message. softverbs instead writes a record per accepted work request and per returned
+ * completion into a per-thread ring in its own memory (plain stores and a vDSO clock read)
+ * while the site is probed, and calls the site with up to SV_TRACE_MAX_BATCH records at a
+ * time: one hit and one bpf_probe_read_user per 16 records. When the site is not probed
+ * (its first byte is still the NOP's), nothing is recorded. When records are flushed, and
+ * the bound on how long one waits: hosttrace/softverbs/trace_ring.hpp, docs/insert-trace.md.
  *
  * This header is the ABI between softverbs and the BPF program (which includes it after
- * vmlinux.h): fixed-width types only, layouts pinned below. A tracer detects the sites by
- * the exported symbols of version SOFTVERBS_TRACE_1; an incompatible change must rename
- * the version and the symbols. */
+ * vmlinux.h): fixed-width types only, layouts pinned below. A tracer detects the site by
+ * the exported symbol of version SOFTVERBS_TRACE_2; an incompatible change must rename the
+ * version and the symbol. */
 #ifndef INSERT_SOFTVERBS_TRACE_SITES_H
 #define INSERT_SOFTVERBS_TRACE_SITES_H
 
@@ -20,13 +22,13 @@
 #include <linux/types.h>
 #endif
 
-/* One site call reports at most this many work requests or completions; longer lists are
- * reported in several calls (first_index says where each starts), never truncated. */
+/* One site call reports at most this many records. */
 #define SV_TRACE_MAX_BATCH 16
 
 /* A send work request as softverbs accepted it: the fields of ibv_send_wr that the trace
  * reports, with the SGE lengths already summed (softverbs computes the sum to validate the
- * request; the tracer would otherwise have to read the SGE list a second time). */
+ * request; the tracer would otherwise have to read the SGE list a second time). Also the
+ * item format of the tracer's entry probes on other providers. */
 struct sv_trace_send_wr {
     __u64 wr_id;
     __u64 remote_addr; /* wr.rdma / wr.atomic, 0 for sends */
@@ -47,21 +49,45 @@ struct sv_trace_recv_wr {
 
 #define SV_TRACE_SEND_WR_SIZE 40
 #define SV_TRACE_RECV_WR_SIZE 16
+#define SV_TRACE_WC_SIZE 48 /* sizeof(struct ibv_wc) */
 
-/* The sites (arguments in registers, System V x86-64 / AAPCS64 calling convention):
+enum sv_trace_rec_kind {
+    SV_TRACE_REC_SEND = 1, /* an accepted ibv_post_send work request */
+    SV_TRACE_REC_RECV = 2, /* an accepted ibv_post_recv work request */
+    SV_TRACE_REC_WC = 3,   /* a completion that ibv_poll_cq returned */
+};
+
+/* One data-path event. t_ns is CLOCK_MONOTONIC (clock_gettime, the vDSO: the clock of
+ * bpf_ktime_get_ns) read when softverbs accepted the post or when the poll returned, not
+ * when the record was flushed. */
+struct sv_trace_rec {
+    __u64 t_ns;
+    __u64 ctx;      /* struct ibv_context * */
+    __u64 obj;      /* struct ibv_qp * (posts) or struct ibv_cq * (completions) */
+    __u32 qp_num;   /* posts: the QP's number (a completion carries its own in the wc) */
+    __u16 kind;     /* enum sv_trace_rec_kind */
+    __u16 index;    /* chain position (posts) or position in the poll's result */
+    __u32 polled;   /* completions: what that ibv_poll_cq call returned */
+    __u32 reserved; /* 0 */
+    union {
+        struct sv_trace_send_wr send;
+        struct sv_trace_recv_wr recv;
+        __u8 wc[SV_TRACE_WC_SIZE]; /* struct ibv_wc as returned to the application */
+    } u;
+};
+
+#define SV_TRACE_REC_SIZE 88
+
+/* The site (arguments in registers, System V x86-64 calling convention):
  *
- *   softverbs_trace_post_send(struct ibv_context *ctx, struct ibv_qp *qp, __u32 qp_num,
- *                             const struct sv_trace_send_wr *wrs, __u32 n, __u32 first_index)
- *   softverbs_trace_post_recv(struct ibv_context *ctx, struct ibv_qp *qp, __u32 qp_num,
- *                             const struct sv_trace_recv_wr *wrs, __u32 n, __u32 first_index)
- *   softverbs_trace_poll_cq(struct ibv_context *ctx, struct ibv_cq *cq,
- *                           const struct ibv_wc *wc, __u32 n, __u32 first_index,
- *                           __u32 polled)
+ *   softverbs_trace_flush(const struct sv_trace_rec *recs, __u32 n, __u32 tid,
+ *                         const char *comm)
  *
- * n is 1..SV_TRACE_MAX_BATCH; first_index is the position of wrs[0] in the application's
- * work-request chain (wc[0] in the poll's result); polled is what poll_cq returns. */
-#define SV_TRACE_SITE_POST_SEND "softverbs_trace_post_send"
-#define SV_TRACE_SITE_POST_RECV "softverbs_trace_post_recv"
-#define SV_TRACE_SITE_POLL_CQ "softverbs_trace_poll_cq"
+ * n is 1..SV_TRACE_MAX_BATCH records of one thread, oldest first. tid is that thread's id:
+ * usually the caller, but a ring that waited too long is flushed by softverbs' flusher
+ * thread (or at exit by the exiting thread), and then the records are another thread's.
+ * comm (16 bytes) is that thread's name as it was when its ring was made: a tracer uses it
+ * when tid is not the calling thread. */
+#define SV_TRACE_SITE_FLUSH "softverbs_trace_flush"
 
 #endif

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "hosttrace/softverbs/trace_ring.hpp"
 #include "tests/hosttrace/verbs_endpoint.hpp"
 
 namespace insert::softverbs::test {
@@ -81,16 +85,96 @@ TEST(SoftverbsDevice, ops_table_is_filled_like_a_provider_with_nop5_probe_sites)
     }
 }
 
-TEST(SoftverbsDevice, exports_nop5_trace_sites_for_insert_trace) {
-    // insert-trace finds these by symbol (version SOFTVERBS_TRACE_1) and prefers them to the
-    // ops entries: each is a 5-byte NOP and a return, called only with something to report.
+TEST(SoftverbsDevice, exports_nop5_trace_site_for_insert_trace) {
+    // insert-trace finds it by symbol (version SOFTVERBS_TRACE_2) and prefers it to the ops
+    // entries: a 5-byte NOP and a return, called with batches of data-path records. Not
+    // probed here, so softverbs records nothing (it checks the NOP's first byte).
     const uint8_t site[6] = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
-    for (const char* name :
-         {"softverbs_trace_post_send", "softverbs_trace_post_recv", "softverbs_trace_poll_cq"}) {
-        const void* f = dlvsym(RTLD_DEFAULT, name, "SOFTVERBS_TRACE_1");
-        ASSERT_NE(f, nullptr) << name;
-        EXPECT_EQ(std::memcmp(f, site, sizeof(site)), 0) << name;
+    const void* f = dlvsym(RTLD_DEFAULT, "softverbs_trace_flush", "SOFTVERBS_TRACE_2");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(std::memcmp(f, site, sizeof(site)), 0);
+    EXPECT_EQ(dlvsym(RTLD_DEFAULT, "softverbs_trace_post_send", "SOFTVERBS_TRACE_1"), nullptr);
+}
+
+// The per-thread ring behind the trace site (trace_ring.hpp): records go out oldest first,
+// at most 16 per site call, each exactly once, also while another thread flushes.
+namespace trace_ring_test {
+
+using insert::softverbs::TraceRing;
+
+void append(TraceRing& ring, uint64_t t) {
+    sv_trace_rec& r = ring.next_slot();
+    r = {};
+    r.t_ns = t;
+    r.u.send.wr_id = t;
+    ring.publish();
+}
+
+}  // namespace trace_ring_test
+
+TEST(SoftverbsTraceRing, flushes_oldest_first_in_batches_of_16) {
+    using namespace trace_ring_test;
+    auto ring = std::make_unique<TraceRing>(77, "some-thread-name-too-long");
+    EXPECT_EQ(ring->tid(), 77u);
+    EXPECT_STREQ(ring->comm(), "some-thread-nam");  // 15 characters and a NUL, like comm
+    for (uint64_t i = 0; i < 40; i++) append(*ring, 1000 + i);
+    EXPECT_EQ(ring->pending(), 40u);
+    std::vector<uint32_t> sizes;
+    std::vector<uint64_t> times;
+    auto sink = [&](const sv_trace_rec* r, uint32_t n, const TraceRing& from) {
+        EXPECT_EQ(&from, ring.get());
+        sizes.push_back(n);
+        for (uint32_t i = 0; i < n; i++) times.push_back(r[i].t_ns);
+    };
+    // Only when the oldest record is at least that old.
+    EXPECT_EQ(ring->flush(sink, false, 999), 0u);
+    EXPECT_EQ(ring->flush(sink, false, 1000), 40u);
+    EXPECT_EQ(sizes, (std::vector<uint32_t>{16, 16, 8}));
+    ASSERT_EQ(times.size(), 40u);
+    for (uint64_t i = 0; i < 40; i++) EXPECT_EQ(times[i], 1000 + i);
+    EXPECT_EQ(ring->pending(), 0u);
+    EXPECT_EQ(ring->flush(sink, false), 0u);
+    // Wrapping around the end of the slot array.
+    for (uint64_t i = 0; i < TraceRing::kSlots; i++) append(*ring, 2000 + i);
+    EXPECT_TRUE(ring->full());
+    times.clear();
+    EXPECT_EQ(ring->flush(sink, true), TraceRing::kSlots);
+    ASSERT_EQ(times.size(), TraceRing::kSlots);
+    for (uint64_t i = 0; i < TraceRing::kSlots; i++) EXPECT_EQ(times[i], 2000 + i);
+}
+
+TEST(SoftverbsTraceRing, owner_and_flusher_report_every_record_once_in_order) {
+    using namespace trace_ring_test;
+    constexpr uint64_t kRecords = 300000;
+    auto ring = std::make_unique<TraceRing>(1, "owner");
+    std::mutex m;  // the test's sink only; flushes are already serialised by the ring
+    std::vector<uint64_t> seen;
+    seen.reserve(kRecords);
+    uint32_t largest = 0;
+    auto sink = [&](const sv_trace_rec* r, uint32_t n, const TraceRing&) {
+        std::lock_guard lock(m);
+        largest = std::max(largest, n);
+        for (uint32_t i = 0; i < n; i++) {
+            EXPECT_EQ(r[i].u.send.wr_id, r[i].t_ns);  // never a half-written slot
+            seen.push_back(r[i].t_ns);
+        }
+    };
+    std::atomic<bool> stop{false};
+    std::thread flusher([&] {
+        while (!stop.load()) ring->flush(sink, false);
+    });
+    for (uint64_t i = 0; i < kRecords; i++) {
+        if (ring->full()) ring->flush(sink, true);  // what softverbs' trace_slot does
+        append(*ring, i);
+        if (ring->pending() >= TraceRing::kFlushAt) ring->flush(sink, false);
     }
+    stop = true;
+    flusher.join();
+    ring->flush(sink, true);
+    EXPECT_EQ(largest, TraceRing::kFlushAt);
+    ASSERT_EQ(seen.size(), kRecords);
+    for (uint64_t i = 0; i < kRecords; i++)
+        if (seen[i] != i) FAIL() << "record " << i << " reported as " << seen[i];
 }
 
 TEST(SoftverbsQp, invalid_state_transitions_are_refused) {

@@ -4,6 +4,7 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -157,6 +158,43 @@ TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector) {
     table.apply(m);
     EXPECT_EQ(table.host_ip(kPid, kCtx, kQp), "10.0.0.3");
     EXPECT_EQ(table.host_ip(kPid + 1, kCtx, kQp), std::nullopt);
+}
+
+TEST(ProcessTable, DestroyedQpKeepsItsIpForLateDataPathRecords) {
+    // softverbs' trace records can follow the QP's destroy_qp: they keep the QP's GID.
+    ProcessTable table;
+    table.apply(gid_event(0, v4_gid("10.0.0.1")));
+    table.apply(gid_event(3, v4_gid("10.0.0.3")));
+    insert_trace_event c = make_event(INSERT_EV_CREATE_QP);
+    c.obj = kQp;
+    c.u.create_qp.qp_num = 0x123;
+    table.apply(c);
+    insert_trace_event m = make_event(INSERT_EV_MODIFY_QP);
+    m.obj = kQp;
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.grh.sgid_index = 3;
+    std::memcpy(m.u.modify_qp.attr, &attr, sizeof(attr));
+    m.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_AV;
+    table.apply(m);
+    insert_trace_event d = make_event(INSERT_EV_DESTROY_QP);
+    d.obj = kQp;
+    table.apply(d);
+    EXPECT_EQ(table.host_ip(kPid, kCtx, kQp), "10.0.0.3");
+    // Not open any more; and a new QP at the same address starts afresh.
+    insert_trace_event e = make_event(INSERT_EV_CREATE_QP);
+    e.pid = 0x7ffffff0;  // no such process
+    e.obj = 0x9000;
+    table.apply(e);
+    const auto dead = table.exited();
+    EXPECT_NE(std::find(dead.begin(), dead.end(), 0x7ffffff0), dead.end());
+    const auto gone = table.reap({0x7ffffff0});
+    ASSERT_EQ(gone.size(), 1u);
+    EXPECT_EQ(gone[0].pid, 0x7ffffff0);
+    EXPECT_EQ(gone[0].open_qps, 1u);
+    table.apply(c);
+    EXPECT_EQ(table.host_ip(kPid, kCtx, kQp), "10.0.0.1");
 }
 
 TEST(ProcessTable, PrefersIpv4MappedGidsOverLinkLocal) {

@@ -338,7 +338,7 @@ def check_probe_kind(tracer, pid, kind):
     for name in ("post_send", "post_recv", "poll_cq"):
         check(ops["functions"][name].get("probe") == kind, f"{name}: {ops['functions'][name]}, not {kind}")
     control = next(r for r in tracer.records() if r.get("what") == "control")
-    want_sites = {"softverbs_trace_post_send", "softverbs_trace_post_recv", "softverbs_trace_poll_cq"}
+    want_sites = {"softverbs_trace_flush"}
     check(set(control["sites"]) == (want_sites if kind == "site" else set()), f"sites {control['sites']}")
 
 
@@ -375,6 +375,55 @@ def check_ground_truth_details(tracer, w, stats, cgroup, ev):
     start = next(r for r in tracer.records() if r.get("type") == "trace_start")
     check(all(r["wall_ns"] == r["t_ns"] + start["wall_offset_ns"] for r in ev), "wall_ns != t_ns + offset")
     check(abs(ev[0]["wall_ns"] / 1e9 - time.time()) < 60, "wall clock off")
+    # Each post and completion carries the time of its verb call, not of its report: every
+    # one lies between the phase printed before the posts and the one printed after the
+    # last poll (softverbs reports the last ones at ibv_destroy_qp, after that phase).
+    data = [r for r in ev if r["verb"] in ("post_send", "post_recv", "poll_cq")]
+    check(data and all(w.phase_ns["mr2"] <= r["t_ns"] <= w.phase_ns["data"] for r in data),
+          f"data-path t_ns outside [{w.phase_ns['mr2']}, {w.phase_ns['data']}]: "
+          f"{[r['t_ns'] for r in data if not w.phase_ns['mr2'] <= r['t_ns'] <= w.phase_ns['data']][:5]}")
+
+
+def test_idle_post_reported(tmp):
+    """softverbs holds trace records in per-thread rings: work posted by threads that then
+    make no verb call at all (the main thread, and a thread named vw-poster) is reported by
+    its flusher thread within the bound, with the posting thread's tid, name and time."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0")
+    w = Workload(["idle-post", "--sync"], env=softverbs_env())
+    w.wait_phase("setup")
+    datapath_attached(tracer, w.pid)
+    w.release()
+    w.wait_phase("posted")
+    posted_at = time.monotonic()
+    wait_until(lambda: len(verb_events(tracer.records(), w.pid, "post_send")) == 5, "5 post_send records")
+    waited = time.monotonic() - posted_at
+    # The workload is still blocked on stdin: nothing but the flusher reported these.
+    check(w.proc.poll() is None and "data" not in w.phases, "workload went on before the release")
+    sends = verb_events(tracer.records(), w.pid, "post_send")
+    poster = next(o["poster_tid"] for o in w.other if "poster_tid" in o)
+    got = sorted((r["wr_id"], r["tid"], r["comm"]) for r in sends)
+    want = [(300, w.pid, "verbs_workload"), (301, w.pid, "verbs_workload"), (302, w.pid, "verbs_workload"),
+            (310, poster, "vw-poster"), (311, poster, "vw-poster")]
+    check(got == want, f"idle posts: {got}, want {want}")
+    check(all(w.phase_ns["before"] <= r["t_ns"] <= w.phase_ns["posted"] for r in sends),
+          f"post times {[r['t_ns'] for r in sends]} outside [{w.phase_ns['before']}, {w.phase_ns['posted']}]")
+    print(f"idle posts reported {waited * 1000:.0f} ms after the workload went idle")
+    w.release()
+    w.finish()
+    tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    stats = tracer.stop()
+    # Everything exactly; the poster thread's records carry its own name (checked above).
+    poster_recs = [r for r in verb_events(tracer.records(), w.pid) if r["tid"] == poster]
+    check(all(r["comm"] == "vw-poster" for r in poster_recs), f"poster thread records {poster_recs}")
+    compare_with_truth([dict(r, comm="verbs_workload") if r in poster_recs else r for r in tracer.records()],
+                       w.pid, w.truth)
+    check(stats["ringbuf_drops"] == 0 and stats["read_errors"] == 0, f"stats {stats}")
+    exit_rec = next(r for r in tracer.records() if r.get("type") == "process_exit" and r["pid"] == w.pid)
+    check(exit_rec["open_qps"] == 0 and exit_rec["open_mrs"] == 0, f"state left: {exit_rec}")
+    # After the exit record, nothing more of this process (its last records came before).
+    recs = tracer.records()
+    idx = recs.index(exit_rec)
+    check(not verb_events(recs[idx + 1:], w.pid), "records of the process after its process_exit")
 
 
 def test_filters(tmp):
@@ -737,6 +786,7 @@ TESTS = {
     "softverbs_ground_truth_entries": test_softverbs_ground_truth_entries,
     "ringbuf_overflow_datapath": test_ringbuf_overflow_datapath,
     "cgroup_filter": test_cgroup_filter,
+    "idle_post_reported": test_idle_post_reported,
     "scan_finds_library": test_scan_finds_library,
 }
 

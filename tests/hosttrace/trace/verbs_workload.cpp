@@ -10,6 +10,8 @@
 //   verbs_workload run [--ops N] [--sync]     the scenario below; --sync waits for a line
 //                                             on stdin at each "phase" record
 //   verbs_workload spin                       set up, then post and poll until killed
+//   verbs_workload idle-post [--sync]         posts (main thread and a named thread) and
+//                                             waits at "posted" without any verb call
 //   verbs_workload mr-loop N                  N x (ibv_reg_mr + ibv_dereg_mr), one PD
 //   verbs_workload bench-reg N | bench-post N | bench-poll N
 //   verbs_workload bench-fake N [--sync]      (cost model) ns per call of a verb in a loop;
@@ -19,16 +21,20 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -301,6 +307,52 @@ int run(int ops, bool sync) {
     const uint32_t extra_rkey = extra_mr->rkey;
     if (ibv_dereg_mr(extra_mr)) die("ibv_dereg_mr");
     truth("{\"what\":\"dereg_mr\",\"rkey\":" + std::to_string(extra_rkey) + "}");
+    teardown(a);
+    teardown(b);
+    phase("done", false);
+    return 0;
+}
+
+// Work that softverbs' trace ring holds until its flusher thread reports it: 3 WRITEs from
+// the main thread and 2 from a thread named "vw-poster", then no verb call at all while the
+// test waits at "posted" (sync) for their post_send records. The completions are polled
+// after that; the thread exits, the QPs are destroyed.
+int idle_post(bool sync) {
+    Endpoint a, b;
+    setup_pair(a, b);
+    phase("setup", sync);
+    const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    phase("before", false);
+    for (uint64_t i = 0; i < 3; i++)
+        post_send(a, IBV_WR_RDMA_WRITE, 300 + i, 0, kWriteBytes, b_addr + i * kWriteBytes,
+                  b.mr->rkey, 0);
+    std::mutex m;
+    std::condition_variable cv;
+    bool posted = false, leave = false;
+    std::thread poster([&] {
+        pthread_setname_np(pthread_self(), "vw-poster");
+        std::printf("{\"poster_tid\":%d}\n", static_cast<int>(gettid()));
+        for (uint64_t i = 0; i < 2; i++)
+            post_send(a, IBV_WR_RDMA_WRITE, 310 + i, 0, kWriteBytes, b_addr + (3 + i) * kWriteBytes,
+                      b.mr->rkey, 0);
+        std::unique_lock lock(m);
+        posted = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return leave; });
+    });
+    {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return posted; });
+    }
+    phase("posted", sync);
+    {
+        std::lock_guard lock(m);
+        leave = true;
+        cv.notify_all();
+    }
+    poster.join();
+    drain(a, 5);
+    phase("data", false);
     teardown(a);
     teardown(b);
     phase("done", false);
@@ -653,6 +705,7 @@ int main(int argc, char** argv) {
     if (mode == "bench-sv" && argc > 2)
         return bench_sv(std::atol(argv[2]), argc > 3 && std::strcmp(argv[3], "--sync") == 0);
     if (mode == "spin") return spin();
+    if (mode == "idle-post") return idle_post(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "mr-loop" && argc > 2) return mr_loop(std::atol(argv[2]));
     if (mode.starts_with("bench-") && argc > 2) return bench(mode, std::atol(argv[2]));
     std::fprintf(stderr,
