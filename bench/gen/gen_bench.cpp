@@ -29,7 +29,7 @@ void report(benchmark::State& state, uint64_t packets) {
 }
 
 // `large` scaled by the benchmark arguments: QPs, packets; the third argument 1 also
-// writes the truth file, as insert-gen does. Writes real files.
+// writes the truth file, as insert-gen does (run_to_files). Writes real files.
 void BM_GenerateLargeToDisk(benchmark::State& state) {
     insert::gen::ScaleOptions opts;
     opts.qps = static_cast<uint64_t>(state.range(0));
@@ -41,7 +41,10 @@ void BM_GenerateLargeToDisk(benchmark::State& state) {
     for (auto _ : state) {
         insert::gen::Generation gen(*insert::gen::builtin_scenario("large", opts), 1);
         std::string error;
-        if (!gen.run(path, error) || (truth && !gen.write_truth(truth_path, error))) {
+        const bool ok = truth ? gen.run_to_files(path, truth_path, error) ==
+                                    insert::gen::Generation::Failed::nothing
+                              : gen.run(path, error);
+        if (!ok) {
             state.SkipWithError(error.c_str());
             break;
         }

@@ -91,10 +91,13 @@ int main(int argc, char** argv) {
         new insert::gen::Generation(std::move(*scenario), seed);
     insert::gen::Generation& gen = *kept;
     std::string error;
-    if (!gen.run(out_path, error)) return usage_error("--out: " + error);
-    if (!gen.write_truth(truth_path, error)) {
-        std::remove(out_path.c_str());
-        return usage_error("--truth: " + error);
+    switch (gen.run_to_files(out_path, truth_path, error)) {
+        case insert::gen::Generation::Failed::pcap:
+            return usage_error("--out: " + error);
+        case insert::gen::Generation::Failed::truth:
+            return usage_error("--truth: " + error);
+        case insert::gen::Generation::Failed::nothing:
+            break;
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -110,6 +110,24 @@ void TruthObserver::prefetch_conn(uint32_t conn) {
     __builtin_prefetch(conn_ep_.data() + std::size_t{conn} * 2);
 }
 
+void TruthObserver::prefetch_early(const SimPacket& p) const {
+    if (p.conn == kNone || p.cm != CmKind::none) return;
+    __builtin_prefetch(conn_ep_.data() + std::size_t{p.conn} * 2);
+    if (p.msg_uid != kNone) {
+        __builtin_prefetch(&ms_[p.msg_uid]);
+        __builtin_prefetch(&sim_.messages()[p.msg_uid]);
+    }
+}
+
+void TruthObserver::prefetch_late(const SimPacket& p) const {
+    if (p.conn == kNone || p.cm != CmKind::none || p.dir != 1) return;
+    const uint32_t b = conn_ep_[std::size_t{p.conn} * 2];
+    if (b == kNone || eps_[b].open.size() == 0) return;
+    const uint32_t uid = eps_[b].open.front();
+    __builtin_prefetch(&ms_[uid]);
+    __builtin_prefetch(&sim_.messages()[uid]);
+}
+
 void TruthObserver::prefetch(const SimPacket& p) {
     if (p.conn == kNone || p.cm != CmKind::none) return;
     const uint32_t e = conn_ep_[std::size_t{p.conn} * 2 + p.dir];
@@ -582,7 +600,10 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     ++ep.msgs[static_cast<int>(mi.op)];
     if (t_ack) lat_log_.emplace_back(b, *t_ack - m.t_first);
     ++summary_.msgs;
-    out_.push_back(r);
+    if (msg_sink_)
+        msg_sink_->on_msg(r);
+    else
+        out_.push_back(r);
 }
 
 void TruthObserver::finish() {

@@ -46,6 +46,13 @@ struct TruthMsg {
     uint32_t msg_uid = 0;  // generator's message (extra field, helps debugging)
 };
 
+// Takes each `msg` record as it is frozen, instead of the observer keeping it in msgs().
+class TruthMsgSink {
+  public:
+    virtual ~TruthMsgSink() = default;
+    virtual void on_msg(const TruthMsg& m) = 0;
+};
+
 struct NakCounters {
     uint64_t seq = 0, rnr = 0, inv = 0, access = 0, op = 0;
 };
@@ -120,10 +127,18 @@ class TruthObserver : public ObservedSink {
   public:
     TruthObserver(const Scenario& scenario, const Simulator& sim);
     void observe(const SimPacket& p) override;
+    // Hints for a packet about to be observed, in three stages a few packets apart (each
+    // needs what the one before loaded): the connection's endpoint indexes and the
+    // message; then the endpoints, PSN window word and message state; then, for a response,
+    // the messages it may complete.
+    void prefetch_early(const SimPacket& p) const;
     void prefetch(const SimPacket& p) override;
+    void prefetch_late(const SimPacket& p) const;
     void prefetch_conn(uint32_t conn) override;
     // End of capture: freezes every open message (SPEC 5 "at the end").
     void finish();
+    // Records go to `sink` from now on and msgs() stays empty (set before the first packet).
+    void set_msg_sink(TruthMsgSink* sink) { msg_sink_ = sink; }
 
     const HugeVector<TruthMsg>& msgs() const { return out_; }
     const HugeVector<TruthEndpoint>& endpoints() const { return eps_; }
@@ -186,6 +201,7 @@ class TruthObserver : public ObservedSink {
     std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
     std::unordered_map<uint64_t, uint64_t> cm_partner_;
     HugeVector<TruthMsg> out_;
+    TruthMsgSink* msg_sink_ = nullptr;
     // READ messages: which response PSNs were observed (few messages are READs).
     std::unordered_map<uint32_t, std::vector<bool>> resp_seen_;
     // Request PSN windows: 1024 bits per endpoint, by endpoint index.

@@ -3,11 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/gen/truth.hpp"
 
 namespace insert::gen {
+
+class JsonOut;
 
 struct TruthFileInfo {
     std::string scenario;
@@ -17,6 +22,34 @@ struct TruthFileInfo {
 // Nearest-rank percentile (SPEC 7): the smallest value with at least p% at or below it.
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, unsigned percent);
 
+// The truth file, written front to back: the header at open(), each `msg` record as it is
+// handed over (as a TruthMsgSink it takes them while the simulation runs, so that a large
+// run neither keeps its half a million records nor formats them after the simulation),
+// then the `qp` records and the summary at finish(), after TruthObserver::finish().
+class TruthJsonWriter : public TruthMsgSink {
+  public:
+    explicit TruthJsonWriter(const Scenario& scenario);
+    ~TruthJsonWriter() override;  // an unfinished file is removed
+    TruthJsonWriter(const TruthJsonWriter&) = delete;
+    TruthJsonWriter& operator=(const TruthJsonWriter&) = delete;
+
+    bool open(const std::string& path, const TruthFileInfo& info, std::string& error);
+    void on_msg(const TruthMsg& m) override;
+    // Writes the rest and closes; false with `error` (and no file left) if any write failed.
+    bool finish(const TruthObserver& truth, std::string& error);
+
+  private:
+    void abandon();
+
+    const Scenario& sc_;
+    std::vector<std::string> host_ip_;
+    std::string path_;
+    std::FILE* f_ = nullptr;
+    std::unique_ptr<JsonOut> w_;
+    uint64_t msgs_ = 0;
+};
+
+// The whole file from an observer that kept its msg records (no TruthMsgSink set).
 bool write_truth_json(const Scenario& scenario, const TruthObserver& truth,
                       const TruthFileInfo& info, const std::string& path, std::string& error);
 
