@@ -2,6 +2,7 @@
 #include "hosttrace/softverbs/trace_buffer.hpp"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -66,7 +67,7 @@ struct RingReaper {
     ~RingReaper() {
         TraceRing* ring = t_ring;
         if (!armed || !ring) return;
-        ring->flush(site_sink, true);
+        ring->flush(site_sink, TraceRing::kWaitBounded);
         Registry& reg = registry();
         {
             std::lock_guard guard(reg.mutex);
@@ -83,10 +84,10 @@ struct RingReaper {
 
 thread_local RingReaper t_reaper;
 
-void flush_every_ring(bool wait, uint64_t older_than_ns) {
+void flush_every_ring(uint32_t patience, uint64_t older_than_ns) {
     Registry& reg = registry();
     std::lock_guard guard(reg.mutex);
-    for (TraceRing* r = reg.rings; r; r = r->next) r->flush(site_sink, wait, older_than_ns);
+    for (TraceRing* r = reg.rings; r; r = r->next) r->flush(site_sink, patience, older_than_ns);
 }
 
 [[noreturn]] void flusher_main() {
@@ -96,12 +97,21 @@ void flush_every_ring(bool wait, uint64_t older_than_ns) {
         std::this_thread::sleep_for(kTick);
         const uint64_t now = trace_now_ns();
         // A ring whose owner is flushing is skipped (wait = false): its owner reports it.
-        if (now > kTickNs) flush_every_ring(false, now - kTickNs);
+        if (now > kTickNs) flush_every_ring(TraceRing::kNoWait, now - kTickNs);
     }
 }
 
+// exit() may run in a signal handler that interrupted this very thread inside
+// trace_flush_all() (registry held) or a flush (a ring busy): every wait here is bounded,
+// and what cannot be had in time is left unreported rather than hanging the exit.
 void at_exit() {
-    flush_every_ring(true, 0);
+    Registry& reg = registry();
+    for (uint32_t waited = 0; !reg.mutex.try_lock(); waited++) {
+        if (waited >= TraceRing::kWaitBounded) return;
+        std::this_thread::yield();
+    }
+    for (TraceRing* r = reg.rings; r; r = r->next) r->flush(site_sink, TraceRing::kWaitBounded);
+    reg.mutex.unlock();
 }
 
 // fork(): the child keeps the forking thread only. Its ring's records are the parent's to
@@ -154,24 +164,30 @@ TraceRing& trace_ring() {
         });
         // Detached: it never ends, and the library is never unloaded (-z nodelete). Without
         // it (no thread could be made), records still go at 16 per thread and at exit.
+        // All signals blocked in it (inherited from here, restored after): a process signal
+        // is then never handled on the flusher, which may hold the registry and a ring.
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         try {
             std::thread(flusher_main).detach();
         } catch (const std::system_error&) {
         }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     return *ring;
 }
 
 void trace_flush_full(TraceRing& ring) {
-    ring.flush(site_sink, true);
+    ring.flush(site_sink, TraceRing::kWaitForever);
 }
 
 void trace_flush_owner(TraceRing& ring) {
-    ring.flush(site_sink, false);
+    ring.flush(site_sink, TraceRing::kNoWait);
 }
 
 void trace_flush_all() {
-    flush_every_ring(false, 0);
+    flush_every_ring(TraceRing::kNoWait, 0);
 }
 
 }  // namespace insert::softverbs

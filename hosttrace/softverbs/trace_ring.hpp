@@ -43,22 +43,30 @@ class TraceRing {
     }
     bool full() const { return pending() == kSlots; }
 
-    // Owner only: the slot of the next record (the ring must not be full: flush(sink, true)
-    // first), made visible to consumers by publish().
+    // Owner only: the slot of the next record (the ring must not be full: flush(sink,
+    // kWaitForever) first), made visible to consumers by publish().
     sv_trace_rec& next_slot() { return slots_[head_.load(std::memory_order_relaxed) % kSlots]; }
     void publish() {
         head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
 
+    // How long flush() waits for another consumer: not at all (the flusher, the owner at 16
+    // records: the other consumer is reporting these very records), bounded (thread and
+    // process exit: a signal handler may have interrupted a flush of this ring on the very
+    // thread that exits), or until done (the owner with a full ring, which must not drop).
+    static constexpr uint32_t kNoWait = 0;
+    static constexpr uint32_t kWaitBounded = 100000;  // yields: ~0.1-1 s
+    static constexpr uint32_t kWaitForever = UINT32_MAX;
+
     // Hands every waiting record to sink(const sv_trace_rec*, uint32_t n, const TraceRing&),
-    // oldest first, at most kFlushAt per call. `wait`: spin until other consumers are done
-    // (the owner with a full ring, thread exit) rather than leave the records to them.
+    // oldest first, at most kFlushAt per call. `patience`: how many times to yield while
+    // another consumer holds the ring (kNoWait, kWaitBounded, kWaitForever).
     // `older_than_ns` (the flusher's tick): only when the oldest record is at least that old.
     // Returns the number of records handed over.
     template <typename Sink>
-    uint32_t flush(Sink&& sink, bool wait, uint64_t older_than_ns = 0) {
-        while (busy_.exchange(true, std::memory_order_acquire)) {
-            if (!wait) return 0;  // another consumer is flushing these very records
+    uint32_t flush(Sink&& sink, uint32_t patience, uint64_t older_than_ns = 0) {
+        for (uint32_t waited = 0; busy_.exchange(true, std::memory_order_acquire); waited++) {
+            if (waited >= patience && patience != kWaitForever) return 0;
             std::this_thread::yield();
         }
         uint32_t t = tail_.load(std::memory_order_relaxed);

@@ -127,20 +127,38 @@ TEST(SoftverbsTraceRing, flushes_oldest_first_in_batches_of_16) {
         for (uint32_t i = 0; i < n; i++) times.push_back(r[i].t_ns);
     };
     // Only when the oldest record is at least that old.
-    EXPECT_EQ(ring->flush(sink, false, 999), 0u);
-    EXPECT_EQ(ring->flush(sink, false, 1000), 40u);
+    EXPECT_EQ(ring->flush(sink, TraceRing::kNoWait, 999), 0u);
+    EXPECT_EQ(ring->flush(sink, TraceRing::kNoWait, 1000), 40u);
     EXPECT_EQ(sizes, (std::vector<uint32_t>{16, 16, 8}));
     ASSERT_EQ(times.size(), 40u);
     for (uint64_t i = 0; i < 40; i++) EXPECT_EQ(times[i], 1000 + i);
     EXPECT_EQ(ring->pending(), 0u);
-    EXPECT_EQ(ring->flush(sink, false), 0u);
+    EXPECT_EQ(ring->flush(sink, TraceRing::kNoWait), 0u);
     // Wrapping around the end of the slot array.
     for (uint64_t i = 0; i < TraceRing::kSlots; i++) append(*ring, 2000 + i);
     EXPECT_TRUE(ring->full());
     times.clear();
-    EXPECT_EQ(ring->flush(sink, true), TraceRing::kSlots);
+    EXPECT_EQ(ring->flush(sink, TraceRing::kWaitForever), TraceRing::kSlots);
     ASSERT_EQ(times.size(), TraceRing::kSlots);
     for (uint64_t i = 0; i < TraceRing::kSlots; i++) EXPECT_EQ(times[i], 2000 + i);
+}
+
+TEST(SoftverbsTraceRing, a_flush_inside_a_flush_gives_up_after_a_bounded_wait) {
+    // exit() from a signal handler that interrupted a flush of the exiting thread's ring:
+    // the exit's flush must not wait forever for the interrupted one.
+    using namespace trace_ring_test;
+    auto ring = std::make_unique<TraceRing>(1, "owner");
+    append(*ring, 5);
+    uint32_t inner = 99, outer_records = 0;
+    auto inner_sink = [&](const sv_trace_rec*, uint32_t, const TraceRing&) { inner = 1000; };
+    auto sink = [&](const sv_trace_rec*, uint32_t n, const TraceRing&) {
+        outer_records += n;
+        inner = ring->flush(inner_sink, TraceRing::kWaitBounded);
+    };
+    EXPECT_EQ(ring->flush(sink, TraceRing::kNoWait), 1u);
+    EXPECT_EQ(outer_records, 1u);
+    EXPECT_EQ(inner, 0u);
+    EXPECT_EQ(ring->pending(), 0u);
 }
 
 TEST(SoftverbsTraceRing, owner_and_flusher_report_every_record_once_in_order) {
@@ -161,16 +179,17 @@ TEST(SoftverbsTraceRing, owner_and_flusher_report_every_record_once_in_order) {
     };
     std::atomic<bool> stop{false};
     std::thread flusher([&] {
-        while (!stop.load()) ring->flush(sink, false);
+        while (!stop.load()) ring->flush(sink, TraceRing::kNoWait);
     });
     for (uint64_t i = 0; i < kRecords; i++) {
-        if (ring->full()) ring->flush(sink, true);  // what softverbs' trace_slot does
+        if (ring->full())
+            ring->flush(sink, TraceRing::kWaitForever);  // what softverbs' trace_slot does
         append(*ring, i);
-        if (ring->pending() >= TraceRing::kFlushAt) ring->flush(sink, false);
+        if (ring->pending() >= TraceRing::kFlushAt) ring->flush(sink, TraceRing::kNoWait);
     }
     stop = true;
     flusher.join();
-    ring->flush(sink, true);
+    ring->flush(sink, TraceRing::kWaitForever);
     EXPECT_EQ(largest, TraceRing::kFlushAt);
     ASSERT_EQ(seen.size(), kRecords);
     for (uint64_t i = 0; i < kRecords; i++)

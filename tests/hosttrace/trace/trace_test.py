@@ -426,6 +426,28 @@ def test_idle_post_reported(tmp):
     check(not verb_events(recs[idx + 1:], w.pid), "records of the process after its process_exit")
 
 
+def test_exit_flushes(tmp):
+    """A process that exits right after its last verb, with fewer records waiting than a
+    site call takes and before softverbs' flusher ticks: the exit-time flush reports them,
+    exactly, before the process_exit record (which lists the QPs and MRs left open)."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0")
+    w = Workload(["post-exit", "--sync"], env=softverbs_env())
+    w.wait_phase("setup")
+    datapath_attached(tracer, w.pid)
+    w.release()
+    w.finish()
+    exit_rec = tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == w.pid, "process_exit")
+    tracer.stop()
+    recs = tracer.records()
+    got = [(r["verb"], r["wr_id"]) for r in verb_events(recs, w.pid) if r["verb"] in ("post_send", "poll_cq")]
+    want = [("post_send", 400), ("post_send", 401), ("post_send", 402),
+            ("poll_cq", 400), ("poll_cq", 401), ("poll_cq", 402)]
+    check(sorted(got) == sorted(want), f"data path at exit: {got}")
+    check(not verb_events(recs[recs.index(exit_rec) + 1:], w.pid), "records after process_exit")
+    check(exit_rec["open_qps"] == 2 and exit_rec["open_mrs"] == 2, f"exit record {exit_rec}")
+    compare_with_truth(recs, w.pid, w.truth)
+
+
 def test_filters(tmp):
     """--comm and --pid filters in BPF: a non-matching comm sees nothing."""
     tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--comm", "not_this_one")
@@ -787,6 +809,7 @@ TESTS = {
     "ringbuf_overflow_datapath": test_ringbuf_overflow_datapath,
     "cgroup_filter": test_cgroup_filter,
     "idle_post_reported": test_idle_post_reported,
+    "exit_flushes": test_exit_flushes,
     "scan_finds_library": test_scan_finds_library,
 }
 

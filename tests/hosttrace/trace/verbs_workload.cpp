@@ -12,6 +12,8 @@
 //   verbs_workload spin                       set up, then post and poll until killed
 //   verbs_workload idle-post [--sync]         posts (main thread and a named thread) and
 //                                             waits at "posted" without any verb call
+//   verbs_workload post-exit [--sync]         3 WRITEs and their completions, then exit()
+//                                             at once, QPs and MRs left open
 //   verbs_workload mr-loop N                  N x (ibv_reg_mr + ibv_dereg_mr), one PD
 //   verbs_workload bench-reg N | bench-post N | bench-poll N
 //   verbs_workload bench-fake N [--sync]      (cost model) ns per call of a verb in a loop;
@@ -357,6 +359,21 @@ int idle_post(bool sync) {
     teardown(b);
     phase("done", false);
     return 0;
+}
+
+// Fewer records than a site call holds, and an exit before the flusher's first tick: only
+// softverbs' exit-time flush can report them. Nothing is destroyed.
+int post_exit(bool sync) {
+    static Endpoint a, b;  // never destroyed: the process exits with them open
+    setup_pair(a, b);
+    phase("setup", sync);
+    const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    for (uint64_t i = 0; i < 3; i++)
+        post_send(a, IBV_WR_RDMA_WRITE, 400 + i, 0, kWriteBytes, b_addr + i * kWriteBytes,
+                  b.mr->rkey, 0);
+    drain(a, 3);
+    phase("done", false);
+    std::exit(0);
 }
 
 int spin() {
@@ -705,6 +722,7 @@ int main(int argc, char** argv) {
     if (mode == "bench-sv" && argc > 2)
         return bench_sv(std::atol(argv[2]), argc > 3 && std::strcmp(argv[3], "--sync") == 0);
     if (mode == "spin") return spin();
+    if (mode == "post-exit") return post_exit(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "idle-post") return idle_post(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "mr-loop" && argc > 2) return mr_loop(std::atol(argv[2]));
     if (mode.starts_with("bench-") && argc > 2) return bench(mode, std::atol(argv[2]));
