@@ -91,6 +91,9 @@ void flush_every_ring(uint32_t patience, uint64_t older_than_ns) {
 }
 
 [[noreturn]] void flusher_main() {
+    // Its own name shows what it is in ps/top; the records it reports carry their owners'
+    // tid and name (trace_sites.h), never this thread's.
+    pthread_setname_np(pthread_self(), "sv-trace-flush");
     constexpr auto kTick = std::chrono::milliseconds(kFlushTickMs);
     constexpr uint64_t kTickNs = static_cast<uint64_t>(kFlushTickMs) * 1'000'000;
     for (;;) {
