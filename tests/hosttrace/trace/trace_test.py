@@ -375,6 +375,17 @@ def check_ground_truth_details(tracer, w, stats, cgroup, ev):
     start = next(r for r in tracer.records() if r.get("type") == "trace_start")
     check(all(r["wall_ns"] == r["t_ns"] + start["wall_offset_ns"] for r in ev), "wall_ns != t_ns + offset")
     check(abs(ev[0]["wall_ns"] / 1e9 - time.time()) < 60, "wall clock off")
+    # Every poll's completions: one time per call, positions 0..polled-1, each once; every
+    # post of one work request: chain position 0, not truncated.
+    polls = {}
+    for r in ev:
+        if r["verb"] == "poll_cq":
+            polls.setdefault((r["tid"], r["t_ns"], r["cq"]), []).append((r["index"], r["polled"]))
+    for key, items in polls.items():
+        check(sorted(i for i, _ in items) == list(range(items[0][1])) and len({p for _, p in items}) == 1,
+              f"poll {key}: (index, polled) {sorted(items)}")
+    check(all(r["chain_index"] == 0 and not r["truncated"] for r in ev if r["verb"] == "post_send"),
+          "post_send chain_index/truncated")
     # Each post and completion carries the time of its verb call, not of its report: every
     # one lies between the phase printed before the posts and the one printed after the
     # last poll (softverbs reports the last ones at ibv_destroy_qp, after that phase).
