@@ -52,6 +52,7 @@ class CaptureFile {
     bool next_pcapng(Frame& frame);
     bool fail(const std::string& what);
     bool fail_truncated(const std::string& what);
+    void read_ahead();
     uint16_t rd16(const uint8_t* p) const;
     uint32_t rd32(const uint8_t* p) const;
 
@@ -61,6 +62,7 @@ class CaptureFile {
     const uint8_t* base_ = nullptr;
     std::size_t size_ = 0;
     std::size_t pos_ = 0;
+    std::size_t prefetched_ = 0;  // read_ahead() has requested the lines before this offset
     std::size_t first_record_ = 0;
     Format format_ = Format::pcap;
     bool swapped_ = false;

@@ -28,11 +28,14 @@ class LatencyBook {
     // Null when the endpoint has no latency yet. Valid until the next add().
     const LatencyHistogram* find(const EndpointKey& endpoint) const;
     // Starts loading the slot that add()/find() of `endpoint` will read first.
-    void prefetch(const EndpointKey& endpoint) const {
+    // always_inline: GCC deems a function whose only effect is a prefetch free of side
+    // effects (ipa-pure-const) and deletes calls to it when it is not inlined - this one
+    // was, and the exporter missed the cache on every lookup.
+    [[gnu::always_inline]] void prefetch(const EndpointKey& endpoint) const {
         __builtin_prefetch(&slots_[EndpointKeyHash{}(endpoint) & (slots_.size() - 1)]);
     }
     // Second stage, once the slot is cached: starts loading the endpoint's histogram.
-    void prefetch_histogram(const EndpointKey& endpoint) const {
+    [[gnu::always_inline]] void prefetch_histogram(const EndpointKey& endpoint) const {
         const Slot& s = slots_[probe(endpoint)];
         if (s.index != kEmpty) {
             const char* h = reinterpret_cast<const char*>(&histograms_[s.index]);

@@ -28,8 +28,21 @@ uint64_t LatencyHistogram::bucket_high(uint32_t b) {
     return bucket_low(b) + (uint64_t{1} << shift) - 1;
 }
 
+void LatencyHistogram::count_bucket(uint32_t b) {
+    if (buckets_.empty()) {
+        first_bucket_ = b;
+        buckets_.assign(1, 0);
+    } else if (b < first_bucket_) {
+        buckets_.insert(buckets_.begin(), first_bucket_ - b, 0);
+        first_bucket_ = b;
+    } else if (b - first_bucket_ >= buckets_.size()) {
+        buckets_.resize(b - first_bucket_ + 1, 0);
+    }
+    ++buckets_[b - first_bucket_];
+}
+
 void LatencyHistogram::spill() {
-    for (uint64_t v : exact_) ++buckets_[bucket_of(v)];
+    for (uint64_t v : exact_) count_bucket(bucket_of(v));
     exact_.clear();
     exact_.shrink_to_fit();
 }
@@ -48,7 +61,7 @@ void LatencyHistogram::add(uint64_t ns) {
         return;
     }
     if (!exact_.empty()) spill();
-    ++buckets_[bucket_of(ns)];
+    count_bucket(bucket_of(ns));
 }
 
 uint64_t LatencyHistogram::percentile(double p) const {
@@ -65,9 +78,10 @@ uint64_t LatencyHistogram::percentile(double p) const {
         return sorted[rank - 1];
     }
     uint64_t seen = 0;
-    for (const auto& [bucket, n] : buckets_) {
-        seen += n;
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        seen += buckets_[i];
         if (seen >= rank) {
+            const uint32_t bucket = first_bucket_ + static_cast<uint32_t>(i);
             const uint64_t mid =
                 bucket_low(bucket) + (bucket_high(bucket) - bucket_low(bucket)) / 2;
             return std::clamp(mid, min_, max_);

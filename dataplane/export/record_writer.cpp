@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "dataplane/export/decimal.hpp"
 #include "dataplane/export/record_names.hpp"
 
 namespace insert::exporter {
@@ -18,12 +19,27 @@ namespace {
 constexpr std::size_t kMaxReal = 40;
 
 // One JSON object written at a cursor; nested objects share their parent's cursor.
+// Keys are string literals, so copying one is a few moves rather than a memcpy call, and
+// every member is inlined into the record's writer: with ~20 fields per `msg` record and
+// 700k records in a 1M-frame replay, out-of-line calls and variable-length copies were
+// half of the exporter's time.
 class JsonObject {
   public:
-    explicit JsonObject(char*& cursor) : p_(cursor) { *p_++ = '{'; }
-    ~JsonObject() { *p_++ = '}'; }
+    [[gnu::always_inline]] explicit JsonObject(char*& cursor) : p_(cursor) { *p_++ = '{'; }
+    [[gnu::always_inline]] ~JsonObject() { *p_++ = '}'; }
 
-    void key(std::string_view k) {
+    template <std::size_t N>
+    [[gnu::always_inline]] void key(const char (&k)[N]) {
+        if (!first_) *p_++ = ',';
+        first_ = false;
+        *p_++ = '"';
+        std::memcpy(p_, k, N - 1);
+        p_ += N - 1;
+        *p_++ = '"';
+        *p_++ = ':';
+    }
+    // Keys that are not literals (enum names used as keys).
+    [[gnu::always_inline]] void key(std::string_view k) {
         if (!first_) *p_++ = ',';
         first_ = false;
         *p_++ = '"';
@@ -31,43 +47,51 @@ class JsonObject {
         *p_++ = '"';
         *p_++ = ':';
     }
-    void num(std::string_view k, uint64_t v) {
+    template <typename K>
+    [[gnu::always_inline]] void num(const K& k, uint64_t v) {
         key(k);
-        const fmt::format_int text(v);  // no locale, no format string parsing
-        put({text.data(), text.size()});
+        p_ = decimal::write(p_, v);
     }
-    void real(std::string_view k, double v) {
+    template <std::size_t N>
+    void real(const char (&k)[N], double v) {
         key(k);
         p_ = fmt::format_to_n(p_, kMaxReal, "{:.6f}", v).out;
     }
-    void opt_num(std::string_view k, bool valid, uint64_t v) {
+    template <std::size_t N>
+    [[gnu::always_inline]] void opt_num(const char (&k)[N], bool valid, uint64_t v) {
         if (valid)
             num(k, v);
         else
             null(k);
     }
-    void null(std::string_view k) {
+    template <std::size_t N>
+    [[gnu::always_inline]] void null(const char (&k)[N]) {
         key(k);
-        put("null");
+        std::memcpy(p_, "null", 4);
+        p_ += 4;
     }
-    void boolean(std::string_view k, bool v) {
+    template <std::size_t N>
+    void boolean(const char (&k)[N], bool v) {
         key(k);
         put(v ? "true" : "false");
     }
     // Enum names and IP addresses need no escaping.
-    void str(std::string_view k, std::string_view v) {
+    template <std::size_t N>
+    [[gnu::always_inline]] void str(const char (&k)[N], std::string_view v) {
         key(k);
         *p_++ = '"';
         put(v);
         *p_++ = '"';
     }
-    void opt_str(std::string_view k, std::string_view v) {
+    template <std::size_t N>
+    void opt_str(const char (&k)[N], std::string_view v) {
         if (v.empty())
             null(k);
         else
             str(k, v);
     }
-    void ip(std::string_view k, const proto::IpAddress& a) {
+    template <std::size_t N>
+    [[gnu::always_inline]] void ip(const char (&k)[N], const proto::IpAddress& a) {
         key(k);
         *p_++ = '"';
         p_ += a.format(p_);  // at most 45 characters and a NUL, overwritten next
@@ -76,7 +100,7 @@ class JsonObject {
     char*& cursor() { return p_; }
 
   private:
-    void put(std::string_view v) {
+    [[gnu::always_inline]] void put(std::string_view v) {
         std::memcpy(p_, v.data(), v.size());
         p_ += v.size();
     }

@@ -67,7 +67,7 @@ class RecordWriter {
     void write(state::Record& record);
     // Starts loading what write(record) will look up, in two stages a few records apart:
     // the latency book's slot (stage 0), then the histogram it names (stage 1).
-    void prefetch(const state::Record& record, int stage) const {
+    [[gnu::always_inline]] void prefetch(const state::Record& record, int stage) const {
         EndpointKey key;
         if (record.type == state::RecordType::msg && record.msg.has_ack)
             key = {record.msg.dst_ip, record.msg.dst_qpn};

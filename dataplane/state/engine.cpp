@@ -29,9 +29,15 @@ constexpr uint32_t kCmRequestsDivisor = 4;
 constexpr uint32_t kMessagesPerEndpoint = 1;
 constexpr uint32_t kOrphanBlocksDivisor = 16;
 constexpr uint32_t kMinPoolSlots = 64;
+// Entries a growing hash table starts with room for (EngineConfig::grow_tables).
+constexpr std::size_t kInitialTableEntries = 4096;
 
 uint32_t pool_size(uint32_t endpoints, uint32_t divisor) {
     return std::max(kMinPoolSlots, endpoints / divisor);
+}
+
+std::size_t initial_entries(const EngineConfig& config) {
+    return config.grow_tables ? kInitialTableEntries : 0;
 }
 
 TransportFamily family_of(Transport t) {
@@ -72,10 +78,10 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       capacity_(config.max_endpoints),
       endpoints_(config.max_endpoints),
       free_endpoints_(config.max_endpoints),
-      index_(config.max_endpoints),
-      hosts_(std::size_t{config.max_endpoints} * kHostPairsPerEndpoint),
-      cm_requests_(pool_size(config.max_endpoints, kCmRequestsDivisor)),
-      cm_pairs_(pool_size(config.max_endpoints, kCmRequestsDivisor / 2)),
+      index_(config.max_endpoints, initial_entries(config)),
+      hosts_(std::size_t{config.max_endpoints} * kHostPairsPerEndpoint, initial_entries(config)),
+      cm_requests_(pool_size(config.max_endpoints, kCmRequestsDivisor), initial_entries(config)),
+      cm_pairs_(pool_size(config.max_endpoints, kCmRequestsDivisor / 2), initial_entries(config)),
       messages_(std::max(kMinPoolSlots, config.max_endpoints * kMessagesPerEndpoint)),
       orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)) {}
 

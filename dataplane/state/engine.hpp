@@ -18,6 +18,10 @@ struct EngineConfig {
     uint32_t max_endpoints =
         1u << 20;                  // table capacity; beyond it packets are counted, not tracked
     uint64_t idle_timeout_ns = 0;  // 0: never evict (offline replay keeps everything)
+    // Hash tables start small and double as they fill (FixedHashMap): a replay then
+    // zero-fills pages for the endpoints it has, not for max_endpoints. Off for live ports,
+    // where the pause of a doubling (milliseconds at 100k endpoints) would drop frames.
+    bool grow_tables = false;
 };
 
 // Monotonic counters of one engine, readable from other threads.

@@ -37,6 +37,11 @@ class LazyArray {
     const T& operator[](std::size_t i) const { return data_[i]; }
     T* get() { return data_; }
     const T* get() const { return data_; }
+    // Gives the pages back to the kernel; they read as zeroes (and are zero-filled again)
+    // on the next touch.
+    void discard() {
+        if (data_) madvise(data_, bytes_, MADV_DONTNEED);
+    }
 
   private:
     std::size_t bytes_;

@@ -12,8 +12,9 @@ namespace insert::state {
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
 
-// Prefetches every cache line of [p, p + bytes).
-inline void prefetch_range(const void* p, std::size_t bytes) {
+// Prefetches every cache line of [p, p + bytes). Prefetch helpers are always inlined: GCC
+// deletes calls to an out-of-line function whose only effect is a prefetch.
+[[gnu::always_inline]] inline void prefetch_range(const void* p, std::size_t bytes) {
     const char* c = static_cast<const char*>(p);
     for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
 }
@@ -48,14 +49,16 @@ class SlotPool {
     // nothing is released meanwhile: a packet about to open a message calls it with the
     // number of packets between it and its processing. The free stack is a plain array,
     // so finding that slot costs no miss of its own.
-    void prefetch_next(uint32_t ahead) const {
+    [[gnu::always_inline]] void prefetch_next(uint32_t ahead) const {
         if (ahead < free_top_)
             prefetch_slot(free_stack_[free_top_ - 1 - ahead]);
         else if (fresh_ + (ahead - free_top_) < capacity_)
             prefetch_slot(fresh_ + (ahead - free_top_));
     }
     // Prefetches every cache line of slot i.
-    void prefetch_slot(uint32_t i) const { prefetch_range(&slots_[i], sizeof(T)); }
+    [[gnu::always_inline]] void prefetch_slot(uint32_t i) const {
+        prefetch_range(&slots_[i], sizeof(T));
+    }
     T& operator[](uint32_t i) { return slots_[i]; }
     const T& operator[](uint32_t i) const { return slots_[i]; }
 

@@ -159,6 +159,7 @@ int run_replay(int argc, char** argv) {
         // (the shard hash spreads endpoints evenly; table_full in the summary says when a
         // skewed share did not fit).
         config.engine.max_endpoints = (opt.max_endpoints + opt.workers - 1) / opt.workers;
+        config.engine.grow_tables = true;  // offline: no frames to drop while a table doubles
         config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
         config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
         // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.

@@ -189,5 +189,20 @@ TEST(LatencyHistogram, within_one_percent_after_spilling) {
     EXPECT_EQ(h.max(), n * 997);
 }
 
+TEST(LatencyHistogram, within_one_percent_when_later_samples_are_smaller) {
+    // After spilling, samples below every earlier one extend the bucket array downwards.
+    LatencyHistogram h;
+    const uint64_t n = LatencyHistogram::kExactLimit * 3;
+    for (uint64_t i = n; i >= 1; --i) h.add(i * 1013 + 5);  // ~37 ms down to 1 us
+    const double exact_p50 = static_cast<double>((n / 2) * 1013 + 5);
+    const double exact_p99 = static_cast<double>(((n * 99 + 99) / 100) * 1013 + 5);
+    const double exact_p1 = static_cast<double>(((n + 99) / 100) * 1013 + 5);
+    EXPECT_NEAR(static_cast<double>(h.percentile(50)), exact_p50, exact_p50 * 0.01);
+    EXPECT_NEAR(static_cast<double>(h.percentile(99)), exact_p99, exact_p99 * 0.01);
+    EXPECT_NEAR(static_cast<double>(h.percentile(1)), exact_p1, exact_p1 * 0.01);
+    EXPECT_EQ(h.min(), 1018u);
+    EXPECT_EQ(h.max(), n * 1013 + 5);
+}
+
 }  // namespace
 }  // namespace insert::exporter

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <unordered_map>
+
 namespace insert::state {
 namespace {
 
@@ -30,6 +33,64 @@ TEST(FixedHashMap, erase_keeps_colliding_keys_reachable) {
     }
     EXPECT_EQ(m.find(1), nullptr);
     EXPECT_EQ(m.size(), 4u);
+}
+
+struct SpreadHash {
+    std::size_t operator()(uint32_t k) const noexcept { return mix64(k); }
+};
+
+TEST(FixedHashMap, a_growing_map_doubles_when_half_full_up_to_its_capacity) {
+    FixedHashMap<uint32_t, uint32_t, SpreadHash> m(1000, 10);
+    EXPECT_EQ(m.slot_count(), 32u);  // room for 10 at load 1/2, rounded up to a power of two
+    for (uint32_t k = 0; k < 16; ++k) ASSERT_NE(m.insert(k, k), nullptr);
+    EXPECT_EQ(m.slot_count(), 32u);  // 16 of 32: still at most half full
+    ASSERT_NE(m.insert(16, 16), nullptr);
+    EXPECT_EQ(m.slot_count(), 64u);
+    for (uint32_t k = 17; k < 1000; ++k) ASSERT_NE(m.insert(k, k), nullptr);
+    EXPECT_EQ(m.slot_count(), 2048u);  // the fixed size for 1000 entries
+    EXPECT_EQ(m.insert(5000, 1), nullptr);
+    for (uint32_t k = 0; k < 1000; ++k) {
+        ASSERT_NE(m.find(k), nullptr) << k;
+        EXPECT_EQ(*m.find(k), k);
+    }
+}
+
+// Random inserts, erases and lookups against std::unordered_map, across every doubling,
+// with a hash that collides a lot so that probe runs cross the old table's end.
+TEST(FixedHashMap, a_growing_map_agrees_with_a_reference_map_under_churn) {
+    struct FewBits {
+        std::size_t operator()(uint32_t k) const noexcept { return mix64(k % 97) << 3; }
+    };
+    FixedHashMap<uint32_t, uint32_t, FewBits> m(4096, 8);
+    std::unordered_map<uint32_t, uint32_t> ref;
+    std::mt19937 rng(7);
+    for (int step = 0; step < 60000; ++step) {
+        const uint32_t k = rng() % 6000;
+        switch (rng() % 3) {
+            case 0:
+            case 1: {
+                uint32_t* v = m.insert(k, k * 3);
+                if (ref.size() < 4096 || ref.count(k)) {
+                    ASSERT_NE(v, nullptr) << step;
+                    ref.emplace(k, k * 3);
+                } else {
+                    ASSERT_EQ(v, nullptr) << step;
+                }
+                break;
+            }
+            case 2:
+                ASSERT_EQ(m.erase(k), ref.erase(k) == 1) << step;
+                break;
+        }
+        ASSERT_EQ(m.size(), ref.size()) << step;
+    }
+    for (uint32_t k = 0; k < 6000; ++k) {
+        const uint32_t* v = m.find(k);
+        ASSERT_EQ(v != nullptr, ref.count(k) == 1) << k;
+        if (v) {
+            EXPECT_EQ(*v, ref[k]);
+        }
+    }
 }
 
 }  // namespace
