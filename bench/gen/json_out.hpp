@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace insert::gen {
 
@@ -20,11 +21,14 @@ namespace insert::gen {
 class JsonOut {
   public:
     explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
+    // Into memory instead (part of a file formatted by another thread).
+    explicit JsonOut(std::vector<char>& mem)
+        : mem_(&mem), buf_(new char[kBufBytes]), p_(buf_.get()) {}
 
     JsonOut& raw(std::string_view s) {
         if (s.size() > kBufBytes - kMaxPiece) {  // longer than the buffer: write through
             flush();
-            if (std::fwrite(s.data(), 1, s.size(), f_) != s.size()) ok_ = false;
+            put(s.data(), s.size());
             return *this;
         }
         room(s.size());
@@ -112,7 +116,7 @@ class JsonOut {
     }
     bool flush() {
         const std::size_t n = used();
-        if (n && std::fwrite(buf_.get(), 1, n, f_) != n) ok_ = false;
+        if (n) put(buf_.get(), n);
         p_ = buf_.get();
         return ok_;
     }
@@ -170,7 +174,15 @@ class JsonOut {
         if (kBufBytes - used() < n) flush();
     }
 
-    std::FILE* f_;
+    void put(const char* data, std::size_t n) {
+        if (mem_)
+            mem_->insert(mem_->end(), data, data + n);
+        else if (std::fwrite(data, 1, n, f_) != n)
+            ok_ = false;
+    }
+
+    std::FILE* f_ = nullptr;
+    std::vector<char>* mem_ = nullptr;
     std::unique_ptr<char[]> buf_;
     char* p_;
     bool ok_ = true;

@@ -261,6 +261,7 @@ void Simulator::setup() {
         }
     }
 
+    progress_.resize(msgs_.size());
     for (const TargetSpec& t : sc_.imp.targets) {
         const ConnInfo& ci = conn_info_[t.conn];
         if (t.action == Action::drop_ack_before || t.action == Action::drop_ack_after) {
@@ -269,7 +270,7 @@ void Simulator::setup() {
         }
         MsgInfo& m = msgs_[ci.first_msg + t.msg];
         if (t.action == Action::rnr)
-            m.rnr_remaining = static_cast<uint8_t>(t.count);
+            progress_[ci.first_msg + t.msg].rnr_remaining = static_cast<uint8_t>(t.count);
         else if (t.action == Action::access_error)
             m.access_error = true;
         else
@@ -443,6 +444,7 @@ void Simulator::on_post(uint32_t conn, uint32_t uid) {
     const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
     MsgInfo& m = msgs_[uid];
+    MsgProgress& pg = progress_[uid];
     if (!cs.cm_ready) {  // the chain of posts resumes when the RTU goes out
         cs.deferred_post = uid;
         return;
@@ -450,15 +452,15 @@ void Simulator::on_post(uint32_t conn, uint32_t uid) {
     if (uid + 1 < ci.first_msg + ci.num_msgs)
         schedule(msgs_[uid + 1].post_ns, Ev::post, conn, uid + 1);
     if (cs.error) {  // a QP in error flushes new work requests without sending them
-        m.done = true;
+        pg.done = true;
         return;
     }
     m.psn_first = cs.next_psn;
-    m.resp_next = m.psn_first;
+    pg.resp_next = m.psn_first;
     cs.next_psn = psn_add(cs.next_psn, m.npsn);
     if (ci.spec.transport == ConnTransport::uc) {
         send_message_from(conn, uid, 0);
-        m.done = true;
+        pg.done = true;
         return;
     }
     cs.sq.push_back(uid);
@@ -475,7 +477,7 @@ bool Simulator::target(uint32_t uid, uint32_t pkt_index, Action action) const {
 void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt) {
     const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
-    MsgInfo& m = msgs_[uid];
+    const MsgInfo& m = msgs_[uid];
     const bool uc = ci.spec.transport == ConnTransport::uc;
     const Impairments& imp = sc_.imp;
     for (uint32_t i = from_pkt; i < m.npkts; ++i) {
@@ -488,7 +490,7 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
         p.dir = 0;
         p.msg_uid = uid;
         p.index = i;
-        p.retx = i < m.sent_pkts;
+        p.retx = i < progress_[uid].sent_pkts;
         proto::Bth& b = p.t.bth;
         b.dest_qp = ci.qpn_b;
         b.psn = psn_add(m.psn_first, i);
@@ -532,7 +534,7 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
         }
         if (imp.spray_paths > 1)
             p.extra_delay_ns = rng_.between(0, imp.spray_paths - 1) * imp.spray_step_ns;
-        m.sent_pkts = std::max(m.sent_pkts, i + 1);
+        progress_[uid].sent_pkts = std::max(progress_[uid].sent_pkts, i + 1);
 
         uint64_t desired = now_;
         if (cs.rate_div > 1) {  // paced after CNPs
@@ -547,14 +549,14 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
 void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
     ConnState& cs = conn_[conn];
     for (uint32_t uid : cs.sq.items()) {
-        MsgInfo& m = msgs_[uid];
-        if (m.done) continue;
+        const MsgInfo& m = msgs_[uid];
+        if (progress_[uid].done) continue;
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
         if (psn_newer(psn, last)) continue;
         uint32_t from = 0;
         if (is_send_write(m.op) && psn_newer(psn, m.psn_first))
             from = proto::psn_sub(psn, m.psn_first);
-        if (m.op == OpType::read) m.resp_next = m.psn_first;  // the READ is asked again whole
+        if (m.op == OpType::read) progress_[uid].resp_next = m.psn_first;  // asked again whole
         send_message_from(conn, uid, from);
     }
 }
@@ -563,11 +565,12 @@ void Simulator::go_back_n(uint32_t conn, uint32_t psn) {
 // exclusive: NAKs, and responses of a later READ/atomic).
 void Simulator::complete_before(uint32_t conn, uint32_t psn, bool inclusive) {
     for (uint32_t uid : conn_[conn].sq.items()) {
-        MsgInfo& m = msgs_[uid];
-        if (m.done || !is_send_write(m.op)) continue;
+        const MsgInfo& m = msgs_[uid];
+        MsgProgress& pg = progress_[uid];
+        if (pg.done || !is_send_write(m.op)) continue;
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
         if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last))
-            m.done = true;
+            pg.done = true;
         else
             break;
     }
@@ -575,7 +578,7 @@ void Simulator::complete_before(uint32_t conn, uint32_t psn, bool inclusive) {
 
 void Simulator::pop_done(uint32_t conn) {
     ConnState& cs = conn_[conn];
-    while (!cs.sq.empty() && msgs_[cs.sq.front()].done) cs.sq.pop_front();
+    while (!cs.sq.empty() && progress_[cs.sq.front()].done) cs.sq.pop_front();
 }
 
 // The requester's local ACK timer. Restarting it only moves a deadline; the queue holds at
@@ -643,7 +646,7 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
                     arm_retx(conn, true);
                 } else {  // fatal: the QP goes to error, outstanding work is flushed
                     cs.error = true;
-                    for (uint32_t uid : cs.sq.items()) msgs_[uid].done = true;
+                    for (uint32_t uid : cs.sq.items()) progress_[uid].done = true;
                     cs.sq.clear();
                     arm_retx(conn, true);
                 }
@@ -655,20 +658,21 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
     }
     const proto::OpcodeInfo& info = proto::opcode_info(code);
     for (uint32_t uid : cs.sq.items()) {
-        MsgInfo& m = msgs_[uid];
-        if (m.done) continue;
+        const MsgInfo& m = msgs_[uid];
+        MsgProgress& pg = progress_[uid];
+        if (pg.done) continue;
         if (info.kind == proto::OpKind::read_response && m.op == OpType::read) {
-            if (psn != m.resp_next) return;  // out of order: wait for the timeout
-            m.resp_next = psn_add(m.resp_next, 1);
+            if (psn != pg.resp_next) return;  // out of order: wait for the timeout
+            pg.resp_next = psn_add(pg.resp_next, 1);
             complete_before(conn, m.psn_first, false);
             if (info.position == proto::Position::last || info.position == proto::Position::only)
-                m.done = true;
+                pg.done = true;
             break;
         }
         if (info.kind == proto::OpKind::atomic_ack &&
             (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) && m.psn_first == psn) {
             complete_before(conn, psn, false);
-            m.done = true;
+            pg.done = true;
             break;
         }
     }
@@ -684,11 +688,12 @@ void Simulator::on_request(uint32_t conn, const SimPacket& p) {
     if (p.ecn == proto::kEcnCe) maybe_send_cnp(conn);
     if (ci.spec.transport == ConnTransport::uc || cs.resp_error) return;
     const uint32_t psn = p.t.bth.psn;
-    MsgInfo& m = msgs_[p.msg_uid];
+    const MsgInfo& m = msgs_[p.msg_uid];
     if (psn == cs.e_psn) {
         if (p.index == 0) {
-            if (m.rnr_remaining > 0 && m.op == OpType::send) {
-                --m.rnr_remaining;
+            uint8_t& rnr_remaining = progress_[p.msg_uid].rnr_remaining;
+            if (rnr_remaining > 0 && m.op == OpType::send) {
+                --rnr_remaining;
                 cs.nak_state = true;
                 send_nak(conn, proto::aeth_rnr_nak(kRnrTimerCode), psn);
                 return;
@@ -888,6 +893,7 @@ void Simulator::prefetch(const Event& e) {
     switch (e.type) {
         case Ev::post:
             __builtin_prefetch(&msgs_[e.b]);
+            __builtin_prefetch(&progress_[e.b]);
             if (e.b + 1 < msgs_.size()) __builtin_prefetch(&msgs_[e.b + 1].post_ns);
             [[fallthrough]];
         case Ev::ack_timer:

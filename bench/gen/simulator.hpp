@@ -29,31 +29,31 @@ class ObservedSink {
     virtual void prefetch_conn(uint32_t /*conn*/) {}
 };
 
-// One RDMA operation as the requester posted it (the generator's ground knowledge).
+// One RDMA operation as the requester posted it (the generator's ground knowledge). Written
+// at set-up and, psn_first, when posted; read-only after that - the truth thread reads it
+// while the simulator runs, and what changes as the simulation goes on lives apart, in the
+// simulator's MsgProgress, so that the two threads do not pull its lines back and forth.
 struct MsgInfo {
+    // 64 bytes, widest first: one cache line per message in the (2 MiB-aligned) table.
+    uint64_t va = 0;
+    uint64_t post_ns = 0;
+    uint64_t atomic_orig = 0;
     uint32_t conn = 0;
     uint32_t index = 0;  // within its connection
-    OpType op = OpType::write;
     uint32_t len = 0;
-    bool imm = false;
-    bool inv = false;
     uint32_t imm_value = 0;
     uint32_t inv_rkey = 0;
-    uint64_t va = 0;
     uint32_t rkey = 0;
-    uint64_t post_ns = 0;
     uint32_t psn_first = 0;  // assigned when posted
     uint32_t npsn = 1;       // PSNs the operation occupies (READ: its responses)
     uint32_t npkts = 1;      // request packets (READ and atomics: 1)
-    // Requester progress.
-    uint32_t sent_pkts = 0;  // packets sent at least once (to mark retransmissions)
-    uint32_t resp_next = 0;  // READ: next response PSN the requester accepts
-    bool done = false;
-    // Responder behaviour chosen by the scenario.
-    uint8_t rnr_remaining = 0;
+    OpType op = OpType::write;
+    bool imm = false;
+    bool inv = false;
+    // Responder behaviour chosen by the scenario (RNR NAKs: the simulator's MsgProgress).
     bool access_error = false;
-    uint64_t atomic_orig = 0;
 };
+static_assert(sizeof(MsgInfo) == 64);
 
 struct ConnInfo {
     ConnSpec spec;
@@ -120,6 +120,13 @@ class Simulator {
         }
         void clear() { head = tail; }
         auto items() const { return std::views::iota(head, tail); }
+    };
+    // A message's requester progress and scripted RNR NAKs: simulator-only (see MsgInfo).
+    struct MsgProgress {
+        uint32_t sent_pkts = 0;  // packets sent at least once (to mark retransmissions)
+        uint32_t resp_next = 0;  // READ: next response PSN the requester accepts
+        bool done = false;
+        uint8_t rnr_remaining = 0;
     };
     struct ConnState {
         // Requester.
@@ -201,6 +208,7 @@ class Simulator {
     HugeVector<ConnInfo> conn_info_;
     HugeVector<ConnState> conn_;
     HugeVector<MsgInfo> msgs_;
+    HugeVector<MsgProgress> progress_;  // by message uid
     HugeVector<SimPacket> pool_;
     std::vector<uint32_t> free_;
     EventQueue<Event> events_;

@@ -157,6 +157,7 @@ class TruthObserver : public ObservedSink {
     uint64_t msgs_overflow() const { return msgs_overflow_; }
 
   private:
+    // All members zero at first: the table is a ZeroedArray.
     struct MsgState {
         uint8_t state = 0;  // 0 unseen, 1 packets seen but not its First, 2 open, 3 frozen
         bool seen_any = false;
@@ -187,7 +188,7 @@ class TruthObserver : public ObservedSink {
 
     const Scenario& sc_;
     const Simulator& sim_;
-    HugeVector<MsgState> ms_;
+    ZeroedArray<MsgState> ms_;
     HugeVector<TruthEndpoint> eps_;
     std::unordered_map<uint64_t, uint32_t> ep_index_;  // host << 32 | qpn
     HugeVector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
