@@ -36,11 +36,7 @@ template <typename Payload>
 class EventQueue {
   public:
     EventQueue()
-        : head_(kSlots, kNil),
-          tail_(kSlots, kNil),
-          bits_(kSlots / 64, 0),
-          coarse_head_(kWindows, kNil),
-          coarse_tail_(kWindows, kNil) {}
+        : head_(kSlots, kNil), tail_(kSlots, kNil), bits_(kSlots / 64, 0), coarse_(kWindows) {}
 
     // `t` must not be earlier than the time of the last pop.
     void push(uint64_t t, const Payload& p) {
@@ -48,7 +44,7 @@ class EventQueue {
         if (w == window_)
             append_fine(alloc(t, p));
         else if (w - window_ < kWindows)
-            append_coarse(w, alloc(t, p));
+            append_coarse(w, t, p);
         else
             far_.push(Far{t, seq_++, p});
     }
@@ -92,6 +88,10 @@ class EventQueue {
         Payload p;
         uint32_t next;
     };
+    struct Entry {
+        uint64_t t;
+        Payload p;
+    };
     struct Far {
         uint64_t t;
         uint64_t seq;
@@ -123,22 +123,20 @@ class EventQueue {
         ++near_;
     }
 
-    void append_coarse(uint64_t w, uint32_t n) {
-        const std::size_t b = w % kWindows;
-        if (coarse_tail_[b] == kNil)
-            coarse_head_[b] = n;
-        else
-            nodes_[coarse_tail_[b]].next = n;
-        coarse_tail_[b] = n;
-        ++coarse_;
+    // A window's FIFO is an array, not a list of nodes: it is walked when the window comes
+    // up, milliseconds after its events were scheduled, and a list then cost a cache miss
+    // per event, one after the other; an array streams (and keeps its capacity for reuse).
+    void append_coarse(uint64_t w, uint64_t t, const Payload& p) {
+        coarse_[w % kWindows].push_back(Entry{t, p});
+        ++coarse_count_;
     }
 
     // The present window is empty: make the next window with events the present one.
     template <typename Hook>
     bool advance(Hook& entering) {
         uint64_t w = window_ + 1;
-        if (coarse_ > 0) {
-            while (coarse_head_[w % kWindows] == kNil) ++w;
+        if (coarse_count_ > 0) {
+            while (coarse_[w % kWindows].empty()) ++w;
         } else if (!far_.empty()) {
             w = far_.top().t / kSlots;  // nothing in the FIFOs: jump
         } else {
@@ -148,41 +146,38 @@ class EventQueue {
         cursor_ = 0;
         // Heap events now within range join their window's FIFO, in (t, seq) order.
         while (!far_.empty() && far_.top().t / kSlots - window_ < kWindows) {
-            const Far& f = far_.top();
+            const Far f = far_.top();
             const uint64_t fw = f.t / kSlots;
-            const uint32_t n = alloc(f.t, f.p);
             far_.pop();
             if (fw == window_) {
-                entering(nodes_[n].p);
-                append_fine(n);
-            } else
-                append_coarse(fw, n);
+                entering(f.p);
+                append_fine(alloc(f.t, f.p));
+            } else {
+                append_coarse(fw, f.t, f.p);
+            }
         }
         // The window's FIFO onto the wheel. (Heap events never share a window with a FIFO:
         // the heap only holds windows at least kWindows ahead of the present one, and a
         // jump happens only when every FIFO is empty.)
-        const std::size_t b = window_ % kWindows;
-        uint32_t n = coarse_head_[b];
-        coarse_head_[b] = coarse_tail_[b] = kNil;
-        while (n != kNil) {
-            const uint32_t next = nodes_[n].next;
-            entering(nodes_[n].p);
-            append_fine(n);
-            --coarse_;
-            n = next;
+        std::vector<Entry>& fifo = coarse_[window_ % kWindows];
+        for (const Entry& e : fifo) {
+            entering(e.p);
+            append_fine(alloc(e.t, e.p));
         }
+        coarse_count_ -= fifo.size();
+        fifo.clear();
         return true;
     }
 
     HugeVector<Node> nodes_;
     std::vector<uint32_t> free_;
-    std::vector<uint32_t> head_, tail_;  // per slot of the present window; kNil when empty
-    std::vector<uint64_t> bits_;         // per slot: non-empty
-    std::vector<uint32_t> coarse_head_, coarse_tail_;  // per window, by window % kWindows
-    uint64_t window_ = 0;                              // the present window (time / kSlots)
-    uint32_t cursor_ = 0;   // slot of the last pop: nothing earlier is left
-    std::size_t near_ = 0;  // events in the present window
-    std::size_t coarse_ = 0;
+    std::vector<uint32_t> head_, tail_;       // per slot of the present window; kNil when empty
+    std::vector<uint64_t> bits_;              // per slot: non-empty
+    std::vector<std::vector<Entry>> coarse_;  // per window, by window % kWindows
+    uint64_t window_ = 0;                     // the present window (time / kSlots)
+    uint32_t cursor_ = 0;                     // slot of the last pop: nothing earlier is left
+    std::size_t near_ = 0;                    // events in the present window
+    std::size_t coarse_count_ = 0;
     uint64_t seq_ = 0;
     std::priority_queue<Far, std::vector<Far>, std::greater<Far>> far_;
 };
