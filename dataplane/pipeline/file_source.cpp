@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "dataplane/pipeline/backoff.hpp"
+#include "dataplane/pipeline/borrowed_mbuf.hpp"
 
 namespace insert::pipeline {
 
@@ -18,9 +19,6 @@ namespace {
 
 constexpr unsigned kPoolCache = 256;
 constexpr uint16_t kMaxMbufFrame = std::numeric_limits<uint16_t>::max();
-
-// The mapping is released by the CaptureFile, not per mbuf.
-void keep_mapping(void*, void*) {}
 
 std::atomic<unsigned> g_source_sequence{0};
 
@@ -45,10 +43,8 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
     const unsigned count =
         config.workers * (config.ring_size + 2 * kBurst) + lcores * (kPoolCache * 3 / 2) + 1024;
     const std::string pool_name = "insert_src" + std::to_string(id);
-    src->pool_ = rte_pktmbuf_pool_create(
-        pool_name.c_str(), count, kPoolCache,
-        RTE_ALIGN_CEIL(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN),
-        /*data_room_size=*/0, static_cast<int>(rte_socket_id()));
+    src->pool_ = create_borrowing_pool(pool_name.c_str(), count, kPoolCache,
+                                       static_cast<int>(rte_socket_id()));
     if (src->pool_ == nullptr) {
         error = std::string("cannot allocate the mbuf pool (") + std::to_string(count) +
                 " mbufs): " + rte_strerror(rte_errno);
@@ -80,22 +76,30 @@ FileSource::~FileSource() {
 }
 
 bool FileSource::fill(rte_mbuf* m, const capture::Frame& frame) noexcept {
-    auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(m));
-    shinfo->free_cb = keep_mapping;
-    shinfo->fcb_opaque = nullptr;
-    rte_mbuf_ext_refcnt_set(shinfo, 1);
     std::size_t len = frame.data.size();
     if (len > kMaxMbufFrame) {
         len = kMaxMbufFrame;
         ++oversize_;
     }
-    // The mapping is read-only and nothing downstream writes packet data in replay.
-    rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(frame.data.data()), RTE_BAD_IOVA,
-                              static_cast<uint16_t>(len), shinfo);
-    m->data_len = static_cast<uint16_t>(len);
-    m->pkt_len = static_cast<uint32_t>(len);
+    borrow(m, frame.data.data(), static_cast<uint16_t>(len));
     timestamp_.set(m, frame.ts_ns);
     return true;
+}
+
+uint16_t FileSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
+    const auto got = static_cast<uint16_t>(
+        rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr));
+    // The reader wrote these mbufs on another core, and the worker reads their first line
+    // (buffer address, length) and their second (the timestamp field), and writes both
+    // when it frees them. Fetching them all now, for writing (a read would leave the
+    // reader's copy shared, and the free would wait again), costs one wait per burst
+    // instead of one miss after another.
+    for (uint16_t i = 0; i < got; ++i) {
+        const char* m = reinterpret_cast<const char*>(pkts[i]);
+        __builtin_prefetch(m, /*rw=*/1);
+        __builtin_prefetch(m + RTE_CACHE_LINE_SIZE, /*rw=*/1);
+    }
+    return got;
 }
 
 // Hands the staged burst of worker `q` to its ring; waits while the ring is full, which is

@@ -1,10 +1,9 @@
 // Replay source: a memory-mapped capture (capture::CaptureFile) turned into mbufs on the
 // main lcore and sharded in software to one SPSC ring per worker - the emulated NIC with
 // symmetric RSS. The pcap PMD tops out at 2.5 Mpps here; this reader does no copy and no
-// per-packet library call: each mbuf is a header from a data-less pool with the frame
-// bytes attached in place as an external buffer (rte_pktmbuf_attach_extbuf), its
-// shared-info block in the mbuf's private area so freeing it never touches a shared
-// cache line. The mapping outlives every mbuf (the source is destroyed after the workers).
+// per-packet library call: each mbuf is a header from a data-less pool pointed at the
+// frame bytes in place (borrowed_mbuf.hpp). The mapping outlives every mbuf (the source
+// is destroyed after the workers).
 #pragma once
 
 #include <rte_mempool.h>
@@ -37,10 +36,7 @@ class FileSource final : public PacketSource {
     ~FileSource() override;
 
     unsigned queues() const override { return static_cast<unsigned>(rings_.size()); }
-    uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override {
-        return static_cast<uint16_t>(
-            rte_ring_sc_dequeue_burst(rings_[q], reinterpret_cast<void**>(pkts), n, nullptr));
-    }
+    uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
     bool drained(unsigned q) const noexcept override {
         return done_.load(std::memory_order_acquire) && rte_ring_empty(rings_[q]);
     }

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "dataplane/pipeline/borrowed_mbuf.hpp"
+
 namespace insert::pipeline {
 
 namespace {
@@ -13,8 +15,6 @@ namespace {
 constexpr unsigned kPoolCache = 256;
 constexpr unsigned kMaxBurst = 64;
 std::atomic<unsigned> g_sequence{0};
-
-void keep_bytes(void*, void*) {}
 
 }  // namespace
 
@@ -38,10 +38,8 @@ std::unique_ptr<MemorySource> MemorySource::create(std::span<const MemoryFrame> 
     }
     const unsigned count = workers * (kMaxBurst + kPoolCache * 2) + 2048;
     const std::string name = "insert_mem" + std::to_string(g_sequence++);
-    src->pool_ = rte_pktmbuf_pool_create(
-        name.c_str(), count, kPoolCache,
-        RTE_ALIGN_CEIL(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN), 0,
-        static_cast<int>(rte_socket_id()));
+    src->pool_ =
+        create_borrowing_pool(name.c_str(), count, kPoolCache, static_cast<int>(rte_socket_id()));
     if (src->pool_ == nullptr) {
         error = std::string("cannot allocate the mbuf pool: ") + rte_strerror(rte_errno);
         return nullptr;
@@ -62,14 +60,7 @@ uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcep
     for (unsigned i = 0; i < take; ++i) {
         const MemoryFrame& f = queue.frames[pos + i];
         rte_mbuf* m = pkts[i];
-        auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(m));
-        shinfo->free_cb = keep_bytes;
-        shinfo->fcb_opaque = nullptr;
-        rte_mbuf_ext_refcnt_set(shinfo, 1);
-        const uint16_t len = static_cast<uint16_t>(std::min<uint32_t>(f.len, UINT16_MAX));
-        rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(f.data), RTE_BAD_IOVA, len, shinfo);
-        m->data_len = len;
-        m->pkt_len = len;
+        borrow(m, f.data, static_cast<uint16_t>(std::min<uint32_t>(f.len, UINT16_MAX)));
         timestamp_.set(m, f.ts_ns);
     }
     queue.pos.store(pos + take, std::memory_order_relaxed);
