@@ -1,11 +1,11 @@
 // One generation run: simulate a scenario, write the observed frames to a nanosecond pcap
 // and compute the ground truth from the same stream of observed packets.
 //
-// A run is a pipeline of three threads joined by a BroadcastRing: the simulator (the
-// calling thread) puts each observed packet into the ring; one thread feeds them to the
-// truth observer (and, with run_to_files(), writes each msg record as it freezes), another
-// encodes the frames and writes the pcap. Each consumer sees every packet in capture order
-// and owns its state alone, so the bytes do not depend on how the threads are scheduled.
+// By default a run is a pipeline of three threads (pipeline.hpp): the simulator (the
+// calling thread), the truth observer (which, with run_to_files(), hands each msg record
+// to the output as it freezes) and the output (frames into the pcap, records into the
+// truth file). Each stage sees every packet in capture order and owns its state alone, so
+// the bytes do not depend on how the threads are scheduled, nor on set_threaded().
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "bench/gen/pipeline.hpp"
 #include "bench/gen/scenario.hpp"
 #include "bench/gen/simulator.hpp"
 #include "bench/gen/truth.hpp"
@@ -25,8 +26,8 @@ class TruthJsonWriter;
 
 class Generation {
   public:
-    // Called for every frame, on the frame thread, in capture order.
-    using FrameCallback = std::function<void(const SimPacket&, std::span<const uint8_t>)>;
+    // Called for every frame in capture order (on the output thread when threaded).
+    using FrameCallback = gen::FrameCallback;
     enum class Failed { nothing, pcap, truth };  // which file a run could not write
 
     Generation(Scenario scenario, uint64_t seed);
@@ -42,6 +43,8 @@ class Generation {
     Failed run_to_files(const std::string& pcap_path, const std::string& truth_path,
                         std::string& error);
     bool write_truth(const std::string& path, std::string& error) const;
+    // Three threads (the default) or all on the calling thread (pipeline.hpp); same bytes.
+    void set_threaded(bool threaded) { threaded_ = threaded; }
 
     const Scenario& scenario() const { return scenario_; }
     const Simulator& sim() const { return *sim_; }
@@ -50,14 +53,15 @@ class Generation {
     uint64_t frames() const { return frames_; }
 
   private:
-    bool run_pipeline(PcapOut* pcap, TruthJsonWriter* truth_file, const FrameCallback& on_frame,
-                      std::string& error, Failed& failed);
+    bool run_stages(PcapOut* pcap, TruthJsonWriter* truth_file, const FrameCallback& on_frame,
+                    std::string& error, Failed& failed);
 
     Scenario scenario_;
     uint64_t seed_;
     std::unique_ptr<Simulator> sim_;
     std::unique_ptr<TruthObserver> truth_;
     uint64_t frames_ = 0;
+    bool threaded_ = true;
 };
 
 }  // namespace insert::gen

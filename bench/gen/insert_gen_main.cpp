@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "bench/gen/builtin_scenarios.hpp"
 #include "bench/gen/generator.hpp"
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
     std::string scenario_arg, out_path, truth_path;
     uint64_t seed = 1;
     bool list = false, quiet = false;
+    // Simulator, truth and output on three threads when there are two cores or more: about
+    // half the wall time of one thread on two free cores, for ~10% more CPU time.
+    unsigned threads = std::thread::hardware_concurrency() > 1 ? 3 : 1;
     insert::gen::ScaleOptions scale;
     app.add_flag("--list-scenarios", list, "print the built-in scenario names, one per line");
     app.add_option("--scenario", scenario_arg, "built-in scenario name or a scenario JSON file");
@@ -48,6 +52,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(2, 20'000'000));
     app.add_option("--packets", scale.packets, "large: approximate number of packets")
         ->check(CLI::Range(1, 2'000'000'000));
+    app.add_option("--threads", threads,
+                   "1: everything on one thread (least CPU time); 3: simulator, truth and output "
+                   "on three (default with 2+ CPUs); same bytes either way")
+        ->check(CLI::IsMember({1u, 3u}));
     app.add_flag("--quiet", quiet, "no summary line on stderr");
     try {
         app.parse(argc, argv);
@@ -90,6 +98,7 @@ int main(int argc, char** argv) {
     static insert::gen::Generation* const kept =
         new insert::gen::Generation(std::move(*scenario), seed);
     insert::gen::Generation& gen = *kept;
+    gen.set_threaded(threads > 1);
     std::string error;
     switch (gen.run_to_files(out_path, truth_path, error)) {
         case insert::gen::Generation::Failed::pcap:

@@ -22,13 +22,16 @@ std::string slurp(const std::string& path) {
 
 // `streamed`: run_to_files() (what insert-gen does: the truth's msg records written while
 // the simulation runs); else run() and then write_truth() from the records kept in memory.
+// `threaded`: the three-thread pipeline, else everything on the calling thread.
 std::pair<std::string, std::string> generate(const std::string& name, uint64_t seed,
-                                             const std::string& tag, bool streamed = false) {
+                                             const std::string& tag, bool streamed = false,
+                                             bool threaded = true) {
     ScaleOptions opts;
     opts.scale = 0.2;
     opts.qps = 300;
     opts.packets = 3000;
     Generation gen(*builtin_scenario(name, opts), seed);
+    gen.set_threaded(threaded);
     const std::string base =
         ::testing::TempDir() + "gen_det_" + std::to_string(::getpid()) + "_" + name + "_" + tag;
     std::string error;
@@ -59,14 +62,16 @@ TEST_P(Determinism, same_seed_same_bytes_other_seed_other_bytes) {
     EXPECT_FALSE(a.first == c.first) << "another seed gave the same pcap";
 }
 
-// The pipeline's threads (simulator, truth, output) never change the bytes, and streaming
-// the truth file gives the bytes of writing it at the end.
-TEST_P(Determinism, streamed_truth_equals_truth_written_at_the_end) {
-    const auto kept = generate(GetParam(), 3, "kept");
-    for (int run = 0; run < 3; ++run) {
-        const auto streamed = generate(GetParam(), 3, "streamed", true);
-        EXPECT_TRUE(kept.first == streamed.first) << "pcap differs, run " << run;
-        EXPECT_TRUE(kept.second == streamed.second) << "truth differs, run " << run;
+// The pipeline's threads (simulator, truth, output) never change the bytes, nor does
+// running everything on one thread; streaming the truth file gives the bytes of writing it
+// at the end.
+TEST_P(Determinism, threads_and_streamed_truth_give_the_same_bytes) {
+    const auto kept = generate(GetParam(), 3, "kept", false, false);
+    for (int run = 0; run < 4; ++run) {
+        const bool streamed = run != 1, threaded = run != 2;
+        const auto other = generate(GetParam(), 3, "other", streamed, threaded);
+        EXPECT_TRUE(kept.first == other.first) << "pcap differs, run " << run;
+        EXPECT_TRUE(kept.second == other.second) << "truth differs, run " << run;
     }
 }
 
