@@ -163,7 +163,9 @@ uint32_t sge_sum(const ibv_sge* sg, int num_sge) {
 // with the time of this call. Called outside the context lock: a traced call then never
 // lengthens the time the progress thread waits for the lock.
 void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end) {
-    TraceRing& ring = trace_ring();
+    TraceRing* const owned = trace_ring();
+    if (!owned) return;  // no memory for this thread's ring: not traced
+    TraceRing& ring = *owned;
     const uint64_t now = trace_now_ns();
     ibv_qp* handle = &qp.qpx.qp_base;
     uint16_t index = 0;
@@ -233,7 +235,9 @@ namespace {
 
 // Records the accepted receive requests [first, end) in the calling thread's trace ring.
 void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv_wr* end) {
-    TraceRing& ring = trace_ring();
+    TraceRing* const owned = trace_ring();
+    if (!owned) return;  // no memory for this thread's ring: not traced
+    TraceRing& ring = *owned;
     const uint64_t now = trace_now_ns();
     uint16_t index = 0;
     for (const ibv_recv_wr* w = first; w && w != end; w = w->next) {
@@ -336,7 +340,9 @@ namespace {
 // get here, so a busy-polling application's empty polls cost the tracer nothing.
 int trace_polled(ibv_cq* handle, const ibv_wc* wc, int got) {
     if (!trace_enabled()) return got;
-    TraceRing& ring = trace_ring();
+    TraceRing* const owned = trace_ring();
+    if (!owned) return got;  // no memory for this thread's ring: not traced
+    TraceRing& ring = *owned;
     const uint64_t now = trace_now_ns();
     for (int i = 0; i < got; i++) {
         sv_trace_rec& rec = trace_slot(ring);

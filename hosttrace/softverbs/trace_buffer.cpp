@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -142,12 +143,14 @@ void after_fork_child() {
 
 }  // namespace
 
-TraceRing& trace_ring() {
+TraceRing* trace_ring() {
     if (TraceRing* r = t_ring) [[likely]]
-        return *r;
+        return r;
     char comm[16] = {};
     prctl(PR_GET_NAME, comm, 0, 0, 0);
-    auto* ring = new TraceRing(static_cast<uint32_t>(gettid()), comm);
+    // Once per thread, never per record; no exception may cross the C entry points.
+    auto* ring = new (std::nothrow) TraceRing(static_cast<uint32_t>(gettid()), comm);
+    if (!ring) return nullptr;
     Registry& reg = registry();
     bool start = false;
     {
@@ -178,7 +181,7 @@ TraceRing& trace_ring() {
         }
         pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
-    return *ring;
+    return ring;
 }
 
 void trace_flush_full(TraceRing& ring) {

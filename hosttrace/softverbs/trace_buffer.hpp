@@ -45,8 +45,9 @@ inline uint64_t trace_now_ns() {
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// The calling thread's ring, made (and registered with the flusher) on first use.
-TraceRing& trace_ring();
+// The calling thread's ring, made (and registered with the flusher) on first use; nullptr
+// when there is no memory for it (the thread's work is then not traced).
+TraceRing* trace_ring();
 
 // Out of line: the site calls (trace_buffer.cpp).
 void trace_flush_full(TraceRing& ring);
