@@ -1,4 +1,11 @@
 // A buffered JSON emitter for the truth file's fixed-shape records.
+//
+// The `large` scenario writes a quarter-gigabyte truth file; format-string parsing per
+// field cost more than the whole simulation, and std::string appends (a capacity check and
+// call per piece) still made this writer a third of the generator's instructions
+// (callgrind), so pieces are copied into a flat buffer and written out in blocks. A record
+// reserves room for its longest possible form once; keys, numbers and short strings inside
+// it are then appended without a bounds check each, through a JsonCursor.
 #pragma once
 
 #include <cstdint>
@@ -11,36 +18,20 @@
 
 namespace insert::gen {
 
-// A buffered JSON emitter for fixed-shape records. The `large` scenario writes a
-// quarter-gigabyte truth file; format-string parsing per field cost more than the whole
-// simulation, and std::string appends (a capacity check and call per piece) still made
-// this writer a third of the generator's instructions (callgrind), so pieces are copied
-// into a flat buffer and written out in 1 MiB blocks. A record reserves room for its
-// longest possible form once (begin_record); keys, numbers and short strings inside it
-// are then appended without a bounds check each.
-class JsonOut {
+// Appends the pieces of one record at a position inside JsonOut's buffer. It lives in a
+// local variable while the record is formatted, so that its position stays in a register:
+// kept in a longer-lived object, the position had to be reloaded and stored around every
+// piece (a char store may alias anything), which made a record ~2x as expensive.
+class JsonCursor {
   public:
-    explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
-    // Into memory instead (part of a file formatted by another thread).
-    explicit JsonOut(std::vector<char>& mem)
-        : mem_(&mem), buf_(new char[kBufBytes]), p_(buf_.get()) {}
+    explicit JsonCursor(char* p) : p_(p) {}
+    char* pos() const { return p_; }
 
-    JsonOut& raw(std::string_view s) {
-        if (s.size() > kBufBytes - kMaxPiece) {  // longer than the buffer: write through
-            flush();
-            put(s.data(), s.size());
-            return *this;
-        }
-        room(s.size());
-        std::memcpy(p_, s.data(), s.size());
-        p_ += s.size();
-        return *this;
-    }
     // Decimal digits from a table of pairs, in 8-digit chunks of 32-bit arithmetic:
     // most numbers are 19-digit nanosecond timestamps, and a loop of dependent 64-bit
     // divisions by 100 cost ~85 instructions per number (callgrind); the chunks' pairs are
     // independent of each other.
-    [[gnu::always_inline]] JsonOut& num(uint64_t v) {
+    [[gnu::always_inline]] JsonCursor& num(uint64_t v) {
         constexpr uint64_t k1e8 = 100'000'000;
         if (v < k1e8) {
             p_ = short_num(p_, static_cast<uint32_t>(v));
@@ -55,31 +46,24 @@ class JsonOut {
         }
         return *this;
     }
-    // `,"key":value` (first: no comma). Keys are string literals: their length is a
-    // compile-time constant, so the copy is a few moves instead of a memcpy call.
-    // Inside a record (after begin_record): a string literal, a short string.
+    // A string literal: its length is a compile-time constant, so the copy is a few moves
+    // instead of a memcpy call.
     template <std::size_t N>
-    [[gnu::always_inline]] JsonOut& lit(const char (&s)[N]) {
+    [[gnu::always_inline]] JsonCursor& lit(const char (&s)[N]) {
         static_assert(N <= kMaxPiece);
         std::memcpy(p_, s, N - 1);
         p_ += N - 1;
         return *this;
     }
-    JsonOut& str(std::string_view s) {
-        if (s.size() > kMaxPiece) return raw(s);
+    // A short string (addresses, names: within the record's reserved room).
+    [[gnu::always_inline]] JsonCursor& str(std::string_view s) {
         std::memcpy(p_, s.data(), s.size());
         p_ += s.size();
         return *this;
     }
-    // Room for the longest record (a qp record is under 1.5 KB: ~35 keys, numbers of at
-    // most 20 digits, two addresses of at most 45 characters).
-    JsonOut& reserve() {
-        room(kMaxRecord);
-        return *this;
-    }
-    JsonOut& begin_record() { return reserve().lit("{"); }
+    // `,"key":` (first: no comma).
     template <std::size_t N>
-    [[gnu::always_inline]] JsonOut& key(const char (&k)[N], bool first = false) {
+    [[gnu::always_inline]] JsonCursor& key(const char (&k)[N], bool first = false) {
         static_assert(N + 3 <= kMaxPiece);
         if (!first) *p_++ = ',';
         *p_++ = '"';
@@ -90,36 +74,20 @@ class JsonOut {
         return *this;
     }
     template <std::size_t N>
-    [[gnu::always_inline]] JsonOut& field(const char (&k)[N], uint64_t v) {
+    [[gnu::always_inline]] JsonCursor& field(const char (&k)[N], uint64_t v) {
         return key(k).num(v);
     }
     template <std::size_t N>
-    JsonOut& field_str(const char (&k)[N], std::string_view v) {
-        key(k).lit("\"").str(v).lit("\"");
-        return *this;
+    [[gnu::always_inline]] JsonCursor& field_str(const char (&k)[N], std::string_view v) {
+        return key(k).lit("\"").str(v).lit("\"");
     }
     template <std::size_t N, typename T>
-    JsonOut& field_opt(const char (&k)[N], const std::optional<T>& v) {
+    [[gnu::always_inline]] JsonCursor& field_opt(const char (&k)[N], const std::optional<T>& v) {
         key(k);
         return v ? num(*v) : lit("null");
     }
-    void end_record(bool more) {
-        if (more)
-            lit("},\n");
-        else
-            lit("}\n");
-        flush_if_full();
-    }
-    // Writes the buffer out once it holds a block's worth.
-    void flush_if_full() {
-        if (used() >= kFlushBytes) flush();
-    }
-    bool flush() {
-        const std::size_t n = used();
-        if (n) put(buf_.get(), n);
-        p_ = buf_.get();
-        return ok_;
-    }
+
+    static constexpr std::size_t kMaxPiece = 64;  // longest literal
 
   private:
     [[gnu::always_inline]] static char* two_digits(char* d, uint32_t v) {
@@ -164,16 +132,57 @@ class JsonOut {
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
-    static constexpr std::size_t kFlushBytes = 1 << 20;
-    // Keys, numbers and the other pieces are far shorter; longer strings are written through.
-    static constexpr std::size_t kMaxPiece = 64;
+
+    char* p_;
+};
+
+// The buffer and where it goes: a file, or memory (part of a file formatted by another
+// thread). Blocks of 256 KiB: with the simulator on the same core (--threads 1), 1 MiB
+// blocks of pcap and truth streaming through a 1 MiB L2 evicted its state (~8% more CPU).
+class JsonOut {
+  public:
+    explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
+    explicit JsonOut(std::vector<char>& mem)
+        : mem_(&mem), buf_(new char[kBufBytes]), p_(buf_.get()) {}
+
+    // Any length, outside records.
+    JsonOut& raw(std::string_view s) {
+        if (s.size() > kBufBytes - kMaxRecord) {  // longer than the buffer: write through
+            flush();
+            put(s.data(), s.size());
+            return *this;
+        }
+        room(s.size());
+        std::memcpy(p_, s.data(), s.size());
+        p_ += s.size();
+        return *this;
+    }
+    // Room for the longest record (a qp record is under 1.5 KB: ~35 keys, numbers of at
+    // most 20 digits, two addresses of at most 45 characters): format it with the cursor,
+    // then commit() it.
+    JsonCursor reserve() {
+        room(kMaxRecord);
+        return JsonCursor(p_);
+    }
+    void commit(const JsonCursor& c) {
+        p_ = c.pos();
+        if (used() >= kFlushBytes) flush();
+    }
+    bool flush() {
+        const std::size_t n = used();
+        if (n) put(buf_.get(), n);
+        p_ = buf_.get();
+        return ok_;
+    }
+
+  private:
+    static constexpr std::size_t kFlushBytes = 1 << 18;
     static constexpr std::size_t kMaxRecord = 4096;
     static constexpr std::size_t kBufBytes = kFlushBytes + kMaxRecord;
     std::size_t used() const { return static_cast<std::size_t>(p_ - buf_.get()); }
     void room(std::size_t n) {
         if (kBufBytes - used() < n) flush();
     }
-
     void put(const char* data, std::size_t n) {
         if (mem_)
             mem_->insert(mem_->end(), data, data + n);

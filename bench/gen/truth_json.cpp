@@ -45,18 +45,19 @@ bool TruthJsonWriter::open(const std::string& path, const TruthFileInfo& info, s
     w_ = std::make_unique<JsonOut>(f_);
     JsonOut& w = *w_;
     w.raw("{\"generator\":\"insert-gen\",\"scenario\":\"").raw(info.scenario);
-    w.reserve().lit("\",\"seed\":").num(info.seed).lit(",\n\"msgs\":[\n");
+    JsonCursor c = w.reserve();
+    c.lit("\",\"seed\":").num(info.seed).lit(",\n\"msgs\":[\n");
+    w.commit(c);
     return true;
 }
 
 // Records are separated by ",\n" and the last one ends with "\n" (written by finish()):
 // the bytes of a list written knowing which record is the last.
 void TruthJsonWriter::on_msg(const TruthMsg& m) {
-    JsonOut& w = *w_;
-    w.reserve();
+    JsonCursor w = w_->reserve();
     if (msgs_++ > 0) w.lit(",\n");
     // SPEC 7 `msg`, in SPEC's field order; gen_msg (extra) is the generator's message index.
-    w.begin_record().key("type", true).lit("\"msg\"");
+    w.lit("{").key("type", true).lit("\"msg\"");
     w.field_str("src_ip", host_ip_[m.src_host]).field_str("dst_ip", host_ip_[m.dst_host]);
     w.field("dst_qpn", m.dst_qpn).field_opt("src_qpn", m.src_qpn).field_str("op", op_name(m.op));
     w.field_opt("imm", m.imm).field_opt("inv", m.inv);
@@ -74,11 +75,11 @@ void TruthJsonWriter::on_msg(const TruthMsg& m) {
     w.field("retx_pkts", m.retx_pkts).field("naks", m.naks).field("rnr_naks", m.rnr_naks);
     w.field_str("status", status_name(m.status)).field("gen_msg", m.msg_uid);
     w.lit("}");
-    w.flush_if_full();
+    w_->commit(w);
 }
 
 // qp records [begin, end) of `order`; the file's last record ends without a comma.
-void TruthJsonWriter::write_qps(JsonOut& w, const TruthObserver& truth,
+void TruthJsonWriter::write_qps(JsonOut& out, const TruthObserver& truth,
                                 const std::vector<uint32_t>& order, std::size_t begin,
                                 std::size_t end) const {
     const auto& host_ip = host_ip_;
@@ -86,7 +87,8 @@ void TruthJsonWriter::write_qps(JsonOut& w, const TruthObserver& truth,
     std::vector<uint64_t> lat;
     for (std::size_t k = begin; k < end; ++k) {
         const TruthEndpoint& e = eps[order[k]];
-        w.begin_record()
+        JsonCursor w = out.reserve();
+        w.lit("{")
             .key("type", true)
             .lit("\"qp\"")
             .field_str("ip", host_ip[e.host])
@@ -142,7 +144,11 @@ void TruthJsonWriter::write_qps(JsonOut& w, const TruthObserver& truth,
             w.field("lat_max_ns", lat.back());
         }
         w.key("final").lit("true");
-        w.end_record(k + 1 < order.size());
+        if (k + 1 < order.size())
+            w.lit("},\n");
+        else
+            w.lit("}\n");
+        out.commit(w);
     }
 }
 
@@ -167,9 +173,9 @@ std::vector<uint32_t> TruthJsonWriter::qp_order(const TruthObserver& truth) cons
 }
 
 bool TruthJsonWriter::finish(const TruthObserver& truth, std::string& error) {
-    JsonOut& w = *w_;
-    if (msgs_ > 0) w.raw("\n");
-    w.raw("],\n\"qps\":[\n");
+    JsonOut& out = *w_;
+    if (msgs_ > 0) out.raw("\n");
+    out.raw("],\n\"qps\":[\n");
     const std::vector<uint32_t> order = qp_order(truth);
     // At the end of a run nothing else is left to do: a helper thread formats the second
     // half of the qp records into memory while this one formats and writes the first (on
@@ -185,18 +191,21 @@ bool TruthJsonWriter::finish(const TruthObserver& truth, std::string& error) {
                 write_qps(mem, truth, order, half, order.size());
                 mem.flush();
             });
-        write_qps(w, truth, order, 0, half);
+        write_qps(out, truth, order, 0, half);
     }
-    if (!second.empty()) w.raw({second.data(), second.size()});
+    if (!second.empty()) out.raw({second.data(), second.size()});
     const TruthSummary& s = truth.summary();
-    w.raw("],\n\"summary\":").begin_record().key("type", true).lit("\"summary\"");
+    out.raw("],\n\"summary\":");
+    JsonCursor w = out.reserve();
+    w.lit("{").key("type", true).lit("\"summary\"");
     w.field("pkts", s.pkts);
     w.field("roce_pkts", s.roce_pkts).field("non_roce_pkts", s.non_roce_pkts);
     w.key("malformed").lit("{").key("length_mismatch", true).num(s.malformed[0]);
     w.field("truncated", s.malformed[1]).field("reserved_opcode", s.malformed[2]).lit("}");
     w.field("endpoints", s.endpoints).field("connections", s.connections).field("msgs", s.msgs);
-    w.raw("}\n}\n");
-    const bool ok = w.flush();
+    w.lit("}\n}\n");
+    out.commit(w);
+    const bool ok = out.flush();
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;
     if (!ok || !closed) {
