@@ -19,7 +19,8 @@ std::string temp_pcap() {
 }
 
 // Packets per second of wall time (Mpps) and packets per run (pkts): divided by the CPU
-// column that gives packets per CPU-second, the figure to compare on a shared machine.
+// column (the whole process: every thread of the pipeline) that gives packets per
+// CPU-second, the figure to compare on a shared machine.
 void report(benchmark::State& state, uint64_t packets) {
     state.SetItemsProcessed(static_cast<int64_t>(packets));
     state.counters["Mpps"] =
@@ -29,17 +30,20 @@ void report(benchmark::State& state, uint64_t packets) {
 }
 
 // `large` scaled by the benchmark arguments: QPs, packets; the third argument 1 also
-// writes the truth file, as insert-gen does (run_to_files). Writes real files.
+// writes the truth file, as insert-gen does (run_to_files); the fourth is insert-gen's
+// --threads (1 or 3). Writes real files.
 void BM_GenerateLargeToDisk(benchmark::State& state) {
     insert::gen::ScaleOptions opts;
     opts.qps = static_cast<uint64_t>(state.range(0));
     opts.packets = static_cast<uint64_t>(state.range(1));
     const bool truth = state.range(2) != 0;
+    const bool threaded = state.range(3) != 1;
     const std::string path = temp_pcap();
     const std::string truth_path = path + ".json";
     uint64_t packets = 0;
     for (auto _ : state) {
         insert::gen::Generation gen(*insert::gen::builtin_scenario("large", opts), 1);
+        gen.set_threaded(threaded);
         std::string error;
         const bool ok = truth ? gen.run_to_files(path, truth_path, error) ==
                                     insert::gen::Generation::Failed::nothing
@@ -55,11 +59,14 @@ void BM_GenerateLargeToDisk(benchmark::State& state) {
     report(state, packets);
 }
 BENCHMARK(BM_GenerateLargeToDisk)
-    ->Args({100'000, 1'000'000, 0})
-    ->Args({100'000, 1'000'000, 1})
-    ->Args({20'000, 200'000, 0})
-    ->Args({2'000, 1'000'000, 1})
+    ->Args({100'000, 1'000'000, 0, 3})
+    ->Args({100'000, 1'000'000, 1, 3})
+    ->Args({100'000, 1'000'000, 1, 1})
+    ->Args({20'000, 200'000, 0, 3})
+    ->Args({2'000, 1'000'000, 1, 3})
+    ->Args({2'000, 1'000'000, 1, 1})
     ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()  // all threads of the pipeline, not only the simulator's
     ->UseRealTime();
 
 // Simulation and truth only (no frames): how much of the time the wire format takes.
@@ -79,6 +86,7 @@ void BM_SimulateAndTruth(benchmark::State& state) {
 BENCHMARK(BM_SimulateAndTruth)
     ->Args({100'000, 1'000'000})
     ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
     ->UseRealTime();
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/gen/huge_vector.hpp"
+
 namespace insert::gen {
 
 // Appends the pieces of one record at a position inside JsonOut's buffer. It lives in a
@@ -142,7 +144,7 @@ class JsonCursor {
 class JsonOut {
   public:
     explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
-    explicit JsonOut(std::vector<char>& mem)
+    explicit JsonOut(HugeVector<char>& mem)
         : mem_(&mem), buf_(new char[kBufBytes]), p_(buf_.get()) {}
 
     // Any length, outside records.
@@ -191,7 +193,7 @@ class JsonOut {
     }
 
     std::FILE* f_ = nullptr;
-    std::vector<char>* mem_ = nullptr;
+    HugeVector<char>* mem_ = nullptr;
     std::unique_ptr<char[]> buf_;
     char* p_;
     bool ok_ = true;

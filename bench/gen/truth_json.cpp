@@ -181,7 +181,7 @@ bool TruthJsonWriter::finish(const TruthObserver& truth, std::string& error) {
     // half of the qp records into memory while this one formats and writes the first (on
     // `large`, 100k records were ~5% of the run on one thread).
     const std::size_t half = order.size() >= kParallelQps ? order.size() / 2 : order.size();
-    std::vector<char> second;
+    HugeVector<char> second;
     {
         std::jthread helper;
         if (half < order.size())
