@@ -20,20 +20,21 @@ void LatencyBook::grow() {
 void LatencyBook::add(const EndpointKey& endpoint, uint64_t latency_ns) {
     std::size_t i = probe(endpoint);
     if (slots_[i].index == kEmpty) {
-        if ((histograms_.size() + 1) * 2 > slots_.size()) {
+        if ((count_ + 1) * 2 > slots_.size()) {
             grow();
             i = probe(endpoint);
         }
         slots_[i].key = endpoint;
-        slots_[i].index = static_cast<uint32_t>(histograms_.size());
-        histograms_.emplace_back();
+        if ((count_ >> kChunkBits) == chunks_.size())
+            chunks_.push_back(std::make_unique<LatencyHistogram[]>(std::size_t{1} << kChunkBits));
+        slots_[i].index = count_++;
     }
-    histograms_[slots_[i].index].add(latency_ns);
+    histogram(slots_[i].index).add(latency_ns);
 }
 
 const LatencyHistogram* LatencyBook::find(const EndpointKey& endpoint) const {
     const Slot& s = slots_[probe(endpoint)];
-    return s.index == kEmpty ? nullptr : &histograms_[s.index];
+    return s.index == kEmpty ? nullptr : &histogram(s.index);
 }
 
 }  // namespace insert::exporter

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dataplane/export/latency_histogram.hpp"
@@ -38,26 +39,34 @@ class LatencyBook {
     [[gnu::always_inline]] void prefetch_histogram(const EndpointKey& endpoint) const {
         const Slot& s = slots_[probe(endpoint)];
         if (s.index != kEmpty) {
-            const char* h = reinterpret_cast<const char*>(&histograms_[s.index]);
+            const char* h = reinterpret_cast<const char*>(&histogram(s.index));
             __builtin_prefetch(h);
             __builtin_prefetch(h + 64);
         }
     }
-    std::size_t size() const { return histograms_.size(); }
+    std::size_t size() const { return count_; }
 
   private:
     static constexpr std::size_t kInitialSlots = 1024;  // a power of two
     static constexpr uint32_t kEmpty = UINT32_MAX;
     struct alignas(32) Slot {
         EndpointKey key;
-        uint32_t index = kEmpty;  // into histograms_
+        uint32_t index = kEmpty;  // histogram(index)
     };
     // The slot holding `endpoint`, or the empty slot where it would go.
     std::size_t probe(const EndpointKey& endpoint) const;
     void grow();
 
+    // Histograms live in fixed chunks, so that adding one never moves the others (a
+    // growing vector moved every histogram, and its sample vector, at each doubling).
+    static constexpr unsigned kChunkBits = 12;
+    LatencyHistogram& histogram(uint32_t i) const {
+        return chunks_[i >> kChunkBits][i & ((1u << kChunkBits) - 1)];
+    }
+
     std::vector<Slot> slots_;  // load factor <= 1/2
-    std::vector<LatencyHistogram> histograms_;
+    std::vector<std::unique_ptr<LatencyHistogram[]>> chunks_;
+    uint32_t count_ = 0;  // histograms in use
 };
 
 }  // namespace insert::exporter

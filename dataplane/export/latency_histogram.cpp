@@ -58,6 +58,7 @@ void LatencyHistogram::add(uint64_t ns) {
     if (count_ <= kExactLimit) {
         if (exact_.empty()) exact_.assign(inline_.begin(), inline_.end());
         exact_.push_back(ns);
+        exact_sorted_ = false;
         return;
     }
     if (!exact_.empty()) spill();
@@ -70,12 +71,18 @@ uint64_t LatencyHistogram::percentile(double p) const {
     uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
     rank = std::clamp<uint64_t>(rank, 1, count_);
     if (buckets_.empty()) {
-        std::vector<uint64_t> sorted =
-            count_ <= kInline ? std::vector<uint64_t>(inline_.begin(), inline_.begin() + count_)
-                              : exact_;
-        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(rank - 1),
-                         sorted.end());
-        return sorted[rank - 1];
+        if (count_ <= kInline) {
+            std::array<uint64_t, kInline> sorted = inline_;
+            std::sort(sorted.begin(), sorted.begin() + static_cast<long>(count_));
+            return sorted[rank - 1];
+        }
+        // Sorted in place once for all the percentiles asked between two add()s (a qp
+        // record asks for two): no copy, no allocation.
+        if (!exact_sorted_) {
+            std::sort(exact_.begin(), exact_.end());
+            exact_sorted_ = true;
+        }
+        return exact_[rank - 1];
     }
     uint64_t seen = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) {

@@ -37,7 +37,9 @@ class LatencyHistogram {
     void count_bucket(uint32_t bucket);
 
     std::array<uint64_t, kInline> inline_{};  // the samples while count_ <= kInline
-    std::vector<uint64_t> exact_;    // all samples (unsorted) while kInline < count_ <= kExactLimit
+    // All samples while kInline < count_ <= kExactLimit; percentile() sorts them.
+    mutable std::vector<uint64_t> exact_;
+    mutable bool exact_sorted_ = false;
     std::vector<uint64_t> buckets_;  // after spilling: counts of buckets [first_bucket_, ...)
     uint32_t first_bucket_ = 0;
     uint64_t count_ = 0;

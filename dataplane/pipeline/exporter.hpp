@@ -21,6 +21,9 @@ struct ExporterConfig {
     bool progress = false;         // print a progress line about once a second
     bool progress_is_tty = false;  // rewrite one line (\r) rather than append lines
     std::vector<unsigned> cpus;    // CPUs the thread may use (empty: inherit)
+    // Keep the terminal summary (summary()); off when nobody will print it (`--quiet`):
+    // it costs a histogram update per message.
+    bool summary = true;
 };
 
 class Exporter {
@@ -50,7 +53,6 @@ class Exporter {
     const PacketSource* source_;
     exporter::RecordWriter writer_;
     exporter::HumanSummary summary_;
-    std::unique_ptr<state::Record[]> batch_;
     std::atomic<bool> producers_done_{false};
     std::thread thread_;
     uint64_t records_ = 0;

@@ -40,6 +40,33 @@ class RecordRing final : public state::RecordSink {
     unsigned pop(state::Record* out, unsigned n) noexcept {
         return rte_ring_sc_dequeue_burst_elem(ring_, out, sizeof(state::Record), n, nullptr);
     }
+    // Up to n records read in place (no copy out of the ring): at most two runs, the
+    // second when they wrap around the ring's end. They stay the consumer's, and may be
+    // modified, until release(size()).
+    class Peek {
+      public:
+        unsigned size() const { return n_; }
+        state::Record& operator[](unsigned i) const {
+            return i < n1_ ? first_[i] : second_[i - n1_];
+        }
+
+      private:
+        friend class RecordRing;
+        state::Record* first_ = nullptr;
+        state::Record* second_ = nullptr;
+        unsigned n1_ = 0;
+        unsigned n_ = 0;
+    };
+    Peek peek(unsigned n) noexcept {
+        rte_ring_zc_data zcd;
+        Peek p;
+        p.n_ = rte_ring_dequeue_zc_burst_elem_start(ring_, sizeof(state::Record), n, &zcd, nullptr);
+        p.first_ = static_cast<state::Record*>(zcd.ptr1);
+        p.second_ = static_cast<state::Record*>(zcd.ptr2);
+        p.n1_ = p.n_ == 0 ? 0 : zcd.n1;
+        return p;
+    }
+    void release(const Peek& p) noexcept { rte_ring_dequeue_zc_elem_finish(ring_, p.size()); }
     bool empty() const noexcept { return rte_ring_empty(ring_); }
 
     // Set when the exporter is gone, so a waiting producer gives up instead of hanging.

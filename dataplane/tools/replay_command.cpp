@@ -171,6 +171,7 @@ int run_replay(int argc, char** argv) {
         config.exporter.progress = opt.progress || ::isatty(STDERR_FILENO);
         config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
         config.exporter.cpus = cpus;
+        config.exporter.summary = !opt.quiet;
         std::unique_ptr<pipeline::Pipeline> pipe;
         if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
         if (!source || !pipe) {
