@@ -150,6 +150,15 @@ void CaptureFile::read_ahead() {
     for (; prefetched_ < want; prefetched_ += kLine) __builtin_prefetch(base_ + prefetched_);
 }
 
+void populate(std::span<const uint8_t> mapping, std::size_t max_bytes) {
+#ifndef MADV_POPULATE_READ
+    constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack it
+#endif
+    if (mapping.empty()) return;
+    madvise(const_cast<uint8_t*>(mapping.data()), std::min(mapping.size(), max_bytes),
+            MADV_POPULATE_READ);
+}
+
 bool CaptureFile::next(Frame& frame) {
     if (!base_ || !error_.empty()) return false;
     read_ahead();

@@ -19,6 +19,14 @@ struct Frame {
 
 enum class Format : uint8_t { pcap, pcapng };
 
+// Maps the first `max_bytes` of a mapping into the process now (MADV_POPULATE_READ), so
+// that a walk over them takes no page faults: a replay runs it on a spare thread while EAL
+// starts (EAL spends ~100 ms measuring the TSC on CPUs that do not report its frequency)
+// and the reader's start. Bounded, so that a capture larger than memory is not read in
+// whole ahead of the walk. Best effort: without kernel support (Linux < 5.14) pages fault
+// in as they are read.
+void populate(std::span<const uint8_t> mapping, std::size_t max_bytes);
+
 class CaptureFile {
   public:
     CaptureFile() = default;
@@ -42,6 +50,9 @@ class CaptureFile {
     // (check it after the loop: the frames before it are valid).
     bool next(Frame& frame);
     void rewind();
+
+    // The mapped file, for populate().
+    std::span<const uint8_t> mapping() const { return {base_, size_}; }
 
     Format format() const { return format_; }
     std::size_t size_bytes() const { return size_; }

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataplane/capture/capture_file.hpp"
@@ -137,6 +138,11 @@ int run_replay(int argc, char** argv) {
     eal_request.tool = "insert-dp-replay";
     eal_request.user_args = opt.eal_args;
     const std::vector<unsigned> cpus = pipeline::allowed_cpus();  // before EAL pins us
+    // The capture's first GiB is mapped in while EAL starts, which mostly sleeps, and while
+    // the reader starts; joined once the reader is done with the mapping.
+    constexpr std::size_t kPopulateBytes = std::size_t{1} << 30;
+    std::jthread populate(
+        [mapping = capture.mapping()] { capture::populate(mapping, kPopulateBytes); });
     pipeline::EalSession eal;
     std::string error;
     pipeline::MbufTimestamp timestamp;
@@ -175,6 +181,7 @@ int run_replay(int argc, char** argv) {
         std::unique_ptr<pipeline::Pipeline> pipe;
         if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
         if (!source || !pipe) {
+            populate.join();  // before the mapping goes with `capture` or `source`
             std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
             close_records();
             return 1;
@@ -193,6 +200,7 @@ int run_replay(int argc, char** argv) {
         }
         std::string walk_error;
         const bool complete = source->run(walk_error);
+        populate.join();
         pipe->wait();
         std::signal(SIGINT, SIG_DFL);
         std::signal(SIGTERM, SIG_DFL);
