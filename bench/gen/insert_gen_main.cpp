@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     uint64_t seed = 1;
     bool list = false, quiet = false;
     // Simulator, truth and output on three threads when there are two cores or more: about
-    // half the wall time of one thread on two free cores, for ~10% more CPU time.
+    // half the wall time of one thread on two free cores, for no more CPU time.
     unsigned threads = std::thread::hardware_concurrency() > 1 ? 3 : 1;
     insert::gen::ScaleOptions scale;
     app.add_flag("--list-scenarios", list, "print the built-in scenario names, one per line");
@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
     app.add_option("--packets", scale.packets, "large: approximate number of packets")
         ->check(CLI::Range(1, 2'000'000'000));
     app.add_option("--threads", threads,
-                   "1: everything on one thread (least CPU time); 3: simulator, truth and output "
-                   "on three (default with 2+ CPUs); same bytes either way")
+                   "1: everything on one thread (leaves the other cores free); 3: simulator, truth "
+                   "and output on three (default with 2+ CPUs); same bytes either way")
         ->check(CLI::IsMember({1u, 3u}));
     app.add_flag("--quiet", quiet, "no summary line on stderr");
     try {

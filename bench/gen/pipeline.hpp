@@ -50,13 +50,13 @@ struct StagesResult {
     std::string truth_error;
 };
 
-// Everything on the calling thread: the least CPU time per packet (no copies between
-// threads, no wake-ups), and as fast as anything on one core or a busy machine.
+// Everything on the calling thread: no copies between threads, no wake-ups; for one core,
+// or to leave the others free.
 StagesResult run_inline(const Stages& stages);
 
 // The simulator on the calling thread; the truth observer and the output each on a thread
 // of their own, fed by a BroadcastRing. With two free cores, about half the wall time of
-// run_inline(), for ~10% more CPU time (copies between the threads, their caches).
+// run_inline() for about the same CPU time (measured on `large`, docs/insert-gen.md).
 StagesResult run_threaded(const Stages& stages);
 
 }  // namespace insert::gen
