@@ -295,14 +295,20 @@ void merge_final_qp(QpRecord& into, const QpRecord& other) {
     into.t_last_ns = std::max(into.t_last_ns, other.t_last_ns);
 }
 
-void RecordWriter::fill_latency(QpRecord& q) const {
-    const LatencyHistogram* h = book_.find({q.ip, q.qpn});
+namespace {
+void fill_latency(QpRecord& q, const LatencyHistogram* h) {
     q.lat_count = h ? h->count() : 0;
-    if (h) {
+    if (h && h->count() > 0) {
         q.lat_p50_ns = h->percentile(50);
         q.lat_p99_ns = h->percentile(99);
         q.lat_max_ns = h->max();
     }
+}
+}  // namespace
+
+void RecordWriter::fill_latency(QpRecord& q) const {
+    const EndpointBook::Entry* e = book_.find({q.ip, q.qpn});
+    exporter::fill_latency(q, e ? &e->latency : nullptr);
 }
 
 void RecordWriter::emit(const Record& r) {
@@ -317,16 +323,18 @@ void RecordWriter::emit(const Record& r) {
 
 void RecordWriter::write(Record& r) {
     if (r.type == RecordType::msg && r.msg.has_ack)
-        book_.add({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.t_ack_ns - r.msg.t_first_ns);
+        book_.entry({r.msg.dst_ip, r.msg.dst_qpn}).latency.add(r.msg.t_ack_ns - r.msg.t_first_ns);
     if (r.type == RecordType::qp) {
         QpRecord& q = r.qp;
         if (q.final && !q.evicted) {
-            const EndpointKey key{q.ip, q.qpn};
-            auto [it, fresh] = final_index_.try_emplace(key, finals_.size());
-            if (fresh)
-                finals_.push_back(r);
-            else
-                merge_final_qp(finals_[it->second].qp, q);
+            EndpointBook::Entry& e = book_.entry({q.ip, q.qpn});
+            if (e.final_record == EndpointBook::kNoFinal) {
+                e.final_record = finals_.size();
+                finals_.emplace_back() = r;
+                final_entries_.push_back(&e);
+            } else {
+                merge_final_qp(finals_[e.final_record].qp, q);
+            }
             return;
         }
         if (q.evicted) evicted_seen_.insert({q.ip, q.qpn});
@@ -336,16 +344,26 @@ void RecordWriter::write(Record& r) {
 }
 
 void RecordWriter::write_summary(SummaryCounts s) {
-    for (Record& r : finals_) {
-        fill_latency(r.qp);
+    // The entries are in arrival order, not address order: fetch a few ahead.
+    constexpr uint32_t kAhead = 8;
+    const uint32_t n = finals_.size();
+    for (uint32_t i = 0; i < n && i < kAhead; ++i)
+        EndpointBook::prefetch_entry_at(final_entries_[i]);
+    for (uint32_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) EndpointBook::prefetch_entry_at(final_entries_[i + kAhead]);
+        Record& r = finals_[i];
+        exporter::fill_latency(r.qp, &final_entries_[i]->latency);
         emit(r);
     }
-    std::size_t distinct = finals_.size();
-    for (const EndpointKey& k : evicted_seen_)
-        if (!final_index_.count(k)) ++distinct;
+    std::size_t distinct = n;
+    for (const EndpointKey& k : evicted_seen_) {
+        const EndpointBook::Entry* e = book_.find(k);
+        if (!e || e->final_record == EndpointBook::kNoFinal) ++distinct;
+    }
     s.endpoints = distinct;
+    for (EndpointBook::Entry* e : final_entries_) e->final_record = EndpointBook::kNoFinal;
     finals_.clear();
-    final_index_.clear();
+    final_entries_.clear();
     ++records_;
     if (!out_) return;
     char* end = write_summary_json(buffer_.get() + used_, s);

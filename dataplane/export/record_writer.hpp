@@ -8,11 +8,11 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "dataplane/export/latency_book.hpp"
+#include "dataplane/export/chunked_array.hpp"
+#include "dataplane/export/endpoint_book.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/state/records.hpp"
 
@@ -66,7 +66,7 @@ class RecordWriter {
     // gives one final record (SPEC invariant 1); evicted endpoints' are written at once.
     void write(state::Record& record);
     // Starts loading what write(record) will look up, in two stages a few records apart:
-    // the latency book's slot (stage 0), then the histogram it names (stage 1).
+    // the endpoint book's slot (stage 0), then the entry it names (stage 1).
     [[gnu::always_inline]] void prefetch(const state::Record& record, int stage) const {
         EndpointKey key;
         if (record.type == state::RecordType::msg && record.msg.has_ack)
@@ -78,7 +78,7 @@ class RecordWriter {
         if (stage == 0)
             book_.prefetch(key);
         else
-            book_.prefetch_histogram(key);
+            book_.prefetch_entry(key);
     }
     // Writes the held final `qp` records, then the summary, whose `endpoints` becomes the
     // number of distinct endpoints with a final record.
@@ -87,7 +87,7 @@ class RecordWriter {
     bool flush();
 
     uint64_t records() const { return records_; }
-    const LatencyBook& latencies() const { return book_; }
+    const EndpointBook& endpoints() const { return book_; }
 
   private:
     void fill_latency(state::QpRecord& q) const;
@@ -95,15 +95,17 @@ class RecordWriter {
 
     std::FILE* out_;
     Observer observer_;
-    std::unordered_map<EndpointKey, std::size_t, EndpointKeyHash> final_index_;
-    std::vector<state::Record> finals_;  // held end-of-input final qp records, merged
+    // Held end-of-input final qp records, merged per endpoint, in arrival order, and the
+    // book entry of each (its latencies, read when the record is written).
+    ChunkedArray<state::Record> finals_;
+    std::vector<EndpointBook::Entry*> final_entries_;
     std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
     // JSON lines waiting for one fwrite: records are written straight into it (room for
     // one more object is always left), flushed once kFlushBytes are used.
     static constexpr std::size_t kFlushBytes = 1 << 16;
     std::unique_ptr<char[]> buffer_{new char[kFlushBytes + kMaxJsonObject + 1]};
     std::size_t used_ = 0;
-    LatencyBook book_;
+    EndpointBook book_;
     uint64_t records_ = 0;
     bool failed_ = false;
 };
