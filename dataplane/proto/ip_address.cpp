@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include <array>
+#include <cstring>
+
 namespace insert::proto {
 
 std::optional<IpAddress> IpAddress::parse(std::string_view text) {
@@ -15,19 +18,42 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) {
     return std::nullopt;
 }
 
+namespace {
+// Each octet's decimal text, padded to 4 bytes, and its length: a dotted quad is then four
+// unconditional 4-byte copies (the exporter formats two addresses per record, 1.4M per
+// million frames; the digit-by-digit loop's branches were 3% of a replay).
+struct OctetText {
+    char text[4];
+    uint8_t len;
+};
+constexpr std::array<OctetText, 256> make_octet_table() {
+    std::array<OctetText, 256> t{};
+    for (unsigned v = 0; v < 256; ++v) {
+        OctetText& o = t[v];
+        unsigned n = 0;
+        if (v >= 100) o.text[n++] = static_cast<char>('0' + v / 100);
+        if (v >= 10) o.text[n++] = static_cast<char>('0' + v / 10 % 10);
+        o.text[n++] = static_cast<char>('0' + v % 10);
+        o.text[n] = '.';
+        o.len = static_cast<uint8_t>(n);
+    }
+    return t;
+}
+constexpr std::array<OctetText, 256> kOctets = make_octet_table();
+}  // namespace
+
 std::size_t IpAddress::format(char* buf) const {
     if (is_v4()) {
         // Dotted quad by hand: glibc's inet_ntop formats IPv4 through sprintf, which the
-        // exporter would pay twice per message record.
+        // exporter would pay twice per message record. Each copy writes the octet and a
+        // dot (or a byte the next copy overwrites); the last dot becomes the NUL.
         char* p = buf;
         for (int i = 12; i < 16; ++i) {
-            const unsigned octet = bytes[i];
-            if (octet >= 100) *p++ = static_cast<char>('0' + octet / 100);
-            if (octet >= 10) *p++ = static_cast<char>('0' + octet / 10 % 10);
-            *p++ = static_cast<char>('0' + octet % 10);
-            if (i != 15) *p++ = '.';
+            const OctetText& o = kOctets[bytes[i]];
+            std::memcpy(p, o.text, 4);
+            p += o.len + 1;
         }
-        *p = '\0';
+        *--p = '\0';
         return static_cast<std::size_t>(p - buf);
     }
     // IPv6: inet_ntop applies RFC 5952's zero compression.

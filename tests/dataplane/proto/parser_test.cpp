@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "dataplane/proto/byte_order.hpp"
@@ -609,6 +610,22 @@ TEST(IpAddress, ipv4_text_matches_inet_ntop_for_every_digit_count) {
         char want[INET_ADDRSTRLEN];
         ASSERT_NE(inet_ntop(AF_INET, &be, want, sizeof(want)), nullptr);
         EXPECT_EQ(a.to_string(), want);
+    }
+}
+
+TEST(IpAddress, ipv4_text_matches_inet_ntop_for_every_octet_in_every_position) {
+    // The formatter copies a table entry per octet: every value, at every position.
+    for (unsigned octet = 0; octet < 256; ++octet) {
+        for (unsigned shift = 0; shift < 32; shift += 8) {
+            const uint32_t v = (0x01020304u & ~(0xFFu << shift)) | (octet << shift);
+            const uint32_t be = htonl(v);
+            char want[INET_ADDRSTRLEN];
+            ASSERT_NE(inet_ntop(AF_INET, &be, want, sizeof(want)), nullptr);
+            char got[INET6_ADDRSTRLEN];
+            const std::size_t n = proto::IpAddress::v4(v).format(got);
+            ASSERT_EQ(std::string(got, n), want) << octet << " << " << shift;
+            ASSERT_EQ(got[n], '\0');
+        }
     }
 }
 
