@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/gen/huge_vector.hpp"
+#include "dataplane/export/decimal.hpp"
 
 namespace insert::gen {
 
@@ -29,23 +30,10 @@ class JsonCursor {
     explicit JsonCursor(char* p) : p_(p) {}
     char* pos() const { return p_; }
 
-    // Decimal digits from a table of pairs, in 8-digit chunks of 32-bit arithmetic:
-    // most numbers are 19-digit nanosecond timestamps, and a loop of dependent 64-bit
-    // divisions by 100 cost ~85 instructions per number (callgrind); the chunks' pairs are
-    // independent of each other.
+    // Decimal digits in 8-digit chunks (dataplane/export/decimal.hpp, shared with the
+    // dataplane's exporter): most numbers are 19-digit nanosecond timestamps.
     [[gnu::always_inline]] JsonCursor& num(uint64_t v) {
-        constexpr uint64_t k1e8 = 100'000'000;
-        if (v < k1e8) {
-            p_ = short_num(p_, static_cast<uint32_t>(v));
-        } else if (v < k1e8 * k1e8) {
-            p_ = short_num(p_, static_cast<uint32_t>(v / k1e8));
-            p_ = eight_digits(p_, static_cast<uint32_t>(v % k1e8));
-        } else {
-            const uint64_t high = v / k1e8;
-            p_ = short_num(p_, static_cast<uint32_t>(high / k1e8));
-            p_ = eight_digits(p_, static_cast<uint32_t>(high % k1e8));
-            p_ = eight_digits(p_, static_cast<uint32_t>(v % k1e8));
-        }
+        p_ = decimal::write(p_, v);
         return *this;
     }
     // A string literal: its length is a compile-time constant, so the copy is a few moves
@@ -92,49 +80,6 @@ class JsonCursor {
     static constexpr std::size_t kMaxPiece = 64;  // longest literal
 
   private:
-    [[gnu::always_inline]] static char* two_digits(char* d, uint32_t v) {
-        std::memcpy(d, &kDigitPairs[v * 2], 2);
-        return d + 2;
-    }
-    [[gnu::always_inline]] static char* eight_digits(char* d, uint32_t v) {
-        const uint32_t high = v / 10'000, low = v % 10'000;
-        two_digits(d, high / 100);
-        two_digits(d + 2, high % 100);
-        two_digits(d + 4, low / 100);
-        two_digits(d + 6, low % 100);
-        return d + 8;
-    }
-    // v < 10^8, without leading zeros. Most numbers are counters of 0 or 1.
-    [[gnu::always_inline]] static char* short_num(char* d, uint32_t v) {
-        if (v < 10) {
-            *d = static_cast<char>('0' + v);
-            return d + 1;
-        }
-        if (v < 100) return two_digits(d, v);
-        const int n = v < 1'000        ? 3
-                      : v < 10'000     ? 4
-                      : v < 100'000    ? 5
-                      : v < 1'000'000  ? 6
-                      : v < 10'000'000 ? 7
-                                       : 8;
-        char* const end = d + n;
-        char* t = end;
-        while (v >= 100) {
-            t -= 2;
-            two_digits(t, v % 100);
-            v /= 100;
-        }
-        if (v >= 10)
-            two_digits(t - 2, v);
-        else
-            t[-1] = static_cast<char>('0' + v);
-        return end;
-    }
-    static constexpr char kDigitPairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
-
     char* p_;
 };
 
