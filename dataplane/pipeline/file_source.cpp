@@ -131,7 +131,7 @@ bool FileSource::run(std::string& error) {
     bool more = true;
     while (more && !stop_.load(std::memory_order_relaxed)) {
         Backoff backoff;
-        while (rte_pktmbuf_alloc_bulk(pool_, fresh, kBurst) != 0) {
+        while (!take_bulk(pool_, fresh, kBurst)) {
             // Every mbuf is queued or being processed: let the workers catch up.
             if (stop_.load(std::memory_order_relaxed)) break;
             ++full_waits_;
