@@ -26,7 +26,9 @@ using state::EndpointKeyHash;
 class EndpointBook {
   public:
     static constexpr uint32_t kNoFinal = UINT32_MAX;
-    struct Entry {
+    // Two cache lines exactly (prefetch_entry_at fetches both): unaligned, an entry
+    // straddled three and the third was a miss on every latency sample.
+    struct alignas(64) Entry {
         LatencyHistogram latency;
         uint32_t final_record = kNoFinal;  // the writer's held final qp record, if any
     };
@@ -69,6 +71,7 @@ class EndpointBook {
 
     std::vector<Slot> slots_;  // load factor <= 1/2
     ChunkedArray<Entry> entries_;
+    static_assert(sizeof(Entry) == 128);
 };
 
 }  // namespace insert::exporter
