@@ -56,7 +56,10 @@ void LatencyHistogram::add(uint64_t ns) {
         return;
     }
     if (count_ <= kExactLimit) {
-        if (exact_.empty()) exact_.assign(inline_.begin(), inline_.end());
+        if (exact_.empty()) {
+            exact_.reserve(4 * kInline);  // one allocation for the next dozen samples
+            exact_.assign(inline_.begin(), inline_.end());
+        }
         exact_.push_back(ns);
         exact_sorted_ = false;
         return;
