@@ -147,6 +147,53 @@ TEST(RecordWriter, final_records_of_one_endpoint_from_two_workers_merge_into_one
     EXPECT_EQ(seen[0].qp.transport, TransportFamily::ud);
 }
 
+TEST(RecordWriter, many_final_records_come_out_in_arrival_order_with_their_own_latencies) {
+    // Past a few thousand final records half are formatted on a second thread: the file
+    // and the observer must still see every one once, in arrival order, each with the
+    // percentiles of its own endpoint's messages.
+    constexpr uint32_t kFinals = 10000;
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    std::vector<uint32_t> observed;
+    {
+        RecordWriter w(f);
+        w.set_observer([&](const Record& r) {
+            if (r.type == RecordType::qp) observed.push_back(r.qp.qpn);
+        });
+        for (uint32_t i = 0; i < kFinals; ++i) {
+            const uint32_t qpn = (i * 7919) % 100000 + 1;  // arrival order != qpn order
+            Record m = make_msg();
+            m.msg.dst_qpn = qpn;
+            m.msg.t_first_ns = 0;
+            m.msg.t_ack_ns = qpn;  // latency = qpn
+            w.write(m);
+            Record q = make_final_qp(1, 0);
+            q.qp.qpn = qpn;
+            w.write(q);
+        }
+        w.write_summary(SummaryCounts{});
+        ASSERT_TRUE(w.flush());
+    }
+    ASSERT_EQ(observed.size(), kFinals);
+    for (uint32_t i = 0; i < kFinals; ++i) ASSERT_EQ(observed[i], (i * 7919) % 100000 + 1) << i;
+    const std::string all = read_all(f);
+    std::fclose(f);
+    std::size_t pos = 0;
+    uint32_t finals = 0;
+    for (std::size_t at; (at = all.find("{\"type\":\"qp\"", pos)) != std::string::npos;
+         pos = at + 1) {
+        const uint32_t qpn = (finals * 7919) % 100000 + 1;
+        const std::size_t eol = all.find('\n', at);
+        const std::string line = all.substr(at, eol - at);
+        ASSERT_NE(line.find("\"qpn\":" + std::to_string(qpn) + ","), std::string::npos) << line;
+        ASSERT_NE(line.find("\"lat_p50_ns\":" + std::to_string(qpn) + ","), std::string::npos)
+            << line;
+        ++finals;
+    }
+    EXPECT_EQ(finals, kFinals);
+    EXPECT_NE(all.find("\"endpoints\":" + std::to_string(kFinals) + ","), std::string::npos);
+}
+
 TEST(LatencyHistogram, exact_while_small) {
     LatencyHistogram h;
     for (uint64_t v : {7u, 3u, 9u, 1u}) h.add(v);
