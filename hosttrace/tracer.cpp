@@ -173,6 +173,32 @@ void fill_poll_cq(insert_ev_poll_cq& p, const uint8_t* raw) {
     p.wc_flags = wc.wc_flags;
 }
 
+// A send or receive work request (from an entry probe's batch or a softverbs record) ->
+// the event's post_send / post_recv fields; `truncated` is the caller's.
+void fill_post_send(insert_ev_post_send& p, const sv_trace_send_wr& w, uint32_t qp_num,
+                    uint16_t chain_index) {
+    p.wr_id = w.wr_id;
+    p.remote_addr = w.remote_addr;
+    p.total_len = w.length;
+    p.qp_num = qp_num;
+    p.opcode = w.opcode;
+    p.send_flags = w.send_flags;
+    p.num_sge = w.num_sge;
+    p.rkey = w.rkey;
+    p.imm_data = w.imm_data;
+    p.remote_qpn = w.remote_qpn;
+    p.chain_index = chain_index;
+}
+
+void fill_post_recv(insert_ev_post_recv& p, const sv_trace_recv_wr& w, uint32_t qp_num,
+                    uint16_t chain_index) {
+    p.wr_id = w.wr_id;
+    p.total_len = w.length;
+    p.qp_num = qp_num;
+    p.num_sge = w.num_sge;
+    p.chain_index = chain_index;
+}
+
 }  // namespace
 
 // One event per work request or completion: the JSON schema (and everything downstream)
@@ -192,17 +218,7 @@ void VerbsTracer::expand_batch(const insert_trace_batch& b, size_t size) {
             const sv_trace_send_wr& w = b.items.send[i];
             auto& p = e.u.post_send;
             e.kind = INSERT_EV_POST_SEND;
-            p.wr_id = w.wr_id;
-            p.remote_addr = w.remote_addr;
-            p.total_len = w.length;
-            p.qp_num = b.qp_num;
-            p.opcode = w.opcode;
-            p.send_flags = w.send_flags;
-            p.num_sge = w.num_sge;
-            p.rkey = w.rkey;
-            p.imm_data = w.imm_data;
-            p.remote_qpn = w.remote_qpn;
-            p.chain_index = static_cast<uint16_t>(b.first_index + i);
+            fill_post_send(p, w, b.qp_num, static_cast<uint16_t>(b.first_index + i));
             // Bit 0: the chain went on (last item); bit 1: an SGE list was cut (entry probe).
             p.truncated =
                 ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
@@ -210,11 +226,7 @@ void VerbsTracer::expand_batch(const insert_trace_batch& b, size_t size) {
             const sv_trace_recv_wr& w = b.items.recv[i];
             auto& p = e.u.post_recv;
             e.kind = INSERT_EV_POST_RECV;
-            p.wr_id = w.wr_id;
-            p.total_len = w.length;
-            p.qp_num = b.qp_num;
-            p.num_sge = w.num_sge;
-            p.chain_index = static_cast<uint16_t>(b.first_index + i);
+            fill_post_recv(p, w, b.qp_num, static_cast<uint16_t>(b.first_index + i));
             p.truncated =
                 ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
         } else {
@@ -244,29 +256,14 @@ void VerbsTracer::expand_flush(const insert_trace_batch& b, size_t size) {
         e.obj = r.obj;
         e.ret = 0;
         if (r.kind == SV_TRACE_REC_SEND) {
-            const sv_trace_send_wr& w = r.u.send;
             auto& p = e.u.post_send;
             e.kind = INSERT_EV_POST_SEND;
-            p.wr_id = w.wr_id;
-            p.remote_addr = w.remote_addr;
-            p.total_len = w.length;
-            p.qp_num = r.qp_num;
-            p.opcode = w.opcode;
-            p.send_flags = w.send_flags;
-            p.num_sge = w.num_sge;
-            p.rkey = w.rkey;
-            p.imm_data = w.imm_data;
-            p.remote_qpn = w.remote_qpn;
-            p.chain_index = r.index;
+            fill_post_send(p, r.u.send, r.qp_num, r.index);
             p.truncated = 0;  // softverbs reports every accepted work request
         } else if (r.kind == SV_TRACE_REC_RECV) {
             auto& p = e.u.post_recv;
             e.kind = INSERT_EV_POST_RECV;
-            p.wr_id = r.u.recv.wr_id;
-            p.total_len = r.u.recv.length;
-            p.qp_num = r.qp_num;
-            p.num_sge = r.u.recv.num_sge;
-            p.chain_index = r.index;
+            fill_post_recv(p, r.u.recv, r.qp_num, r.index);
             p.truncated = 0;
         } else if (r.kind == SV_TRACE_REC_WC) {
             e.kind = INSERT_EV_POLL_CQ;
