@@ -170,15 +170,8 @@ void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end
     ibv_qp* handle = &qp.qpx.qp_base;
     uint16_t index = 0;
     for (const ibv_send_wr* w = first; w && w != end; w = w->next) {
-        sv_trace_rec& rec = trace_slot(ring);
-        rec.t_ns = now;
-        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
-        rec.obj = reinterpret_cast<uintptr_t>(handle);
-        rec.qp_num = handle->qp_num;
-        rec.kind = SV_TRACE_REC_SEND;
-        rec.index = index++;
-        rec.polled = 0;
-        rec.reserved = 0;
+        sv_trace_rec& rec = trace_record(ring, now, handle->context, handle, handle->qp_num,
+                                         SV_TRACE_REC_SEND, index++, 0);
         sv_trace_send_wr& r = rec.u.send;
         r = {};
         r.wr_id = w->wr_id;
@@ -241,15 +234,8 @@ void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv
     const uint64_t now = trace_now_ns();
     uint16_t index = 0;
     for (const ibv_recv_wr* w = first; w && w != end; w = w->next) {
-        sv_trace_rec& rec = trace_slot(ring);
-        rec.t_ns = now;
-        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
-        rec.obj = reinterpret_cast<uintptr_t>(handle);
-        rec.qp_num = handle->qp_num;
-        rec.kind = SV_TRACE_REC_RECV;
-        rec.index = index++;
-        rec.polled = 0;
-        rec.reserved = 0;
+        sv_trace_rec& rec = trace_record(ring, now, handle->context, handle, handle->qp_num,
+                                         SV_TRACE_REC_RECV, index++, 0);
         rec.u.recv = {w->wr_id, sge_sum(w->sg_list, w->num_sge), static_cast<uint32_t>(w->num_sge)};
         ring.publish();
     }
@@ -345,15 +331,8 @@ int trace_polled(ibv_cq* handle, const ibv_wc* wc, int got) {
     TraceRing& ring = *owned;
     const uint64_t now = trace_now_ns();
     for (int i = 0; i < got; i++) {
-        sv_trace_rec& rec = trace_slot(ring);
-        rec.t_ns = now;
-        rec.ctx = reinterpret_cast<uintptr_t>(handle->context);
-        rec.obj = reinterpret_cast<uintptr_t>(handle);
-        rec.qp_num = 0;
-        rec.kind = SV_TRACE_REC_WC;
-        rec.index = static_cast<uint16_t>(i);
-        rec.polled = static_cast<uint32_t>(got);
-        rec.reserved = 0;
+        sv_trace_rec& rec = trace_record(ring, now, handle->context, handle, 0, SV_TRACE_REC_WC,
+                                         static_cast<uint16_t>(i), static_cast<uint32_t>(got));
         std::memcpy(rec.u.wc, &wc[i], sizeof(ibv_wc));
         ring.publish();
     }

@@ -61,6 +61,23 @@ inline sv_trace_rec& trace_slot(TraceRing& ring) {
     return ring.next_slot();
 }
 
+// Owner: the next slot with its header written (time, context and object of the verb,
+// QP number, kind, position in the call, completions in the poll); the caller fills `u`
+// and publishes it.
+inline sv_trace_rec& trace_record(TraceRing& ring, uint64_t t_ns, const void* ctx, const void* obj,
+                                  uint32_t qp_num, uint16_t kind, uint16_t index, uint32_t polled) {
+    sv_trace_rec& rec = trace_slot(ring);
+    rec.t_ns = t_ns;
+    rec.ctx = reinterpret_cast<uintptr_t>(ctx);
+    rec.obj = reinterpret_cast<uintptr_t>(obj);
+    rec.qp_num = qp_num;
+    rec.kind = kind;
+    rec.index = index;
+    rec.polled = polled;
+    rec.reserved = 0;
+    return rec;
+}
+
 // Owner, after the records of one verb call: one site call per 16 waiting records.
 inline void trace_commit(TraceRing& ring) {
     if (ring.pending() >= TraceRing::kFlushAt) trace_flush_owner(ring);
