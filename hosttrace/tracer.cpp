@@ -213,22 +213,23 @@ void VerbsTracer::expand_batch(const insert_trace_batch& b, size_t size) {
     std::memcpy(&e, &b, offsetof(insert_trace_event, u));
     for (size_t i = 0; i < n; i++) {
         std::memset(&e.u, 0, sizeof(e.u));
-        const bool last = i + 1 == n;
+        // Bit 0: the chain went on (its last item is cut short); bit 1: an SGE list was cut.
+        const auto truncated = [&](uint32_t num_sge) {
+            return ((b.truncated & 1) && i + 1 == n) ||
+                   ((b.truncated & 2) && num_sge > INSERT_MAX_SGE);
+        };
         if (b.kind == INSERT_EV_POST_SEND_BATCH) {
             const sv_trace_send_wr& w = b.items.send[i];
             auto& p = e.u.post_send;
             e.kind = INSERT_EV_POST_SEND;
             fill_post_send(p, w, b.qp_num, static_cast<uint16_t>(b.first_index + i));
-            // Bit 0: the chain went on (last item); bit 1: an SGE list was cut (entry probe).
-            p.truncated =
-                ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
+            p.truncated = truncated(w.num_sge);
         } else if (b.kind == INSERT_EV_POST_RECV_BATCH) {
             const sv_trace_recv_wr& w = b.items.recv[i];
             auto& p = e.u.post_recv;
             e.kind = INSERT_EV_POST_RECV;
             fill_post_recv(p, w, b.qp_num, static_cast<uint16_t>(b.first_index + i));
-            p.truncated =
-                ((b.truncated & 1) && last) || ((b.truncated & 2) && w.num_sge > INSERT_MAX_SGE);
+            p.truncated = truncated(w.num_sge);
         } else {
             auto& p = e.u.poll_cq;
             e.kind = INSERT_EV_POLL_CQ;

@@ -142,20 +142,25 @@ TEST(DecodeEvent, WallClockIsMonotonicPlusOffset) {
     EXPECT_EQ(j["comm"], "app");
 }
 
-TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector) {
-    ProcessTable table;
-    table.apply(gid_event(0, v4_gid("10.0.0.1")));
-    table.apply(gid_event(3, v4_gid("10.0.0.3")));
-    EXPECT_EQ(table.host_ip(kPid, kCtx, 0), "10.0.0.1");
+// kQp's modify_qp to RTR with an address vector whose source GID is sgid_index.
+insert_trace_event rtr_with_sgid(uint8_t sgid_index) {
     insert_trace_event m = make_event(INSERT_EV_MODIFY_QP);
     m.obj = kQp;
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_RTR;
     attr.ah_attr.is_global = 1;
-    attr.ah_attr.grh.sgid_index = 3;
+    attr.ah_attr.grh.sgid_index = sgid_index;
     std::memcpy(m.u.modify_qp.attr, &attr, sizeof(attr));
     m.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_AV;
-    table.apply(m);
+    return m;
+}
+
+TEST(ProcessTable, HostIpIsTheGidOfTheQpsAddressVector) {
+    ProcessTable table;
+    table.apply(gid_event(0, v4_gid("10.0.0.1")));
+    table.apply(gid_event(3, v4_gid("10.0.0.3")));
+    EXPECT_EQ(table.host_ip(kPid, kCtx, 0), "10.0.0.1");
+    table.apply(rtr_with_sgid(3));
     EXPECT_EQ(table.host_ip(kPid, kCtx, kQp), "10.0.0.3");
     EXPECT_EQ(table.host_ip(kPid + 1, kCtx, kQp), std::nullopt);
 }
@@ -169,15 +174,7 @@ TEST(ProcessTable, DestroyedQpKeepsItsIpForLateDataPathRecords) {
     c.obj = kQp;
     c.u.create_qp.qp_num = 0x123;
     table.apply(c);
-    insert_trace_event m = make_event(INSERT_EV_MODIFY_QP);
-    m.obj = kQp;
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_RTR;
-    attr.ah_attr.is_global = 1;
-    attr.ah_attr.grh.sgid_index = 3;
-    std::memcpy(m.u.modify_qp.attr, &attr, sizeof(attr));
-    m.u.modify_qp.attr_mask = IBV_QP_STATE | IBV_QP_AV;
-    table.apply(m);
+    table.apply(rtr_with_sgid(3));
     insert_trace_event d = make_event(INSERT_EV_DESTROY_QP);
     d.obj = kQp;
     table.apply(d);

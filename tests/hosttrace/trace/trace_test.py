@@ -537,18 +537,24 @@ def test_killed_mid_run(tmp):
     check(len(verb_events(tracer.records(), w2.pid, "create_qp")) == 2, "second process not traced")
 
 
-def test_ringbuf_overflow(tmp):
-    """A stopped reader and a 4 KiB ring: losses are counted, and kept + lost == made."""
-    loops = 300
-    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--ringbuf-kb", "4", "--datapath", "off")
+def run_with_stopped_reader(tmp, workload_args, *tracer_args):
+    """Runs a softverbs workload while the tracer (4 KiB ring) is stopped, so its ring
+    overflows; returns the tracer once a `lost` record came, the workload and the stats."""
+    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--ringbuf-kb", "4", *tracer_args)
     tracer.proc.send_signal(signal.SIGSTOP)
     try:
-        w = Workload(["mr-loop", str(loops)], env=softverbs_env())
+        w = Workload(workload_args, env=softverbs_env())
         w.finish()
     finally:
         tracer.proc.send_signal(signal.SIGCONT)
     tracer.wait_record(lambda r: r.get("type") == "lost", "lost record")
-    stats = tracer.stop()
+    return tracer, w, tracer.stop()
+
+
+def test_ringbuf_overflow(tmp):
+    """A stopped reader and a 4 KiB ring: losses are counted, and kept + lost == made."""
+    loops = 300
+    tracer, w, stats = run_with_stopped_reader(tmp, ["mr-loop", str(loops)], "--datapath", "off")
     kept = len(verb_events(tracer.records(), w.proc.pid))
     made = 2 + 2 * loops  # open_device, alloc_pd, then reg_mr + dereg_mr per loop
     check(stats["ringbuf_drops"] > 0, f"no drops: {stats}")
@@ -560,15 +566,7 @@ def test_ringbuf_overflow(tmp):
 def test_ringbuf_overflow_datapath(tmp):
     """The same with the data path, whose records carry up to 16 work requests or
     completions: the drop counter counts those, not records, so kept + lost == made."""
-    tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--ringbuf-kb", "4")
-    tracer.proc.send_signal(signal.SIGSTOP)
-    try:
-        w = Workload(["run", "--ops", "16"], env=softverbs_env())
-        w.finish()
-    finally:
-        tracer.proc.send_signal(signal.SIGCONT)
-    tracer.wait_record(lambda r: r.get("type") == "lost", "lost record")
-    stats = tracer.stop()
+    tracer, w, stats = run_with_stopped_reader(tmp, ["run", "--ops", "16"])
     kept = len(verb_events(tracer.records(), w.proc.pid))
     # Every truth record is one event; open_device, query_gid, alloc_pd and create_cq (two
     # each) are not in the truth.
