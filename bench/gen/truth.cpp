@@ -356,14 +356,14 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
         ep.has_max = true;  // "A direction's first packet never opens a gap."
         ep.max_psn = psn;
         ep.max_uid = uid;
+        ep.max_is_read = mi.op == OpType::read;
         set_bit(psn);
     } else if (psn_newer(psn, ep.max_psn)) {
         // `new`. The expected PSN is max_psn + 1, except after a READ (SPEC 4, semantics.md
         // "READ rule"): its last response PSN + 1 if that response was observed, else no gap.
-        const MsgInfo& at_max = sim_.messages()[ep.max_uid];
         bool check = true;
         uint32_t expected = psn_add(ep.max_psn, 1);
-        if (at_max.op == OpType::read) {
+        if (ep.max_is_read) {
             MsgState& r = ms_[ep.max_uid];
             if (!r.next_req_set) {  // SPEC 5: READ psn_last falls back to the next request - 1
                 r.next_req_set = true;
@@ -383,6 +383,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
             for (uint32_t i = 1; i <= advance; ++i) clear_bit(psn_add(ep.max_psn, i));
         ep.max_psn = psn;
         ep.max_uid = uid;
+        ep.max_is_read = mi.op == OpType::read;
         set_bit(psn);
     } else if (psn_sub(ep.max_psn, psn) >= kWindow || bit(psn)) {
         dup = true;  // SPEC 4 `dup`: seen, or older than the window (semantics.md)
@@ -395,6 +396,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
     MsgState& m = ms_[uid];
     if (m.state == 3) return;  // frozen: later duplicates count only at the endpoint (SPEC 5)
     touch(m, p.t_ns);          // t_first/t_last: any observation of the message (SPEC 5)
+    m.src_host = p.src_host;
     if (dup) {
         ++m.retx;  // SPEC 5 retx_pkts: packets of the message classified dup
         return;
@@ -422,7 +424,9 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
         ++m.held;
         max_held_ = std::max(max_held_, ++ep.held);
     }
-    const bool uc = sim_.conns()[mi.conn].spec.transport == ConnTransport::uc;
+    // The connection is UC exactly when its requests carry UC opcodes (its ConnInfo would
+    // be one more cache miss per packet).
+    const bool uc = proto::opcode_info(p.t.bth.opcode).transport == proto::Transport::uc;
     if (uc && m.state == 2 && m.pkts == mi.npkts)
         freeze(b, uid, TruthStatus::ok, std::nullopt);  // SPEC 5: UC ok once First..Last seen
 }
@@ -549,13 +553,12 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     TruthEndpoint& ep = eps_[b];
     MsgState& m = ms_[uid];
     const MsgInfo& mi = sim_.messages()[uid];
-    const ConnInfo& ci = sim_.conns()[mi.conn];
     m.state = 3;
     ep.open.erase(uid);
 
     TruthMsg r;
     r.msg_uid = uid;
-    r.src_host = static_cast<uint16_t>(ci.spec.a);
+    r.src_host = m.src_host;  // only messages with an observed request are frozen
     r.dst_host = ep.host;
     r.dst_qpn = ep.qpn;
     if (ep.peer >= 0) r.src_qpn = eps_[ep.peer].qpn;  // SPEC 7: the paired peer's QPN

@@ -98,6 +98,9 @@ struct alignas(64) TruthEndpoint {
     // Classification (SPEC 4).
     bool has_max = false;
     PairRule pair_by = PairRule::none;
+    // The request at max_psn is a READ (a copy of its MsgInfo's op: that message was
+    // posted long ago, and reading its line back was a cache miss per request packet).
+    bool max_is_read = false;
     int transport = -1;  // proto::Transport of the first non-CNP packet
     uint32_t max_psn = 0;
     uint32_t max_uid = kNone;
@@ -164,6 +167,9 @@ class TruthObserver : public ObservedSink {
         bool last_seen = false;
         bool first_resp_seen = false, last_resp_seen = false;
         bool next_req_set = false;
+        // The requester's host, from its request packets: freeze() would otherwise read
+        // the connection's ConnInfo, a cache miss per message on 100k QPs.
+        uint16_t src_host = 0;
         uint32_t pkts = 0, retx = 0;
         uint32_t held = 0;
         uint64_t bytes = 0;
