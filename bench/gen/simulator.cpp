@@ -404,7 +404,7 @@ void Simulator::after_observer(uint32_t idx) {
         free_packet(idx);
         return;
     }
-    schedule(now_ + sc_.prop_post_ns, Ev::deliver, idx);
+    schedule(now_ + sc_.prop_post_ns, Ev::deliver, idx, p.conn);  // b: for prefetch()
 }
 
 void Simulator::on_deliver(uint32_t idx) {
@@ -887,32 +887,38 @@ void Simulator::send_cm(uint32_t conn, CmKind kind, uint64_t desired) {
     transmit(idx, std::max(desired, now_));
 }
 
-// An event enters the present 4 us window: start loading what it will touch (see
-// event_queue.hpp). Only hints: nothing here changes state.
+// An event comes out in a few dozen events (see event_queue.hpp): start loading the
+// connection state it will touch. Only hints: nothing here changes state.
 void Simulator::prefetch(const Event& e) {
+    uint32_t conn = e.a;
     switch (e.type) {
         case Ev::post:
             __builtin_prefetch(&msgs_[e.b]);
             __builtin_prefetch(&progress_[e.b]);
             if (e.b + 1 < msgs_.size()) __builtin_prefetch(&msgs_[e.b + 1].post_ns);
-            [[fallthrough]];
+            sink_->prefetch_conn(e.a);
+            break;
         case Ev::ack_timer:
         case Ev::retx_timer:
         case Ev::rnr_resume:
-        case Ev::rate_recover: {
-            sink_->prefetch_conn(e.a);
-            const char* cs = reinterpret_cast<const char*>(&conn_[e.a]);
-            __builtin_prefetch(cs);
-            __builtin_prefetch(cs + sizeof(ConnState) - 1);
-            __builtin_prefetch(&conn_info_[e.a]);
+        case Ev::rate_recover:
             break;
-        }
+        case Ev::deliver:
+            conn = e.b;
+            if (conn == kNone) return;
+            break;
         case Ev::tx:
         case Ev::observe:
         case Ev::release:
-        case Ev::deliver:
-            break;
+            return;
     }
+    const char* cs = reinterpret_cast<const char*>(&conn_[conn]);
+    __builtin_prefetch(cs);
+    __builtin_prefetch(cs + 64);
+    __builtin_prefetch(cs + sizeof(ConnState) - 1);
+    const char* ci = reinterpret_cast<const char*>(&conn_info_[conn]);
+    __builtin_prefetch(ci);
+    __builtin_prefetch(ci + sizeof(ConnInfo) - 1);
 }
 
 void Simulator::run(ObservedSink& sink) {

@@ -65,6 +65,47 @@ void compare_with_heap(uint64_t seed, uint64_t max_ahead) {
     EXPECT_GT(popped, 2000u);
 }
 
+// The hook of pop() sees each event at most once, before it comes out, and always sees
+// those scheduled more than kLeadNs ahead (the simulator's prefetches depend on it).
+TEST(GenEventQueue, announces_events_before_they_come_out) {
+    std::mt19937_64 rng(7);
+    using Queue = EventQueue<uint32_t>;
+    Queue q;
+    std::vector<uint64_t> at, pushed_at;
+    std::vector<int> announced;
+    uint64_t now = 0;
+    auto schedule = [&](uint64_t t) {
+        q.push(t, static_cast<uint32_t>(at.size()));
+        at.push_back(t);
+        pushed_at.push_back(now);
+        announced.push_back(0);
+    };
+    auto ahead = [&]() -> uint64_t {
+        switch (rng() % 3) {
+            case 0:
+                return rng() % (2 * Queue::kLeadNs);
+            case 1:
+                return rng() % 20000;
+            default:
+                return rng() % (uint64_t{1} << 26);
+        }
+    };
+    for (int i = 0; i < 1000; ++i) schedule(ahead());
+    uint64_t t = 0;
+    uint32_t id = 0;
+    std::size_t popped = 0;
+    while (q.pop(t, id, [&](uint32_t next) { ++announced[next]; })) {
+        ASSERT_LE(announced[id], 1) << "event " << id;
+        if (at[id] > pushed_at[id] + Queue::kLeadNs) ASSERT_EQ(announced[id], 1) << "event " << id;
+        announced[id] = 2;  // popped
+        now = t;
+        ++popped;
+        if (at.size() < 50000)
+            for (int k = static_cast<int>(rng() % 3); k > 0; --k) schedule(now + ahead());
+    }
+    EXPECT_EQ(popped, at.size());
+}
+
 TEST(GenEventQueue, pops_in_heap_order_near_future) {
     for (uint64_t seed = 1; seed <= 3; ++seed) compare_with_heap(seed, uint64_t{1} << 22);
 }
