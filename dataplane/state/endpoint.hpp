@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/state/endpoint_key.hpp"
 #include "dataplane/state/message.hpp"
@@ -54,38 +55,46 @@ struct EndpointCounters {
     NakCounts naks;
 };
 
-// The counters every packet updates.
+// The counters every packet updates (the first packet's time is cold: written once).
 struct TrafficCounters {
     uint64_t pkts = 0;
     uint64_t bytes = 0;
-    uint64_t t_first_ns = 0;
     uint64_t t_last_ns = 0;
 };
 
 // Laid out by cache line, because at 100k+ endpoints every line a packet touches is a
-// miss (~150-200 ns here): a request reads lines 0 and 1 and one line of the PSN window's
-// bits; a response reads lines 0 and 1 of its endpoint and line 0 of the peer, whose
-// message completion then also reads the peer's line 4. The engine prefetches exactly
-// these lines a few packets ahead (EngineImpl::process_burst). Everything else is cold.
+// DRAM miss (150-200 ns here, more under load), and those misses - not the work - set the
+// packet rate. Line 0 is everything a packet of a paired endpoint with in-order PSNs
+// reads or writes, requests and responses alike; line 1 is what completing one of its
+// messages reads (the record's addresses, the message counts); lines 2-3 are the PSN
+// window's bits, read only for holes, late and duplicate PSNs (PsnRun); the rest is
+// touched by packets that need it (first packet, pairing, congestion, NAKs, reordering).
+// The engine prefetches exactly these lines ahead of the work (engine_prefetch.cpp).
 struct alignas(64) Endpoint {
     static constexpr int kPendingNaks = 4;
     // RNICs keep up to a few hundred requests in flight per QP (perftest: 128 by default).
     static constexpr uint32_t kMaxOpenMessages = 256;
 
-    // ---- line 0: identity, the first source, open messages, pairing state ----
-    EndpointKey key;
-    // Pairing: the first source (IP, UDP port) of RC/UC/XRC packets, and the peer.
-    proto::IpAddress src_ip;
+    // ---- line 0 (hot): every packet ----
+    TrafficCounters traffic;
+    PsnRun window;  // max_psn and the in-order run; the bits are in lines 2-3
     // Open messages to this endpoint, oldest first.
     uint32_t msg_head = kNoIndex;
     uint32_t msg_tail = kNoIndex;
+    // Which creation of the slot this is (engine-wide sequence): a peer_index whose
+    // endpoint was evicted and the slot reused no longer matches peer_incarnation.
+    uint32_t incarnation = 0;
     uint32_t peer_index = kNoIndex;  // valid while the peer's incarnation matches
+    uint32_t peer_incarnation = 0;
+    // The first source (pairing) as a 4-byte IPv4 address when it is one, so that the
+    // per-packet "same source?" check stays on this line; src_ip (cold) holds it in full.
+    uint32_t src_v4 = 0;
     uint16_t msg_count = 0;
     uint16_t src_port = 0;
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
-    // Flags as bits: line 0 has no room for a byte each.
     bool has_source : 1 = false;
+    bool src_is_v4 : 1 = false;     // src_v4 is the first source
     bool got_response : 1 = false;  // has received an ACK/ATOMIC ACK/READ response/NAK
     bool live : 1 = false;
     bool last_request_read : 1 = false;  // the request at max_psn was a READ
@@ -93,36 +102,68 @@ struct alignas(64) Endpoint {
     bool multi_source_ip : 1 = false;    // from a second IP: no longer a sport/ip candidate
     bool multi_source_port : 1 = false;  // from a second port: no longer a sport candidate
     bool reported_unknown : 1 = false;   // unknown_qp event already emitted
-    uint8_t pending_used = 0;            // used entries of pending[] (most often none)
-    uint32_t orphans = kNoIndex;         // OrphanBlock in the worker's pool, when needed
+    bool has_orphans : 1 = false;        // orphans != kNoIndex
+    bool has_pending : 1 = false;        // pending_used != 0
 
-    // ---- line 1: per-packet counters, READ bookkeeping, the PSN window's header ----
-    TrafficCounters traffic;
-    uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
-    // Which creation of the slot this is (engine-wide sequence): a peer_index whose
-    // endpoint was evicted and the slot reused no longer matches peer_incarnation.
-    uint32_t incarnation = 0;
-    uint32_t peer_incarnation = 0;
-    uint32_t read_last_psn = 0;  // Last/Only response PSN of the READ at max_psn
-    uint32_t read_dma_len = 0;   // DMA length of the READ at max_psn
-    PsnWindow window;            // header ends line 1; its bits fill lines 2 and 3
-
-    // ---- line 4: what a message's completion reads of its endpoint ----
+    // ---- line 1: what completing a message reads (its record's addresses, counts) ----
+    EndpointKey key;
     proto::IpAddress peer_ip;
     uint32_t peer_qpn = 0;
-    uint64_t msgs[5] = {};  // completed messages, indexed by MsgOp
+    uint32_t read_last_psn = 0;  // Last/Only response PSN of the READ at max_psn
+    // Completed messages by MsgOp: low halves here, high halves (carries) in msgs_hi.
+    uint32_t msgs_lo[5] = {};
+
+    // ---- lines 2-3: the PSN window's bits ----
+    PsnBits window_bits;
+
+    // ---- line 4: first packet, pairing, READ requests ----
+    proto::IpAddress src_ip;
+    uint64_t t_first_ns = 0;
+    uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
+    uint32_t read_dma_len = 0;              // DMA length of the READ at max_psn
+    uint32_t orphans = kNoIndex;            // OrphanBlock in the worker's pool, when needed
+    uint32_t next_same_source = kNoIndex;   // next endpoint at this IP receiving from src_ip
+    uint32_t msgs_hi[5] = {};
 
     // ---- cold ----
     EndpointCounters counters;
     PendingNak pending[kPendingNaks];
+    uint8_t pending_used = 0;  // used entries of pending[] (most often none)
     uint8_t pending_next = 0;
-    uint32_t next_same_source = kNoIndex;  // next endpoint at this IP receiving from src_ip
+
+    void set_source(const proto::IpAddress& ip, uint16_t port) {
+        has_source = true;
+        src_ip = ip;
+        src_port = port;
+        src_is_v4 = ip.is_v4();
+        if (src_is_v4) std::memcpy(&src_v4, ip.bytes.data() + 12, 4);
+    }
+    // ip == src_ip, reading the cold copy only for IPv6 sources.
+    bool same_source_ip(const proto::IpAddress& ip) const {
+        if (!src_is_v4) return ip == src_ip;
+        uint32_t v4;
+        std::memcpy(&v4, ip.bytes.data() + 12, 4);
+        return v4 == src_v4 && ip.is_v4();
+    }
+    void set_orphans(uint32_t block) {
+        orphans = block;
+        has_orphans = block != kNoIndex;
+    }
+    void set_pending_used(uint8_t n) {
+        pending_used = n;
+        has_pending = n != 0;
+    }
+    void count_msg(MsgOp op) {
+        const int i = static_cast<int>(op);
+        if (++msgs_lo[i] == 0) ++msgs_hi[i];
+    }
+    uint64_t msgs(int i) const { return (uint64_t{msgs_hi[i]} << 32) | msgs_lo[i]; }
 };
 
-static_assert(offsetof(Endpoint, traffic) == 64, "line 0 holds what every packet reads");
-static_assert(offsetof(Endpoint, window) + PsnWindow::kBitsOffset == 128,
-              "the window's bits start line 2");
-static_assert(offsetof(Endpoint, peer_ip) == 256, "line 4 starts after the window");
-static_assert(offsetof(Endpoint, counters) <= 320, "line 4 holds peer and message counts");
+static_assert(offsetof(Endpoint, key) == 64, "line 0 holds what every packet touches");
+static_assert(offsetof(Endpoint, window_bits) == 128, "line 1 holds what completion reads");
+static_assert(offsetof(Endpoint, src_ip) == 256, "the window's bits fill lines 2 and 3");
+static_assert(offsetof(Endpoint, counters) == 320, "line 4: first packet and pairing");
+static_assert(sizeof(Endpoint) == 448);
 
 }  // namespace insert::state

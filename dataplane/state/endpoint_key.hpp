@@ -26,11 +26,13 @@ struct EndpointKeyHash {
     std::size_t operator()(const EndpointKey& k) const noexcept { return hash_ip(k.ip, k.qpn); }
 };
 
+constexpr uint32_t kPortKeyFlag = 0x10000;  // HostPairKey.sport of the per-port table
+
 // Endpoints at `at` receiving from `from` (optionally from one UDP source port).
 struct HostPairKey {
     proto::IpAddress at;
     proto::IpAddress from;
-    uint32_t sport = 0;  // 0x10000 + port for the per-port table, 0 for the per-IP one
+    uint32_t sport = 0;  // kPortKeyFlag | port for the per-port table, 0 for the per-IP one
     friend bool operator==(const HostPairKey&, const HostPairKey&) = default;
 };
 

@@ -100,7 +100,7 @@ std::size_t EngineImpl::bytes_per_endpoint() const {
 
 uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noexcept {
     // An earlier packet of the same burst may have created it since the lookahead looked.
-    if (const uint32_t* found = index_.find(key, hash)) return *found;
+    if (const IndexEntry* found = index_.find(key, hash)) return found->endpoint;
     uint32_t idx;
     if (free_count_ > 0)
         idx = free_endpoints_[--free_count_];
@@ -108,7 +108,7 @@ uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noex
         idx = high_water_++;
     else
         return kNoIndex;
-    if (!index_.insert(key, hash, idx)) {
+    if (!index_.insert(key, hash, IndexEntry{idx, kNoIndex})) {
         free_endpoints_[free_count_++] = idx;
         return kNoIndex;
     }
@@ -128,10 +128,10 @@ Endpoint* EngineImpl::peer_of(Endpoint& ep) noexcept {
         if (p.live && p.incarnation == ep.peer_incarnation) return &p;
     }
     // The peer was evicted (and maybe came back): look it up again.
-    const uint32_t* found = index_.find(EndpointKey{ep.peer_ip, ep.peer_qpn});
-    ep.peer_index = found ? *found : kNoIndex;
+    const IndexEntry* found = index_.find(EndpointKey{ep.peer_ip, ep.peer_qpn});
+    ep.peer_index = found ? found->endpoint : kNoIndex;
     if (!found) return nullptr;
-    Endpoint& p = endpoints_[*found];
+    Endpoint& p = endpoints_[found->endpoint];
     ep.peer_incarnation = p.incarnation;
     return &p;
 }
@@ -149,7 +149,7 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
     }
     Endpoint& ep = endpoints_[idx];
     TrafficCounters& c = ep.traffic;
-    if (c.pkts == 0) c.t_first_ns = ts;
+    if (c.pkts == 0) ep.t_first_ns = ts;
     ++c.pkts;
     c.bytes += static_cast<uint64_t>(pkt.payload_len);
     c.t_last_ns = ts;
@@ -183,7 +183,7 @@ void EngineImpl::handle_request(uint32_t idx, const ParsedPacket& pkt, uint64_t 
     const uint32_t psn = pkt.t.bth.psn;
     const bool had = !ep.window.empty();
     const uint32_t prev_max = ep.window.max_psn();
-    switch (ep.window.observe(psn)) {
+    switch (ep.window.observe(psn, ep.window_bits)) {
         case PsnClass::fresh: {
             if (had) {
                 // SPEC 4: a READ at max_psn occupies PSNs up to its last response PSN if a
@@ -204,7 +204,8 @@ void EngineImpl::handle_request(uint32_t idx, const ParsedPacket& pkt, uint64_t 
             note_next_request(ep, psn);
             ep.last_request_read = pkt.info().kind == OpKind::read_request;
             ep.read_last_known = false;
-            ep.read_dma_len = ep.last_request_read ? pkt.t.reth.dma_len : 0;
+            // Read only while last_request_read holds (psn_outstanding): a cold line.
+            if (ep.last_request_read) ep.read_dma_len = pkt.t.reth.dma_len;
             apply_request_data(ep, pkt, false, ts);
             break;
         }

@@ -23,6 +23,14 @@ inline void bump(std::atomic<uint64_t>& c, int64_t by = 1) noexcept {
             std::memory_order_relaxed);
 }
 
+// The index's value: the endpoint, and a hint of its peer that lets the prefetch stages
+// fetch the peer's lines together with the endpoint's (never trusted beyond that:
+// Endpoint::peer_index and its incarnation are the truth).
+struct IndexEntry {
+    uint32_t endpoint = kNoIndex;
+    uint32_t peer_hint = kNoIndex;
+};
+
 struct PairCount {
     uint32_t count = 0;
     uint32_t rep = kNoIndex;   // the endpoint, when count == 1
@@ -55,16 +63,17 @@ class EngineImpl final : public Engine {
 
   private:
     // engine_prefetch.cpp: the staged prefetch of process_burst.
-    static constexpr unsigned kRing = 16;  // > the pipeline's lag; a power of two
+    static constexpr unsigned kGroup = 32;  // packets staged together (a worker's burst)
     struct Lookahead {
-        uint64_t hash[kRing];   // of the packet's endpoint key
-        uint32_t index[kRing];  // endpoint found by the lookup stage, kNoIndex if none
-        uint32_t opening = 0;   // message-opening packets between stage_messages and work
+        uint64_t hash[kGroup];       // of the packet's endpoint key
+        uint32_t index[kGroup];      // endpoint found by the lookup stage, kNoIndex if none
+        uint32_t peer_hint[kGroup];  // response: the peer whose lines that stage fetched
+        uint32_t opening = 0;        // message-opening packets of the group staged so far
     };
     void stage_index(const proto::ParsedPacket& pkt, unsigned k) noexcept;
     void stage_endpoint(const proto::ParsedPacket& pkt, unsigned k) noexcept;
     void stage_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept;
-    void stage_peer_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept;
+    void prefetch_pairing(const proto::ParsedPacket& pkt) noexcept;
 
     // engine.cpp
     void process_one(const proto::ParsedPacket& pkt, uint64_t ts, unsigned k) noexcept;
@@ -121,7 +130,7 @@ class EngineImpl final : public Engine {
     uint64_t pair_generation_ = 0;  // bumped whenever a pairing rule's inputs change
     uint32_t incarnations_ = 0;     // endpoints created so far (Endpoint::incarnation)
     Lookahead ahead_;
-    FixedHashMap<EndpointKey, uint32_t, EndpointKeyHash> index_;
+    FixedHashMap<EndpointKey, IndexEntry, EndpointKeyHash> index_;
     FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;
     FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash> cm_requests_;
     FixedHashMap<EndpointKey, EndpointKey, EndpointKeyHash> cm_pairs_;

@@ -103,9 +103,9 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
 }
 
 void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept {
-    if (ep.orphans == kNoIndex) {
-        ep.orphans = orphan_blocks_.acquire();
-        if (ep.orphans == kNoIndex) {
+    if (!ep.has_orphans) {
+        ep.set_orphans(orphan_blocks_.acquire());
+        if (!ep.has_orphans) {
             bump(counters_.orphans_dropped);
             return;
         }
@@ -138,15 +138,15 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
 }
 
 void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
-    if (ep.orphans == kNoIndex) return;
+    if (!ep.has_orphans) return;
     for (const OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
         if (o.used) return;
     orphan_blocks_.release(ep.orphans);
-    ep.orphans = kNoIndex;
+    ep.set_orphans(kNoIndex);
 }
 
 void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
-    if (ep.orphans == kNoIndex) return;
+    if (!ep.has_orphans) return;  // without touching the cold line
     OrphanPacket* orphans = orphan_blocks_[ep.orphans].slots;
     OpenMessage& m = messages_[mi];
     const bool bounded_by_next = m.next != kNoIndex;
@@ -222,7 +222,7 @@ bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
 }  // namespace
 
 bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
-    if (ep.pending_used == 0) return false;  // without touching the cold line
+    if (!ep.has_pending) return false;  // without touching the cold line
     for (PendingNak& p : ep.pending) {
         if (!p.used) continue;
         OpenMessage& m = messages_[mi];
@@ -230,7 +230,7 @@ bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
         if (p.psn != m.psn_first && !(bounded && psn_newer(p.psn, m.psn_first) && within(m, p.psn)))
             continue;
         p.used = false;
-        --ep.pending_used;
+        ep.set_pending_used(static_cast<uint8_t>(ep.pending_used - 1));
         MsgStatus fatal = MsgStatus::incomplete;
         if (hit_by_nak(m, p.syndrome, fatal)) {
             freeze(ep, mi, fatal, false, 0);
@@ -269,7 +269,7 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
             return;
         }
         // A duplicate of a packet still waiting for its First: it joins the message too.
-        if (ep.orphans == kNoIndex) return;
+        if (!ep.has_orphans) return;
         for (OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
             if (o.used && o.psn == psn) {
                 ++o.dups;
@@ -414,7 +414,9 @@ void EngineImpl::apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t
         // Not observed yet (a lost First/Only is NAKed before it is seen): keep it.
         PendingNak& p = f.pending[f.pending_next];
         f.pending_next = static_cast<uint8_t>((f.pending_next + 1) % Endpoint::kPendingNaks);
-        if (!p.used) ++f.pending_used;  // else it replaces the oldest
+        if (!p.used)
+            f.set_pending_used(
+                static_cast<uint8_t>(f.pending_used + 1));  // else it replaces the oldest
         p = PendingNak{psn, syndrome, true};
         return;
     }

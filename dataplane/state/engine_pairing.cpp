@@ -4,7 +4,6 @@
 namespace insert::state {
 
 namespace {
-constexpr uint32_t kPortKeyFlag = 0x10000;  // HostPairKey.sport for the per-port table
 constexpr uint32_t kSmallestPathMtu = 256;
 // The psn rule looks at every endpoint between two hosts on a response; past this many
 // it gives up rather than spend unbounded time per packet.
@@ -14,7 +13,7 @@ constexpr uint32_t kMaxPsnCandidates = 64;
 void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
     Endpoint& ep = endpoints_[idx];
     if (ep.has_source) {
-        if (!ep.multi_source_ip && ep.src_ip != pkt.src_ip) {
+        if (!ep.multi_source_ip && !ep.same_source_ip(pkt.src_ip)) {
             ep.multi_source_ip = true;
             ++pair_generation_;
         }
@@ -24,9 +23,7 @@ void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexc
         }
         return;
     }
-    ep.has_source = true;
-    ep.src_ip = pkt.src_ip;
-    ep.src_port = pkt.src_port;
+    ep.set_source(pkt.src_ip, pkt.src_port);
     ++pair_generation_;
     for (const uint32_t sport : {0u, kPortKeyFlag | pkt.src_port}) {
         PairCount* pc = hosts_.insert({ep.key.ip, pkt.src_ip, sport}, PairCount{});
@@ -85,9 +82,11 @@ void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     // host: needs QP attributes from the host tracer (not wired into the dataplane yet).
     // cm: a REQ/REP exchange named both endpoints; no other rule may override it.
     if (const EndpointKey* partner = cm_pairs_.find(ep.key)) {
-        const uint32_t* f = index_.find(*partner);
-        if (f && *f != idx && endpoints_[*f].live && endpoints_[*f].pair_by == PairBy::none)
-            make_pair(idx, *f, PairBy::cm, ts);
+        const IndexEntry* found = index_.find(*partner);
+        const uint32_t f = found ? found->endpoint : kNoIndex;
+        if (f != kNoIndex && f != idx && endpoints_[f].live &&
+            endpoints_[f].pair_by == PairBy::none)
+            make_pair(idx, f, PairBy::cm, ts);
         return;
     }
     if (!ep.has_source || ep.multi_source_ip) return;
@@ -160,6 +159,9 @@ void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexc
     b.peer_index = e;
     b.peer_incarnation = a.incarnation;
     b.pair_by = by;
+    // Prefetch hints: a packet to either one fetches the other's lines at once.
+    if (IndexEntry* entry = index_.find(a.key)) entry->peer_hint = f;
+    if (IndexEntry* entry = index_.find(b.key)) entry->peer_hint = e;
     ++pair_generation_;
     bump(counters_.connections);
     Record r;

@@ -1,19 +1,26 @@
 // process_burst: the packet path with its memory accesses started ahead of time.
 //
 // With 100k+ endpoints a packet's state is never in cache, and each line it needs costs a
-// miss of ~150-200 ns on these machines: far more than the work. The lines form a chain
-// (the index slot names the endpoint, the endpoint names its newest message and its peer,
-// the peer names its oldest message), so they are fetched in stages, each a couple of
-// packets after the previous one, while earlier packets are processed:
-//   stage_index          hash the key, prefetch the index slot
-//   stage_endpoint       look the endpoint up (slot now cached), prefetch the lines of it
-//                        the packet will touch (Endpoint's layout names them)
-//   stage_messages       request: the newest open message, or the pool slot a new message
-//                        will take; response: the peer's lines
-//   stage_peer_messages  response: the peer's oldest open message (what an ACK completes)
-//   process_one          the work, on cached lines
+// miss of ~150-200 ns on these machines (more when other cores load the memory): far more
+// than the work. The lines form a chain (the index slot names the endpoint and a hint of
+// its peer, the endpoint names its newest message, the peer its oldest), so they are
+// fetched in stages, each stage run over the whole group of packets (a worker's burst)
+// before the next, then the work:
+//   stage_index     hash the key, prefetch the index slot
+//   stage_endpoint  look the endpoint up (slot now cached), prefetch its hot line; a
+//                   response also the lines of its peer (the slot's hint), whose
+//                   messages it completes (Endpoint's layout says which packets need
+//                   which line)
+//   stage_messages  request: the window's bits if this PSN needs them, the newest open
+//                   message or the pool slot a new message will take; response: the
+//                   peer's oldest open message (what an ACK completes); an endpoint not
+//                   paired yet (or new): the pairing tables' entries it will look up
+//   process_one     the work, on cached lines
+// A stage reads what the previous stage fetched a whole group's work earlier, and the
+// group's misses are all in flight at once. (Running the stages two packets apart, as
+// before, read each line ~100 ns after asking for it: too soon.)
 // Prefetches are hints: a stale one (the state changed under an earlier packet of the
-// burst) costs a wasted line, never a wrong result. The only result carried from a stage
+// group) costs a wasted line, never a wrong result. The only result carried from a stage
 // to process_one is the index of an endpoint that exists, and existing endpoints do not
 // move or go away inside process_burst (only tick() and finish() remove them).
 #include "dataplane/state/engine_impl.hpp"
@@ -21,12 +28,6 @@
 namespace insert::state {
 
 namespace {
-
-// Packets between consecutive stages: one stage's misses are covered by the work of this
-// many packets (BM_EngineTable picks it; see docs/performance.md).
-constexpr unsigned kStageDistance = 2;
-constexpr unsigned kStages = 4;  // stages before process_one
-constexpr unsigned kLag = kStages * kStageDistance;
 
 inline void prefetch_line(const void* p) {
     __builtin_prefetch(p);
@@ -52,21 +53,54 @@ void EngineImpl::stage_index(const proto::ParsedPacket& pkt, unsigned k) noexcep
 }
 
 void EngineImpl::stage_endpoint(const proto::ParsedPacket& pkt, unsigned k) noexcept {
-    const uint32_t* found = index_.find(key_of(pkt), ahead_.hash[k]);
-    ahead_.index[k] = found ? *found : kNoIndex;
+    const IndexEntry* found = index_.find(key_of(pkt), ahead_.hash[k]);
+    ahead_.index[k] = found ? found->endpoint : kNoIndex;
+    ahead_.peer_hint[k] = kNoIndex;
     if (!found) return;
-    const Endpoint& ep = endpoints_[*found];
-    prefetch_range(&ep, 128);  // lines 0 and 1
-    if (pkt.info().request) prefetch_line(ep.window.word_of(pkt.t.bth.psn));
+    const Endpoint& ep = endpoints_[found->endpoint];
+    prefetch_line(&ep);  // line 0
+    const proto::OpcodeInfo& info = pkt.info();
+    // A READ request records its length on line 4.
+    if (info.kind == proto::OpKind::read_request) prefetch_line(&ep.src_ip);
+    // A response completes its peer's messages: the peer's lines 0 and 1, named by the
+    // index's hint (the endpoint's own peer_index is not cached yet).
+    if (!info.request && found->peer_hint != kNoIndex) {
+        ahead_.peer_hint[k] = found->peer_hint;
+        prefetch_range(&endpoints_[found->peer_hint], 128);
+    }
+}
+
+void EngineImpl::prefetch_pairing(const proto::ParsedPacket& pkt) noexcept {
+    // The entries note_source() and try_pair() look up, assuming the packet's source is
+    // the endpoint's first (it is unless the endpoint has several).
+    const proto::Transport t = pkt.info().transport;
+    if (t == proto::Transport::ud || t == proto::Transport::cnp) return;  // never paired
+    cm_pairs_.prefetch(cm_pairs_.hash(key_of(pkt)));
+    const uint32_t port = kPortKeyFlag | pkt.src_port;
+    hosts_.prefetch(hosts_.hash({pkt.dst_ip, pkt.src_ip, port}));
+    hosts_.prefetch(hosts_.hash({pkt.src_ip, pkt.dst_ip, port}));
+    hosts_.prefetch(hosts_.hash({pkt.dst_ip, pkt.src_ip, 0}));
+    hosts_.prefetch(hosts_.hash({pkt.src_ip, pkt.dst_ip, 0}));
 }
 
 void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept {
     const uint32_t idx = ahead_.index[k];
-    if (idx == kNoIndex) return;  // a new endpoint: its first packet pays its misses
+    if (idx == kNoIndex) {
+        // A new endpoint: it will be counted in the host-pair table and try to pair.
+        prefetch_pairing(pkt);
+        return;
+    }
     const Endpoint& ep = endpoints_[idx];
+    if (ep.pair_by == PairBy::none && !ep.multi_source_ip) {
+        // Not paired yet: the pairing attempt reads line 4 and the pairing tables.
+        prefetch_line(&ep.src_ip);
+        prefetch_pairing(pkt);
+    }
     const proto::OpcodeInfo& info = pkt.info();
     if (info.request) {
-        // The packets between this one and its processing open messages first.
+        if (ep.window.needs_bits(pkt.t.bth.psn))
+            prefetch_line(ep.window_bits.word_of(pkt.t.bth.psn));
+        // The packets of the group before this one open messages first.
         if (opens_message(pkt)) messages_.prefetch_next(ahead_.opening++);
         // Middle/Last packets join the newest message; a First is linked after it.
         if (ep.msg_tail != kNoIndex) messages_.prefetch_slot(ep.msg_tail);
@@ -74,35 +108,25 @@ void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noex
     }
     if (ep.peer_index == kNoIndex) return;
     const Endpoint& peer = endpoints_[ep.peer_index];
-    prefetch_line(&peer);
-    prefetch_line(&peer.peer_ip);  // line 4: what freezing the peer's message reads
-}
-
-void EngineImpl::stage_peer_messages(const proto::ParsedPacket& pkt, unsigned k) noexcept {
-    const uint32_t idx = ahead_.index[k];
-    if (idx == kNoIndex || pkt.info().request) return;
-    const uint32_t peer = endpoints_[idx].peer_index;
-    if (peer == kNoIndex) return;
-    const uint32_t head = endpoints_[peer].msg_head;
-    if (head != kNoIndex) messages_.prefetch_slot(head);
+    if (ep.peer_index != ahead_.peer_hint[k]) {
+        // No hint (or a stale one): the peer's lines were not asked for yet.
+        prefetch_range(&peer, 128);
+        return;
+    }
+    // The peer's oldest open message: what an ACK completes.
+    if (peer.msg_head != kNoIndex) messages_.prefetch_slot(peer.msg_head);
 }
 
 void EngineImpl::process_burst(const proto::ParsedPacket* pkts, const uint64_t* ts,
                                unsigned n) noexcept {
-    static_assert(kLag < kRing && (kRing & (kRing - 1)) == 0);
-    // Step i starts stage s for packet i - s * distance and processes packet i - kLag.
-    for (unsigned i = 0; i < n + kLag; ++i) {
-        if (i < n) stage_index(pkts[i], i % kRing);
-        if (unsigned j = i - 1 * kStageDistance; i >= 1 * kStageDistance && j < n)
-            stage_endpoint(pkts[j], j % kRing);
-        if (unsigned j = i - 2 * kStageDistance; i >= 2 * kStageDistance && j < n)
-            stage_messages(pkts[j], j % kRing);
-        if (unsigned j = i - 3 * kStageDistance; i >= 3 * kStageDistance && j < n)
-            stage_peer_messages(pkts[j], j % kRing);
-        if (unsigned j = i - kLag; i >= kLag && j < n) {
-            if (opens_message(pkts[j]) && ahead_.index[j % kRing] != kNoIndex) --ahead_.opening;
-            process_one(pkts[j], ts[j], j % kRing);
-        }
+    for (unsigned base = 0; base < n; base += kGroup) {
+        const unsigned m = n - base < kGroup ? n - base : kGroup;
+        const proto::ParsedPacket* p = pkts + base;
+        for (unsigned k = 0; k < m; ++k) stage_index(p[k], k);
+        for (unsigned k = 0; k < m; ++k) stage_endpoint(p[k], k);
+        ahead_.opening = 0;
+        for (unsigned k = 0; k < m; ++k) stage_messages(p[k], k);
+        for (unsigned k = 0; k < m; ++k) process_one(p[k], ts[base + k], k);
     }
 }
 

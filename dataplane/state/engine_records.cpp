@@ -76,7 +76,7 @@ void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
     --ep.msg_count;
     messages_.release(mi);
 
-    ++ep.msgs[static_cast<int>(out.op)];
+    ep.count_msg(out.op);
     bump(counters_.msgs);
     push(r);
 }
@@ -97,7 +97,7 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept 
     const EndpointCounters& c = ep.counters;
     q.pkts = ep.traffic.pkts;
     q.bytes = ep.traffic.bytes;
-    for (int i = 0; i < 5; ++i) q.msgs[i] = ep.msgs[i];
+    for (int i = 0; i < 5; ++i) q.msgs[i] = ep.msgs(i);
     q.dup_pkts = c.dup_pkts;
     q.ooo_pkts = c.ooo_pkts;
     q.gaps = c.gaps;
@@ -105,7 +105,7 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept 
     q.naks = c.naks;
     q.cnps = c.cnps;
     q.ecn_ce = c.ecn_ce;
-    q.t_first_ns = ep.traffic.t_first_ns;
+    q.t_first_ns = ep.t_first_ns;
     q.t_last_ns = ep.traffic.t_last_ns;
     q.ip = ep.key.ip;
     q.qpn = ep.key.qpn;
@@ -137,8 +137,8 @@ void EngineImpl::evict(uint32_t idx) noexcept {
     freeze_open(ep, true, ep.traffic.t_last_ns);
     emit_qp(ep, true, true);
     forget_source(ep);
-    if (ep.orphans != kNoIndex) orphan_blocks_.release(ep.orphans);
-    ep.orphans = kNoIndex;
+    if (ep.has_orphans) orphan_blocks_.release(ep.orphans);
+    ep.set_orphans(kNoIndex);
     index_.erase(ep.key);
     ep.live = false;
     free_endpoints_[free_count_++] = idx;
