@@ -284,7 +284,31 @@ bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
     auto pos = std::upper_bound(rules_.begin(), rules_.end(), r.priority,
                                 [](uint32_t p, const Rule& x) { return p < x.priority; });
     rules_.insert(pos, std::move(r));
+    index_shapes();
     return true;
+}
+
+void SoftClassifier::index_shapes() {
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+        Rule& r = rules_[i];
+        r.decision = Decision{r.kind, r.queue, static_cast<int32_t>(i)};
+    }
+    for (std::size_t c = 0; c < kShapeClasses; ++c) {
+        // The layout this class stands for (shape_class() inverted).
+        FrameLayout l;
+        l.udp = (c & 1) != 0;
+        l.ipv4 = (c / 2) % 3 == 1;
+        l.ipv6 = (c / 2) % 3 == 2;
+        l.tags = static_cast<uint8_t>(c / 6);
+        by_shape_[c].clear();
+        for (std::size_t i = 0; i < rules_.size(); ++i) {
+            const Shape& s = rules_[i].shape;
+            if ((s.ipv4 && !l.ipv4) || (s.ipv6 && !l.ipv6) || (s.udp && !l.udp) ||
+                (s.tags >= 0 && s.tags != l.tags))
+                continue;
+            by_shape_[c].push_back(static_cast<uint16_t>(i));
+        }
+    }
 }
 
 bool SoftClassifier::matches(const Rule& r, std::span<const uint8_t> f,
@@ -362,17 +386,12 @@ uint16_t SoftClassifier::rss_queue(const Rss& rss, std::span<const uint8_t> f,
 
 Decision SoftClassifier::classify(std::span<const uint8_t> frame) const noexcept {
     const FrameLayout l = layout_of(frame);
-    for (std::size_t i = 0; i < rules_.size(); ++i) {
+    for (const uint16_t i : by_shape_[shape_class(l)]) {
         const Rule& r = rules_[i];
-        const Shape& s = r.shape;
-        if ((s.ipv4 && !l.ipv4) || (s.ipv6 && !l.ipv6) || (s.udp && !l.udp) ||
-            (s.tags >= 0 && s.tags != l.tags))
-            continue;
         if (!matches(r, frame, l)) continue;
-        Decision d;
-        d.kind = r.kind;
-        d.rule = static_cast<int16_t>(i);
-        d.queue = r.rss.queues.empty() ? r.queue : rss_queue(r.rss, frame, l);
+        if (r.rss.queues.empty()) return r.decision;
+        Decision d = r.decision;
+        d.queue = rss_queue(r.rss, frame, l);
         return d;
     }
     return Decision{};

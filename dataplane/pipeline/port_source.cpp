@@ -20,9 +20,6 @@ namespace insert::pipeline {
 namespace {
 
 constexpr uint16_t kBurst = 32;
-// Idle pollers of live ports yield for milliseconds before they sleep: a sleep is added
-// latency for the next frame (the workers do the same, WorkerConfig::idle_yields).
-constexpr unsigned kIdleYields = 20000;
 constexpr const char* kHairpinHint =
     " (run with --no-hairpin to forward non-RoCE frames in software)";
 constexpr unsigned kTxDrainUs = 100;  // l2fwd's drain period: bounds the added latency
@@ -598,7 +595,7 @@ bool PortSource::drained(unsigned q) const noexcept {
 bool PortSource::dispatch_loop() {
     Lane& lane = *lanes_[workers_];
     rte_mbuf* pkts[kBurst];
-    Backoff idle(kIdleYields);
+    Backoff idle(kLivePollBackoff);  // as the workers (WorkerConfig::idle)
     const auto deliver = [&](unsigned q) {
         std::vector<rte_mbuf*>& s = lane.staging[q];
         unsigned sent = 0;
@@ -703,7 +700,7 @@ bool PortSource::run(std::string&) {
     } else if (steer_ == SteerMode::hardware) {
         Lane& lane = *lanes_[workers_];
         rte_mbuf* pkts[kBurst];
-        Backoff idle(kIdleYields);
+        Backoff idle(kLivePollBackoff);  // as the workers (WorkerConfig::idle)
         while (!stop_.load(std::memory_order_relaxed)) {
             const uint16_t got = poll(lane, pass_rx_, pkts, kBurst);
             if (got == 0) {

@@ -51,6 +51,10 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
         const rte_mbuf* m = pkts[i];
         const auto frame =
             std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+        if (!proto::may_be_roce(frame)) {  // ARP, TCP, other UDP: no call, no result
+            ++non_roce;
+            continue;
+        }
         proto::ParsedPacket& p = ctx.parsed[roce];
         switch (proto::parse_frame(frame, p)) {
             case proto::Verdict::roce:
@@ -111,7 +115,7 @@ int worker_main(void* arg) {
     PacketSource& source = *ctx.source;
     const unsigned q = ctx.index;
     rte_mbuf* pkts[WorkerContext::kBurst];
-    Backoff idle(ctx.config.idle_yields);
+    Backoff idle(ctx.config.idle);
     // CPU time, unlike busy TSC cycles, excludes time the kernel gave other threads: the
     // honest per-core rate when lcores outnumber cores or the machine is shared.
     const uint64_t cpu_start = thread_cpu_ns();

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "dataplane/pipeline/backoff.hpp"
 #include "dataplane/pipeline/mbuf_timestamp.hpp"
 #include "dataplane/pipeline/packet_source.hpp"
 #include "dataplane/proto/parser.hpp"
@@ -31,9 +32,9 @@ struct WorkerCounters {
 };
 
 struct WorkerConfig {
-    uint64_t interval_ns = 0;   // periodic qp reports, in capture time; 0 = none
-    uint64_t tick_ns = 0;       // idle-eviction housekeeping period, in capture time; 0 = none
-    unsigned idle_yields = 16;  // Backoff yields before sleeping when the source is empty
+    uint64_t interval_ns = 0;  // periodic qp reports, in capture time; 0 = none
+    uint64_t tick_ns = 0;      // idle-eviction housekeeping period, in capture time; 0 = none
+    BackoffPolicy idle;        // waiting on an empty source (live ports: kLivePollBackoff)
 };
 
 // Everything one worker touches, on its own cache lines, fetched once by the loop.

@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "dataplane/proto/ethernet.hpp"
 #include "dataplane/proto/headers.hpp"
 #include "dataplane/proto/ip_address.hpp"
 
@@ -51,5 +52,25 @@ struct ParsedPacket {
 // Parses one Ethernet frame. On `roce` every field is valid; on `malformed` the reason is
 // set and the fields decoded so far are valid (IPs, ports); on `non_roce` nothing is.
 Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept;
+
+// False only for frames parse_frame() would call non_roce, decided from at most three
+// header fields without the call: the EtherType (ARP, LLDP, ...), an untagged IPv4
+// protocol other than UDP (TCP), or an untagged option-less IPv4/UDP datagram to another
+// port. The live workers skip the parser for these (non-RoCE traffic on an inline link is
+// most of what crosses it); anything else, IPv6 and tagged frames included, is parsed.
+inline bool may_be_roce(std::span<const uint8_t> frame) noexcept {
+    const uint8_t* p = frame.data();
+    const std::size_t len = frame.size();
+    if (len < kEthHeaderLen) return false;
+    const uint16_t type = static_cast<uint16_t>(p[12] << 8 | p[13]);
+    if (type != kEtherTypeIpv4)
+        return type == kEtherTypeIpv6 || type == kEtherTypeVlan || type == kEtherTypeQinQ;
+    if (len < kEthHeaderLen + kIpv4MinHeaderLen) return false;  // parse_ipv4: too short
+    const uint8_t* ip = p + kEthHeaderLen;
+    if (ip[9] != kIpProtoUdp) return false;  // parse_ipv4 checks the protocol byte alone
+    // Version 4, 20-byte header: the UDP destination port is at a fixed place.
+    if (ip[0] != 0x45 || len < kEthHeaderLen + kIpv4MinHeaderLen + kUdpHeaderLen) return true;
+    return static_cast<uint16_t>(ip[22] << 8 | ip[23]) == kRoceV2Port;
+}
 
 }  // namespace insert::proto

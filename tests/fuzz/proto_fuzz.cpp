@@ -24,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const Verdict v = parse_frame(frame, p);
     check(v == p.verdict);
     check((v == Verdict::malformed) == (p.malformed != Malformed::none));
+    check(may_be_roce(frame) || v == Verdict::non_roce);  // the workers' pre-parse filter
     if (v != Verdict::roce) return 0;
 
     // A well-formed packet's offsets lie inside the frame and add up as SPEC.md says.

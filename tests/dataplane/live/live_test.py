@@ -160,6 +160,19 @@ def start_dp(topo, mode, ifaces, records, extra=()):
     return dp, prefix
 
 
+def check_state_resident(dp, workers):
+    """The engines' tables are populated and locked at start (docs/live.md "Time"): no page
+    fault is left for the first frame of a new connection."""
+    line = [l for l in dp.lines if "endpoints per worker" in l]
+    if not line or "resident (locked)" not in line[0]:
+        fail("no resident state line at start: " + "\n".join(dp.lines))
+    mib = int(re.search(r": (\d+) MiB each", line[0]).group(1))
+    with open(f"/proc/{dp.p.pid}/status") as f:
+        locked_kib = int(re.search(r"VmLck:\s+(\d+) kB", f.read()).group(1))
+    if locked_kib < workers * mib * 1024:
+        fail(f"VmLck {locked_kib} kB < {workers} x {mib} MiB of state tables")
+
+
 def telemetry(prefix, command):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
@@ -226,6 +239,7 @@ def case_inline(workers):
             rec = os.path.join(tmp, "live.jsonl")
             dp, prefix = start_dp(topo, "inline", ["a1", "b1"], rec, ["--workers", str(workers)])
             try:
+                check_state_resident(dp, workers)
                 replay_into_a(topo, pcap, 2000)
                 wait_for(lambda: len(read_pcap(cap)) >= len(sent), 30, f"{len(sent)} frames at B")
                 stats = telemetry(prefix, "/insert/stats")

@@ -409,6 +409,64 @@ TEST(Parser, non_udp_and_non_ip_frames_are_not_roce) {
     EXPECT_EQ(parse_frame(std::span<const uint8_t>(), p), Verdict::non_roce);
 }
 
+TEST(MayBeRoce, rejects_only_frames_the_parser_calls_non_roce) {
+    std::vector<uint8_t> roce = build(distinctive_spec(op::kSendOnly, 8));
+    EXPECT_TRUE(may_be_roce(roce));
+    std::vector<uint8_t> arp = roce;
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    EXPECT_FALSE(may_be_roce(arp));
+    EXPECT_FALSE(may_be_roce(std::vector<uint8_t>(64, 0)));  // what net_null receives
+    std::vector<uint8_t> tcp = roce;
+    tcp[kL3 + 9] = 6;
+    EXPECT_FALSE(may_be_roce(tcp));
+    std::vector<uint8_t> dns = roce;
+    dns[kL4 + 2] = 0;
+    dns[kL4 + 3] = 53;
+    EXPECT_FALSE(may_be_roce(dns));
+    EXPECT_FALSE(may_be_roce(std::span<const uint8_t>(roce.data(), 13)));
+    // Everything the three fields cannot settle goes to the parser.
+    std::vector<uint8_t> options = roce;
+    testing::add_ipv4_options(options, kL3, 2);
+    EXPECT_TRUE(may_be_roce(options));
+    FrameSpec tagged = distinctive_spec(op::kSendOnly, 8);
+    tagged.vlan_count = 1;
+    EXPECT_TRUE(may_be_roce(build(tagged)));
+    FrameSpec v6 = distinctive_spec(op::kSendOnly, 8);
+    v6.src_ip = ip("fd00::1");
+    v6.dst_ip = ip("fd00::2");
+    EXPECT_TRUE(may_be_roce(build(v6)));
+    for (const auto& f : {arp, tcp, dns}) {
+        ParsedPacket p;
+        EXPECT_EQ(parse_frame(f, p), Verdict::non_roce);
+    }
+}
+
+TEST(MayBeRoce, agrees_with_the_parser_on_every_prefix_and_header_byte_value) {
+    // Each byte the filter reads, and the bytes around them, set to every value, on every
+    // length of the frame: a `false` must always be the parser's non_roce.
+    const std::vector<uint8_t> base = build(distinctive_spec(op::kWriteOnly, 16));
+    std::size_t rejected = 0;
+    for (std::size_t at : {12u, 13u, 14u, 15u, 20u, 21u, 23u, 34u, 35u, 36u, 37u}) {
+        for (unsigned v = 0; v < 256; ++v) {
+            std::vector<uint8_t> f = base;
+            f[at] = static_cast<uint8_t>(v);
+            for (std::size_t n : {std::size_t{0}, std::size_t{13}, std::size_t{14}, std::size_t{33},
+                                  std::size_t{34}, std::size_t{41}, std::size_t{42}, f.size()}) {
+                const std::span<const uint8_t> frame(f.data(), n);
+                ParsedPacket p;
+                const Verdict verdict = parse_frame(frame, p);
+                if (!may_be_roce(frame)) {
+                    ++rejected;
+                    ASSERT_EQ(verdict, Verdict::non_roce)
+                        << "byte " << at << " = " << v << ", " << n;
+                }
+            }
+        }
+    }
+    EXPECT_GT(rejected, 10000u);  // the filter does reject most of these
+}
+
 TEST(Parser, ethernet_padding_after_the_datagram_is_ignored) {
     std::vector<uint8_t> f = build(distinctive_spec(op::kAck, 0));
     const std::size_t datagram_end = f.size();
