@@ -78,21 +78,21 @@ TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
     out_.reserve(sim.messages().size());
     // Every connection makes up to two endpoints: no rehashing while they appear.
     const std::size_t endpoints = sim.conns().size() * 2 + scenario.hosts.size();
-    ep_index_.reserve(endpoints);
+    ep_index_ = FlatMap<uint32_t>(endpoints);
     eps_.reserve(endpoints);
     windows_.reserve(endpoints * kWindowWords);
-    by_sport_.reserve(endpoints);
+    by_sport_ = FlatMap<Candidates>(endpoints);
     lat_log_.reserve(sim.messages().size());
 }
 
 int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
-    const auto it = ep_index_.find(ep_key(host, qpn));
-    return it == ep_index_.end() ? -1 : static_cast<int32_t>(it->second);
+    const uint32_t* e = ep_index_.find(ep_key(host, qpn));
+    return e ? static_cast<int32_t>(*e) : -1;
 }
 
 uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
     // SPEC 3: an endpoint (ip, qpn) exists once it has received a well-formed RoCE packet.
-    const auto [it, added] =
+    const auto [index, added] =
         ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
     if (added) {
         TruthEndpoint& e = eps_.emplace_back();
@@ -101,7 +101,7 @@ uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
         e.qpn = qpn;
         e.t_first_ns = t;
     }
-    return it->second;
+    return *index;
 }
 
 // The simulator announces packets about to be observed and connections about to post
@@ -223,18 +223,15 @@ void TruthObserver::register_source(uint32_t e, const SimPacket& p) {
         ep.has_src = true;
         ep.src_host = p.src_host;
         ep.sport = p.sport;
-        by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].push_back(e);
-        by_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
+        by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].add(e);
+        by_ip_[ip_key(ep.host, ep.src_host)].add(e);
         by_first_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
         return;
     }
     if (ep.multi_src || p.src_host == ep.src_host) return;
     ep.multi_src = true;
-    auto drop = [e](std::vector<uint32_t>& v) {
-        v.erase(std::remove(v.begin(), v.end(), e), v.end());
-    };
-    drop(by_sport_[sport_key(ep.host, ep.src_host, ep.sport)]);
-    drop(by_ip_[ip_key(ep.host, ep.src_host)]);
+    by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].remove(e);
+    by_ip_[ip_key(ep.host, ep.src_host)].remove(e);
 }
 
 void TruthObserver::try_pair(uint32_t e) {
@@ -245,20 +242,18 @@ void TruthObserver::try_pair(uint32_t e) {
     // observer knows its peer. (Not spelled out in semantics.md; dataplane/state does the
     // same - see the insert-gen report. Without it, the ip rule can pair two responders of
     // connections in opposite directions before the CM-named requester exists.)
-    const auto cm = cm_partner_.find(ep_key(ep.host, ep.qpn));
-    if (cm != cm_partner_.end()) {
-        const auto f = ep_index_.find(cm->second);
-        if (f != ep_index_.end() && eps_[f->second].peer < 0) make_pair(e, f->second, PairRule::cm);
+    if (const uint64_t* cm = cm_partner_.find(ep_key(ep.host, ep.qpn))) {
+        const uint32_t* f = ep_index_.find(*cm);
+        if (f && eps_[*f].peer < 0) make_pair(e, *f, PairRule::cm);
         return;
     }
     if (!ep.has_src || ep.multi_src) return;
-    auto only = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& m,
-                   uint64_t k) -> int64_t {
-        const auto it = m.find(k);
-        return it != m.end() && it->second.size() == 1 ? int64_t{it->second[0]} : -1;
+    auto only = [](const FlatMap<Candidates>& m, uint64_t k) -> int64_t {
+        const Candidates* c = m.find(k);
+        return c ? c->only() : -1;
     };
     auto named_by_cm = [this](int64_t f) {
-        return cm_partner_.count(ep_key(eps_[f].host, eps_[f].qpn)) != 0;
+        return cm_partner_.contains(ep_key(eps_[f].host, eps_[f].qpn));
     };
     // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from
     // X.
@@ -310,13 +305,13 @@ bool TruthObserver::psn_outstanding(const TruthEndpoint& f, uint32_t psn) const 
 // pair and at least one request; exactly one whose outstanding range holds the PSN pairs.
 void TruthObserver::try_pair_by_psn(uint32_t a, uint32_t psn) {
     const TruthEndpoint& ep = eps_[a];
-    if (!ep.has_src || ep.multi_src || cm_partner_.count(ep_key(ep.host, ep.qpn))) return;
+    if (!ep.has_src || ep.multi_src || cm_partner_.contains(ep_key(ep.host, ep.qpn))) return;
     const auto it = by_first_ip_.find(ip_key(ep.src_host, ep.host));
     if (it == by_first_ip_.end() || it->second.size() > kMaxPsnCandidates) return;
     int64_t match = -1;
     for (uint32_t f : it->second) {
         const TruthEndpoint& c = eps_[f];
-        if (f == a || c.peer >= 0 || c.multi_src || cm_partner_.count(ep_key(c.host, c.qpn)) ||
+        if (f == a || c.peer >= 0 || c.multi_src || cm_partner_.contains(ep_key(c.host, c.qpn)) ||
             !psn_outstanding(c, psn))
             continue;
         if (match >= 0) return;  // two candidates hold it: ambiguous

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/gen/flat_map.hpp"
 #include "bench/gen/scenario.hpp"
 #include "bench/gen/simulator.hpp"
 
@@ -196,17 +197,28 @@ class TruthObserver : public ObservedSink {
     const Simulator& sim_;
     ZeroedArray<MsgState> ms_;
     HugeVector<TruthEndpoint> eps_;
-    std::unordered_map<uint64_t, uint32_t> ep_index_;  // host << 32 | qpn
+    FlatMap<uint32_t> ep_index_;    // host << 32 | qpn
     HugeVector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
+    // The endpoints registered under one pairing key, as their number and the XOR of their
+    // indexes: the sport and ip rules only ask "exactly one, and which?", and an endpoint
+    // leaves the set at most once (when a second source IP disqualifies it), so no list
+    // needs keeping.
+    struct Candidates {
+        uint32_t count = 0;
+        uint32_t xor_of = 0;
+        void add(uint32_t e) { ++count, xor_of ^= e; }
+        void remove(uint32_t e) { --count, xor_of ^= e; }
+        int64_t only() const { return count == 1 ? int64_t{xor_of} : -1; }
+    };
     // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
-    std::unordered_map<uint64_t, std::vector<uint32_t>> by_sport_;
-    std::unordered_map<uint64_t, std::vector<uint32_t>> by_ip_;
+    FlatMap<Candidates> by_sport_;
+    FlatMap<Candidates> by_ip_;
     // (X, Y) -> every endpoint at X whose first RC/UC/XRC source was Y, including ones a
     // second source IP disqualified later: the psn rule's 64-candidate limit counts them.
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_first_ip_;
     // CM: REQ Local Communication ID -> (sender host, Local QPN); learnt pairs by endpoint key.
     std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
-    std::unordered_map<uint64_t, uint64_t> cm_partner_;
+    FlatMap<uint64_t> cm_partner_;
     HugeVector<TruthMsg> out_;
     TruthMsgSink* msg_sink_ = nullptr;
     // READ messages: which response PSNs were observed (few messages are READs).
