@@ -45,8 +45,12 @@ class FixedHashMap {
 
     static uint64_t hash(const Key& key) { return Hash{}(key); }
     // The slot a lookup of a key with this hash reads first (the hot path prefetches it).
+    // Slots over 32 bytes (host pairs: 52) may straddle two lines, the second holding
+    // `used`, which every probe reads: both lines then.
     [[gnu::always_inline]] void prefetch(uint64_t hash) const {
-        __builtin_prefetch(&slots_[hash & mask_]);
+        const char* slot = reinterpret_cast<const char*>(&slots_[hash & mask_]);
+        __builtin_prefetch(slot);
+        if constexpr (sizeof(Slot) > 32) __builtin_prefetch(slot + sizeof(Slot) - 1);
     }
 
     Value* find(const Key& key) { return find(key, hash(key)); }
