@@ -27,7 +27,7 @@ PcapOut::~PcapOut() {
 
 bool PcapOut::open(const std::string& path, uint32_t snaplen) {
     path_ = path;
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = file_.open(path, 0644);
     if (fd_ < 0) {
         error_ = path + ": " + std::strerror(errno);
         return false;

@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "bench/gen/output_file.hpp"
+
 namespace insert::gen {
 
 class PcapOut {
@@ -38,6 +40,7 @@ class PcapOut {
     static constexpr std::size_t kBufferBytes = std::size_t{1} << 18;
     void flush();
 
+    OutputFile file_;
     int fd_ = -1;
     std::unique_ptr<uint8_t[]> buf_;
     std::size_t used_ = 0;

@@ -1,5 +1,7 @@
 #include "bench/gen/truth_json.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -37,9 +39,11 @@ void TruthJsonWriter::abandon() {
 
 bool TruthJsonWriter::open(const std::string& path, const TruthFileInfo& info, std::string& error) {
     path_ = path;
-    f_ = std::fopen(path.c_str(), "wb");
+    const int fd = file_.open(path, 0666);  // fopen(path, "wb")'s mode
+    f_ = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
     if (!f_) {
         error = path + ": " + std::strerror(errno);
+        if (fd >= 0) ::close(fd);
         return false;
     }
     w_ = std::make_unique<JsonOut>(f_);

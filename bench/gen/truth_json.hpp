@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gen/output_file.hpp"
 #include "bench/gen/truth.hpp"
 
 namespace insert::gen {
@@ -51,6 +52,7 @@ class TruthJsonWriter : public TruthMsgSink {
     const Scenario& sc_;
     std::vector<std::string> host_ip_;
     std::string path_;
+    OutputFile file_;
     std::FILE* f_ = nullptr;
     std::unique_ptr<JsonOut> w_;
     uint64_t msgs_ = 0;
