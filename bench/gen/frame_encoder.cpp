@@ -139,6 +139,44 @@ uint8_t* write_ext_headers(uint8_t* h, const proto::TransportHeaders& t, uint16_
     return h;
 }
 
+// The ICRC (dataplane/proto/icrc.hpp) of the frame whose IP header starts at `ip` (with at
+// least 8 bytes of frame before it) and whose ICRC goes at `end`, computed in place: the 8
+// bytes before the IP header stand in for the LRH and the variant fields are set to ones
+// for the time of one CRC pass over the contiguous bytes, then restored. proto's
+// compute_icrc() copies the masked headers aside instead, which costs a second CRC call
+// per frame (gen_determinism checks every frame against proto::build_frame's).
+uint32_t icrc_in_place(uint8_t* ip, bool v4, uint8_t* udp, uint8_t* bth, const uint8_t* end) {
+    uint8_t* const lrh = ip - 8;
+    uint8_t saved_lrh[8], saved_ip[4], saved_ip7_8;
+    std::memcpy(saved_lrh, lrh, 8);
+    std::memset(lrh, 0xFF, 8);
+    if (v4) {
+        // TOS, TTL, header checksum.
+        saved_ip[0] = ip[1], saved_ip[1] = ip[8], saved_ip[2] = ip[10], saved_ip[3] = ip[11];
+        ip[1] = ip[8] = ip[10] = ip[11] = 0xFF;
+    } else {
+        // Traffic class (low nibble of byte 0, high nibble of byte 1), flow label, hop limit.
+        std::memcpy(saved_ip, ip, 4);
+        saved_ip7_8 = ip[7];
+        ip[0] |= 0x0F;
+        ip[1] = ip[2] = ip[3] = ip[7] = 0xFF;
+    }
+    const uint8_t saved_udp6 = udp[6], saved_udp7 = udp[7], saved_bth4 = bth[4];
+    udp[6] = udp[7] = 0xFF;  // UDP checksum
+    bth[4] = 0xFF;           // FECN, BECN, resv6
+    const uint32_t icrc = proto::crc32_ieee(0, lrh, static_cast<std::size_t>(end - lrh));
+    std::memcpy(lrh, saved_lrh, 8);
+    if (v4) {
+        ip[1] = saved_ip[0], ip[8] = saved_ip[1], ip[10] = saved_ip[2], ip[11] = saved_ip[3];
+    } else {
+        std::memcpy(ip, saved_ip, 4);
+        ip[7] = saved_ip7_8;
+    }
+    udp[6] = saved_udp6, udp[7] = saved_udp7;
+    bth[4] = saved_bth4;
+    return icrc;
+}
+
 }  // namespace
 
 // The frame proto::build_frame writes for this packet, written directly: build_frame
@@ -218,13 +256,7 @@ std::size_t FrameEncoder::encode_roce_direct(const SimPacket& p, uint8_t* out) {
     std::memset(h, 0, b.pad);
     h += b.pad;
 
-    proto::ParsedPacket offsets;  // what compute_icrc() reads
-    offsets.ipv6 = !v4;
-    offsets.l3_offset = static_cast<uint16_t>(l3);
-    offsets.l4_offset = static_cast<uint16_t>(udp - out);
-    offsets.bth_offset = static_cast<uint16_t>(bth - out);
-    offsets.icrc_offset = static_cast<uint32_t>(h - out);
-    const uint32_t icrc = proto::compute_icrc({out, total}, offsets);
+    const uint32_t icrc = icrc_in_place(out + l3, v4, udp, bth, h);
     h[0] = static_cast<uint8_t>(icrc);  // little-endian on the wire
     h[1] = static_cast<uint8_t>(icrc >> 8);
     h[2] = static_cast<uint8_t>(icrc >> 16);
