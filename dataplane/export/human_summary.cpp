@@ -101,7 +101,8 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
     uint64_t malformed = 0;
     for (std::size_t i = 1; i < proto::kMalformedReasons; ++i) malformed += s.malformed[i];
 
-    fmt::format_to(out, "INSERT replay of {}\n", run.input.empty() ? "(input)" : run.input);
+    fmt::format_to(out, "INSERT {} {} {}\n", run.mode, run.mode == "replay" ? "of" : "on",
+                   run.input.empty() ? "(input)" : run.input);
     fmt::format_to(out, "  frames      {} in {:.3f} s ({:.2f} Mpps)\n", grouped(s.pkts), s.wall_s,
                    s.mpps);
     fmt::format_to(out, "              roce {}, non-roce {}, malformed {}", grouped(s.roce_pkts),

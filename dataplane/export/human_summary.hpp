@@ -18,6 +18,7 @@ namespace insert::exporter {
 
 // How the work was spread, for the balance line; filled by the pipeline.
 struct RunInfo {
+    std::string mode = "replay";          // "replay" (of a file), "inline"/"monitor" (on ports)
     std::string input;                    // file name or port list
     std::string shard_policy;             // "ip-pair"
     std::vector<uint64_t> worker_frames;  // frames per worker

@@ -288,27 +288,58 @@ bool SoftClassifier::add(const FlowRule& rule, std::string& why) {
     return true;
 }
 
+FrameLayout SoftClassifier::class_layout(std::size_t c) {
+    FrameLayout l;
+    if (c == kShapeClasses - 1) return l;  // not even an Ethernet header
+    l.eth = true;
+    l.udp = (c & 1) != 0;
+    l.ipv4 = (c / 2) % 3 == 1;
+    l.ipv6 = (c / 2) % 3 == 2;
+    l.tags = static_cast<uint8_t>(c / 6);
+    return l;
+}
+
+bool SoftClassifier::decided_by_shape(const Rule& r) {
+    // matches() reads frame bytes only for items with a spec, and the frame length only
+    // for IB_BTH; with neither, its answer follows from the layout's shape fields.
+    for (const Item& it : r.items) {
+        if (!it.any || it.flag_want >= 0) return false;
+#if INSERT_HAVE_IB_BTH
+        if (it.type == RTE_FLOW_ITEM_TYPE_IB_BTH) return false;
+#endif
+    }
+    return true;
+}
+
 void SoftClassifier::index_shapes() {
     for (std::size_t i = 0; i < rules_.size(); ++i) {
         Rule& r = rules_[i];
         r.decision = Decision{r.kind, r.queue, static_cast<int32_t>(i)};
     }
+    static constexpr uint8_t kNoBytes[1] = {};  // shape-decided rules read no frame byte
     for (std::size_t c = 0; c < kShapeClasses; ++c) {
-        // The layout this class stands for (shape_class() inverted).
-        FrameLayout l;
-        l.udp = (c & 1) != 0;
-        l.ipv4 = (c / 2) % 3 == 1;
-        l.ipv6 = (c / 2) % 3 == 2;
-        l.tags = static_cast<uint8_t>(c / 6);
-        by_shape_[c].clear();
-        for (std::size_t i = 0; i < rules_.size(); ++i) {
-            const Shape& s = rules_[i].shape;
+        const FrameLayout l = class_layout(c);
+        ShapeRules& out = by_shape_[c];
+        out = ShapeRules{};
+        for (std::size_t i = 0; i < rules_.size() && out.decided < 0; ++i) {
+            const Rule& r = rules_[i];
+            const Shape& s = r.shape;
             if ((s.ipv4 && !l.ipv4) || (s.ipv6 && !l.ipv6) || (s.udp && !l.udp) ||
                 (s.tags >= 0 && s.tags != l.tags))
                 continue;
-            by_shape_[c].push_back(static_cast<uint16_t>(i));
+            if (!decided_by_shape(r))
+                out.compared.push_back(static_cast<uint16_t>(i));
+            else if (matches(r, {kNoBytes, 0}, l))
+                out.decided = static_cast<int32_t>(i);
         }
     }
+    // Class 0: an Ethernet header, no tag, no IP (shape_class() of such a layout).
+    const ShapeRules& plain = by_shape_[0];
+    non_ip_known_ =
+        plain.compared.empty() &&
+        (plain.decided < 0 || rules_[static_cast<std::size_t>(plain.decided)].rss.queues.empty());
+    non_ip_ =
+        plain.decided < 0 ? Decision{} : rules_[static_cast<std::size_t>(plain.decided)].decision;
 }
 
 bool SoftClassifier::matches(const Rule& r, std::span<const uint8_t> f,
@@ -384,16 +415,12 @@ uint16_t SoftClassifier::rss_queue(const Rss& rss, std::span<const uint8_t> f,
     return rss.queues[entry % rss.queues.size()];
 }
 
-Decision SoftClassifier::classify(std::span<const uint8_t> frame) const noexcept {
+Decision SoftClassifier::classify_by_layout(std::span<const uint8_t> frame) const noexcept {
     const FrameLayout l = layout_of(frame);
-    for (const uint16_t i : by_shape_[shape_class(l)]) {
-        const Rule& r = rules_[i];
-        if (!matches(r, frame, l)) continue;
-        if (r.rss.queues.empty()) return r.decision;
-        Decision d = r.decision;
-        d.queue = rss_queue(r.rss, frame, l);
-        return d;
-    }
+    const ShapeRules& candidates = by_shape_[shape_class(l)];
+    for (const uint16_t i : candidates.compared)
+        if (matches(rules_[i], frame, l)) return decide(rules_[i], frame, l);
+    if (candidates.decided >= 0) return decide(rules_[candidates.decided], frame, l);
     return Decision{};
 }
 

@@ -56,7 +56,16 @@ class SoftClassifier {
     // Adds a rule (false and `why` when unsupported; the classifier is unchanged).
     bool add(const FlowRule& rule, std::string& why);
 
-    Decision classify(std::span<const uint8_t> frame) const noexcept;
+    Decision classify(std::span<const uint8_t> frame) const noexcept {
+        // An untagged non-IP frame (ARP, LLDP, ...) has the shape of class 0 whatever its
+        // bytes; when no rule of that shape compares bytes, the decision is known ahead.
+        if (non_ip_known_ && frame.size() >= kEthHeader) {
+            const unsigned type = unsigned{frame[12]} << 8 | frame[13];
+            if (type != 0x0800 && type != 0x86DD && type != 0x8100 && type != 0x88A8)
+                return non_ip_;
+        }
+        return classify_by_layout(frame);
+    }
     std::size_t size() const { return rules_.size(); }
     const std::string& name(std::size_t i) const { return rules_[i].name; }
 
@@ -99,17 +108,39 @@ class SoftClassifier {
     uint16_t rss_queue(const Rss& rss, std::span<const uint8_t> f,
                        const FrameLayout& l) const noexcept;
 
-    // Frames fall into a few shape classes (tags x IPv4/IPv6/neither x UDP or not); each
-    // class keeps the rules whose Shape admits it, in priority order, so a frame is tried
-    // only against those (a non-IP frame against the catch-all, not the six RoCE rules).
-    static constexpr std::size_t kShapeClasses = (FrameLayout::kMaxTags + 1) * 3 * 2;
+    // Frames fall into a few shape classes (not Ethernet; else tags x IPv4/IPv6/neither x
+    // UDP or not). Per class, the rules that could match a frame of that shape, in priority
+    // order: those that compare header bytes, then at most one that the shape alone
+    // decides (a pattern of `any` items, such as the passthrough ETH rule), which ends the
+    // search. A non-IP frame is thus decided by a table lookup, a non-RoCE UDP datagram by
+    // one masked compare; rules shadowed by the shape-decided one are never tried.
+    static constexpr std::size_t kShapeClasses = (FrameLayout::kMaxTags + 1) * 3 * 2 + 1;
     static std::size_t shape_class(const FrameLayout& l) noexcept {
+        if (!l.eth) return kShapeClasses - 1;
         return (std::size_t{l.tags} * 3 + (l.ipv4 ? 1 : l.ipv6 ? 2 : 0)) * 2 + (l.udp ? 1 : 0);
     }
+    static FrameLayout class_layout(std::size_t c);  // a layout of class c (its shape only)
+    static bool decided_by_shape(const Rule& r);
     void index_shapes();
+    Decision classify_by_layout(std::span<const uint8_t> frame) const noexcept;
+    static constexpr std::size_t kEthHeader = 14;
+    Decision decide(const Rule& r, std::span<const uint8_t> f,
+                    const FrameLayout& l) const noexcept {
+        if (r.rss.queues.empty()) return r.decision;
+        Decision d = r.decision;
+        d.queue = rss_queue(r.rss, f, l);
+        return d;
+    }
 
-    std::vector<Rule> rules_;                                    // sorted by priority, stable
-    std::array<std::vector<uint16_t>, kShapeClasses> by_shape_;  // indices into rules_
+    struct ShapeRules {
+        std::vector<uint16_t> compared;  // indices into rules_, priority order
+        int32_t decided = -1;            // the rule the shape decides after them, if any
+    };
+
+    std::vector<Rule> rules_;  // sorted by priority, stable
+    std::array<ShapeRules, kShapeClasses> by_shape_;
+    bool non_ip_known_ = false;  // class 0 needs no byte compare: its decision is non_ip_
+    Decision non_ip_;
     uint16_t reta_size_ = kDefaultRetaSize;
 };
 

@@ -36,7 +36,9 @@ class PacketSource {
     virtual bool drained(unsigned q) const noexcept = 0;
     // Non-zero: every frame of the last rx_burst(q) was received at this time (ns) and
     // its mbufs carry no timestamp of their own; zero: read each mbuf's timestamp field.
-    virtual uint64_t burst_time_ns(unsigned) const noexcept { return 0; }
+    // Asked at most once per burst, and only for a burst with RoCE in it: a source may
+    // read its clock then rather than at every poll.
+    virtual uint64_t burst_time_ns(unsigned) noexcept { return 0; }
 
     // The producer side, on the calling (main) lcore, until the input ends or stop().
     // A source whose queues are filled by hardware returns at once. False and `error` on

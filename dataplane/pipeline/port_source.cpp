@@ -25,7 +25,9 @@ constexpr const char* kHairpinHint =
 constexpr unsigned kTxDrainUs = 100;  // l2fwd's drain period: bounds the added latency
 constexpr unsigned kTxRetries = 64;   // tries on a full Tx queue before dropping
 constexpr unsigned kPoolCache = 256;
-constexpr auto kIdleMainSleep = std::chrono::milliseconds(1);
+// Direct mode: the main lcore only waits for the stop; 10 ms bounds the reaction to it
+// (SIGINT, --duration) with 100 wake-ups a second on the core it shares.
+constexpr auto kIdleMainSleep = std::chrono::milliseconds(10);
 constexpr auto kClockCalibration = std::chrono::milliseconds(20);
 std::atomic<unsigned> g_sequence{0};
 
@@ -54,7 +56,7 @@ struct PortSource::Lane {
     std::vector<RxQueue> rx;  // direct/hardware: what this lane polls
     unsigned next_rx = 0;     // round-robin start
     uint64_t last_flush = 0;
-    uint64_t burst_ns = 0;  // time of the last poll (burst_time_ns)
+    uint64_t burst_ns = 0;  // time of the last poll, once asked for (burst_time_ns); 0: not yet
     unsigned unflushed = 0;
     std::atomic<bool> finished{false};
     // dispatch mode (main lane): per-worker staging
@@ -425,13 +427,16 @@ void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port, uint64_t now)
 uint16_t PortSource::poll(Lane& lane, const std::vector<RxQueue>& from, rte_mbuf** pkts,
                           uint16_t n) noexcept {
     uint16_t got = 0;
-    const uint64_t now = now_ns();
-    lane.burst_ns = now;
+    uint64_t now = 0;  // read once, for the first frames that carry it in their mbuf
+    lane.burst_ns = 0;
     const unsigned k = static_cast<unsigned>(from.size());
     for (unsigned i = 0; i < k && got < n; ++i) {
         const RxQueue& rq = from[(lane.next_rx + i) % k];
         const uint16_t r = rte_eth_rx_burst(rq.port, rq.queue, pkts + got, n - got);
-        if (r) stamp(pkts + got, r, rq.port, now);
+        if (r) {
+            if (stamp_mbufs_ && now == 0) now = now_ns();
+            stamp(pkts + got, r, rq.port, now);
+        }
         got += r;
     }
     lane.next_rx = k ? (lane.next_rx + 1) % k : 0;
@@ -473,18 +478,37 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
     constexpr uint16_t kFramesAhead = 8;
     for (uint16_t i = 0; i < n && i < kFramesAhead; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
+    // A burst comes from one or two ports: look a port's plan up when the port changes,
+    // and count rule hits per run of equal decisions, not per frame.
+    uint16_t port = UINT16_MAX;
+    offload::OffloadState* o = nullptr;
+    int32_t run_rule = -1;
+    uint64_t run = 0;
+    const auto count_run = [&] {
+        if (run_rule >= 0) bump(o->hits[run_rule], run);
+        run = 0;
+    };
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kFramesAhead < n)
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kFramesAhead], const void*));
         rte_mbuf* m = pkts[i];
-        offload::OffloadState& o = *offload_[port_index_[m->port]];
-        if (!o.emulated) {
+        if (m->port != port) {
+            count_run();
+            port = m->port;
+            o = offload_[port_index_[port]].get();
+            run_rule = -1;
+        }
+        if (!o->emulated) {
             pkts[keep++] = m;
             continue;
         }
         const offload::Decision d =
-            o.classifier.classify({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len});
-        if (d.rule >= 0) bump(o.hits[d.rule], 1);
+            o->classifier.classify({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len});
+        if (d.rule != run_rule) {
+            count_run();
+            run_rule = d.rule;
+        }
+        ++run;
         if (d.kind == offload::Decision::Kind::drop) {
             rte_pktmbuf_free(m);
             ++dropped;
@@ -494,6 +518,7 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
             pkts[keep++] = m;
         }
     }
+    count_run();
     if (pass) {
         bump(lane.counters.passthrough, pass);
         bump(lane.counters.tx, pass);
@@ -503,8 +528,11 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
     return keep;
 }
 
-uint64_t PortSource::burst_time_ns(unsigned q) const noexcept {
-    return stamp_mbufs_ ? 0 : lanes_[q]->burst_ns;
+uint64_t PortSource::burst_time_ns(unsigned q) noexcept {
+    if (stamp_mbufs_) return 0;
+    Lane& lane = *lanes_[q];
+    if (lane.burst_ns == 0) lane.burst_ns = now_ns();
+    return lane.burst_ns;
 }
 
 uint16_t PortSource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {

@@ -25,7 +25,7 @@ struct WorkerCounters {
     std::atomic<uint64_t> non_roce{0};
     std::atomic<uint64_t> malformed[proto::kMalformedReasons] = {};  // by proto::Malformed
     std::atomic<uint64_t> bursts{0};
-    std::atomic<uint64_t> busy_cycles{0};  // TSC cycles spent on non-empty bursts
+    std::atomic<uint64_t> busy_cycles{0};  // TSC cycles from non-empty polls to the next poll
     std::atomic<uint64_t> cpu_ns{0};       // thread CPU time of the loop, set when it ends
     std::atomic<uint64_t> reports{0};      // Engine::report() calls (--interval)
     std::atomic<uint64_t> ticks{0};        // Engine::tick() calls (idle eviction)

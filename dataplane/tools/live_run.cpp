@@ -429,6 +429,7 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         }
         if (!opt.quiet) {
             exporter::RunInfo info = pipe->run_info();
+            info.mode = is_inline ? "inline" : "monitor";
             for (const pipeline::PortInfo& p : source->ports())
                 info.input += (info.input.empty() ? "" : ", ") + p.name;
             info.shard_policy =
@@ -437,17 +438,21 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
                     : "symmetric RSS (rte_flow plan)";
             pipe->exporter().summary().render(summary_out, totals, info);
         }
+        // Worker CPU time: frames per CPU-second is a worker core's capacity even on a
+        // shared machine, where the wall-clock rate is also the neighbours' doing.
+        double worker_cpu_s = 0;
+        for (const double s : pipe->run_info().worker_cpu_s) worker_cpu_s += s;
         std::fprintf(
             stderr,
             "%s: %llu frames received, %llu forwarded (%llu passthrough), tx retries %llu, "
-            "tx dropped %llu, rx missed %llu, records dropped %llu\n",
+            "tx dropped %llu, rx missed %llu, records dropped %llu, worker CPU %.3f s\n",
             name, static_cast<unsigned long long>(t.frames),
             static_cast<unsigned long long>(is_inline ? t.tx : 0),
             static_cast<unsigned long long>(t.passthrough),
             static_cast<unsigned long long>(t.tx_retries),
             static_cast<unsigned long long>(t.tx_dropped),
             static_cast<unsigned long long>(t.rx_missed),
-            static_cast<unsigned long long>(t.records_dropped));
+            static_cast<unsigned long long>(t.records_dropped), worker_cpu_s);
         pipe.reset();
         source.reset();
     }

@@ -193,6 +193,73 @@ TEST(SoftClassifier, applies_the_rules_it_was_given_not_a_fixed_policy) {
     EXPECT_EQ(c.classify(with_udp_dst(roce(1, 2), 53)).kind, Decision::Kind::drop);
 }
 
+TEST(SoftClassifier, byte_compares_on_non_ip_frames_are_applied_before_the_shape_decides) {
+    // Class 0 (untagged, not IP) is decided without a compare only when no rule of that
+    // shape compares bytes: here one does (ARP dropped), so every such frame is compared.
+    SoftClassifier c;
+    std::string why;
+    FlowRule arp;
+    arp.name = "drop-arp";
+    arp.attr.ingress = 1;
+    rte_flow_item_eth spec{}, mask{};
+    spec.hdr.ether_type = rte_cpu_to_be_16(0x0806);
+    mask.hdr.ether_type = 0xFFFF;
+    arp.add_item(RTE_FLOW_ITEM_TYPE_ETH, &spec, &mask);
+    arp.add_action(RTE_FLOW_ACTION_TYPE_DROP);
+    arp.finish();
+    ASSERT_TRUE(c.add(arp, why)) << why;
+    ASSERT_TRUE(c.add(make_passthrough_rule(kWorkers, false), why)) << why;
+    Frame f = roce(1, 2);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    EXPECT_EQ(c.classify(f).kind, Decision::Kind::drop);
+    EXPECT_EQ(c.classify(f).rule, 0);
+    f[13] = 0xCC;  // LLDP: 0x88CC
+    f[12] = 0x88;
+    EXPECT_TRUE(to_passthrough(c.classify(f)));
+    EXPECT_EQ(c.classify(f).rule, 1);
+    EXPECT_EQ(c.classify(Frame(64, 0)).rule, 1);                          // EtherType 0
+    EXPECT_EQ(c.classify(Frame(10, 0)).kind, Decision::Kind::unmatched);  // not Ethernet
+}
+
+TEST(SoftClassifier, a_rule_the_shape_decides_shadows_every_later_rule) {
+    // ETH alone at priority 0: added before the plan's RoCE rules (also priority 0) it
+    // takes every Ethernet frame, RoCE included; added after them, only what they leave
+    // (it still comes before the priority-1 passthrough rule).
+    FlowRule all;
+    all.name = "all-to-2";
+    all.attr.ingress = 1;
+    all.attr.priority = 0;
+    all.add_item(RTE_FLOW_ITEM_TYPE_ETH);
+    all.add_action(RTE_FLOW_ACTION_TYPE_QUEUE, rte_flow_action_queue{2});
+    all.finish();
+    NicCaps caps;
+    caps.worker_queues = kWorkers;
+    caps.rss_types = kIpOnlyRssTypes;
+    const RulePlan plan = build_insert_rules(caps);
+    std::string why;
+    SoftClassifier first;
+    ASSERT_TRUE(first.add(all, why)) << why;
+    for (const RuleChoice& r : plan.rules) ASSERT_TRUE(first.add(r.alternatives[0], why)) << why;
+    SoftClassifier after = default_plan();
+    ASSERT_TRUE(after.add(all, why)) << why;
+
+    const Frame dns = with_udp_dst(roce(1, 2), 53);
+    for (const Frame& f : {roce(1, 2), roce(3, 4, 2, true), dns, Frame(64, 0)}) {
+        const Decision d = first.classify(f);
+        EXPECT_EQ(d.queue, 2);
+        EXPECT_EQ(first.name(static_cast<std::size_t>(d.rule)), "all-to-2");
+    }
+    EXPECT_TRUE(to_worker(after.classify(roce(1, 2))));
+    EXPECT_TRUE(to_worker(after.classify(roce(3, 4, 2, true))));
+    for (const Frame& f : {dns, Frame(64, 0)}) {
+        const Decision d = after.classify(f);
+        EXPECT_EQ(d.queue, 2);
+        EXPECT_EQ(after.name(static_cast<std::size_t>(d.rule)), "all-to-2");
+    }
+    EXPECT_EQ(first.classify(Frame(13, 0)).kind, Decision::Kind::unmatched);  // not Ethernet
+}
+
 TEST(SoftClassifier, vlan_tci_and_has_vlan_masks_are_applied) {
     SoftClassifier c;
     std::string why;
