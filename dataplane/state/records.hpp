@@ -106,7 +106,7 @@ struct Record {
         QpRecord qp;
         EventRecord event;
     };
-    Record() : msg() {}
+    constexpr Record() : msg() {}
 };
 
 static_assert(std::is_trivially_copyable_v<Record>, "records are copied through rte_rings");

@@ -4,7 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
+#include <cstring>
+#include <type_traits>
 
 #include "dataplane/state/lazy_array.hpp"
 
@@ -21,6 +22,8 @@ constexpr uint32_t kNoIndex = UINT32_MAX;
 
 template <typename T>
 class SlotPool {
+    static_assert(std::is_trivially_copyable_v<T>, "slots are reset by copying a constant");
+
   public:
     explicit SlotPool(uint32_t capacity)
         : capacity_(capacity), slots_(capacity), free_stack_(capacity) {}
@@ -40,7 +43,11 @@ class SlotPool {
             i = fresh_++;
         else
             return kNoIndex;
-        new (&slots_[i]) T{};
+        // Copied from a constant rather than `new T{}`: GCC zeroes a value-initialised
+        // 128-byte message with `rep stos`, whose start-up took most of create_message's
+        // samples; a copy of a known constant becomes a few vector stores.
+        static constexpr T kFresh{};
+        std::memcpy(static_cast<void*>(&slots_[i]), &kFresh, sizeof(T));
         return i;
     }
     void release(uint32_t i) { free_stack_[free_top_++] = i; }
