@@ -80,6 +80,49 @@ void on_tx_full(rte_mbuf** unsent, uint16_t count, void* userdata) {
     }
 }
 
+// Applies each frame's port plan over one burst. A burst comes from one or two ports: the
+// plan is looked up when the port changes, and rule hits are counted per run of equal
+// decisions, not per frame (both were dependent loads or a counter write per frame).
+class BurstClassifier {
+  public:
+    BurstClassifier(const std::vector<std::unique_ptr<offload::OffloadState>>& plans,
+                    const std::vector<int>& port_index)
+        : plans_(plans), port_index_(port_index) {}
+    ~BurstClassifier() { count_run(); }
+    BurstClassifier(const BurstClassifier&) = delete;
+    BurstClassifier& operator=(const BurstClassifier&) = delete;
+
+    // False: the frame's port has no emulated plan (hardware or software steering).
+    bool classify(const rte_mbuf* m, offload::Decision& d) noexcept {
+        if (m->port != port_) {
+            count_run();
+            port_ = m->port;
+            plan_ = plans_[port_index_[port_]].get();
+            run_rule_ = -1;
+        }
+        if (!plan_->emulated) return false;
+        d = plan_->classifier.classify({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len});
+        if (d.rule != run_rule_) {
+            count_run();
+            run_rule_ = d.rule;
+        }
+        ++run_;
+        return true;
+    }
+
+  private:
+    void count_run() noexcept {
+        if (run_rule_ >= 0) bump(plan_->hits[run_rule_], run_);
+        run_ = 0;
+    }
+    const std::vector<std::unique_ptr<offload::OffloadState>>& plans_;
+    const std::vector<int>& port_index_;
+    uint16_t port_ = UINT16_MAX;
+    offload::OffloadState* plan_ = nullptr;
+    int32_t run_rule_ = -1;
+    uint64_t run_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
@@ -478,37 +521,16 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
     constexpr uint16_t kFramesAhead = 8;
     for (uint16_t i = 0; i < n && i < kFramesAhead; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
-    // A burst comes from one or two ports: look a port's plan up when the port changes,
-    // and count rule hits per run of equal decisions, not per frame.
-    uint16_t port = UINT16_MAX;
-    offload::OffloadState* o = nullptr;
-    int32_t run_rule = -1;
-    uint64_t run = 0;
-    const auto count_run = [&] {
-        if (run_rule >= 0) bump(o->hits[run_rule], run);
-        run = 0;
-    };
+    BurstClassifier plans(offload_, port_index_);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kFramesAhead < n)
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kFramesAhead], const void*));
         rte_mbuf* m = pkts[i];
-        if (m->port != port) {
-            count_run();
-            port = m->port;
-            o = offload_[port_index_[port]].get();
-            run_rule = -1;
-        }
-        if (!o->emulated) {
+        offload::Decision d;
+        if (!plans.classify(m, d)) {
             pkts[keep++] = m;
             continue;
         }
-        const offload::Decision d =
-            o->classifier.classify({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len});
-        if (d.rule != run_rule) {
-            count_run();
-            run_rule = d.rule;
-        }
-        ++run;
         if (d.kind == offload::Decision::Kind::drop) {
             rte_pktmbuf_free(m);
             ++dropped;
@@ -518,7 +540,6 @@ uint16_t PortSource::steer_emulated(Lane& lane, rte_mbuf** pkts, uint16_t n, uns
             pkts[keep++] = m;
         }
     }
-    count_run();
     if (pass) {
         bump(lane.counters.passthrough, pass);
         bump(lane.counters.tx, pass);
@@ -666,14 +687,12 @@ bool PortSource::dispatch_loop() {
         }
         idle.reset();
         uint64_t pass = 0, dropped = 0;
+        BurstClassifier plans(offload_, port_index_);
         for (uint16_t i = 0; i < got; ++i) {
             rte_mbuf* m = pkts[i];
-            const std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
-            offload::OffloadState& o = *offload_[port_index_[m->port]];
             unsigned q = 0;
-            if (o.emulated) {
-                const offload::Decision d = o.classifier.classify(frame);
-                if (d.rule >= 0) bump(o.hits[d.rule], 1);
+            offload::Decision d;
+            if (plans.classify(m, d)) {
                 if (d.kind == offload::Decision::Kind::drop) {
                     rte_pktmbuf_free(m);
                     ++dropped;
@@ -686,6 +705,8 @@ bool PortSource::dispatch_loop() {
                 }
                 q = d.kind == offload::Decision::Kind::queue ? d.queue : 0;
             } else {
+                const std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*),
+                                                     m->data_len);
                 q = shard_index(shard_hash(frame, config_.policy), workers_);
             }
             lane.staging[q].push_back(m);

@@ -173,6 +173,23 @@ def check_state_resident(dp, workers):
         fail(f"VmLck {locked_kib} kB < {workers} x {mib} MiB of state tables")
 
 
+def check_rule_hits(offload, ref_summary):
+    """The emulated plan's hit counters: every frame from A (port 0) hit exactly one rule,
+    UDP/4791 (RoCE and malformed RoCE) the RSS rules, the rest the passthrough rule; B sent
+    nothing."""
+    ports = sorted(offload)
+    a, b = offload[ports[0]], offload[ports[1]]
+    if a["steering"] != "emulated":
+        fail(f"expected the emulated plan here: {a}")
+    def hits(port, action):
+        return sum(v for k, v in port.items() if k.endswith("_hits") and
+                   action in port[k[:-len("_hits")]])
+    udp4791 = ref_summary["pkts"] - ref_summary["non_roce_pkts"]
+    got = (hits(a, " RSS("), hits(a, " QUEUE "), hits(b, " RSS(") + hits(b, " QUEUE "))
+    if got != (udp4791, ref_summary["non_roce_pkts"], 0):
+        fail(f"rule hits (RoCE, passthrough, port B) {got} != {(udp4791, ref_summary['non_roce_pkts'], 0)}")
+
+
 def telemetry(prefix, command):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
@@ -243,6 +260,7 @@ def case_inline(workers):
                 replay_into_a(topo, pcap, 2000)
                 wait_for(lambda: len(read_pcap(cap)) >= len(sent), 30, f"{len(sent)} frames at B")
                 stats = telemetry(prefix, "/insert/stats")
+                offload = telemetry(prefix, "/insert/offload")
             finally:
                 rc = dp.stop(signal.SIGTERM)
             if rc != 0:
@@ -275,6 +293,7 @@ def case_inline(workers):
                 fail(f"/insert/stats {k} {stats[k]} != replay {ref_summary[k]}")
         if stats["tx_dropped"] != 0 or stats["rx_missed"] != 0:
             fail(f"drops: {stats}")
+        check_rule_hits(offload, ref_summary)
         compare_with_replay(load_records(rec), ref)
         print(f"inline, {workers} worker(s): {len(sent)} frames forwarded once, byte-identical, "
               f"per-flow order kept; records equal replay's ({ref_summary['msgs']} msgs)")
