@@ -152,7 +152,9 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
     app.add_option("--shard", opt.shard,
                    "software RSS key with --offload off: ip-pair, ip-pair-sport")
         ->check(CLI::IsMember({"ip-pair", "ip-pair-sport"}));
-    app.add_option("--max-endpoints", opt.max_endpoints, "endpoint table capacity per worker")
+    app.add_option("--max-endpoints", opt.max_endpoints,
+                   "endpoint table capacity per worker (default 1048576); its memory is "
+                   "made resident and locked at start, and the start line says how much")
         ->check(CLI::Range(1u, 1u << 28));
     app.add_option("--idle-timeout", opt.idle_timeout_s,
                    "evict endpoints idle for S seconds (default 60)")
