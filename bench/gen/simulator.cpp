@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
+#include "bench/gen/flat_map.hpp"
 #include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/builder.hpp"
 #include "dataplane/proto/ethernet.hpp"
@@ -163,7 +163,9 @@ void Simulator::setup() {
 
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
-    std::unordered_map<uint64_t, std::unordered_set<uint16_t>> used_sports;
+    // (host pair, port) -> taken: one flat table rather than a set per pair (~5% of the
+    // serial set-up on `large`). Host pairs are numbered lo * hosts + hi (hosts are 16-bit).
+    FlatMap<bool> used_sports(sc_.sport_policy == SportPolicy::symmetric ? specs.size() : 0);
     for (std::size_t i = 0; i < specs.size(); ++i) {
         ConnInfo& ci = conn_info_[i];
         ci.spec = specs[i];
@@ -179,11 +181,11 @@ void Simulator::setup() {
                 // hosts (while there are ports left) so that the sport rule can pair them.
                 const uint32_t lo = std::min(ci.spec.a, ci.spec.b),
                                hi = std::max(ci.spec.a, ci.spec.b);
-                auto& used = used_sports[(uint64_t{lo} << 32) | hi];
+                const uint64_t pair = uint64_t{lo} * nh + hi;
                 uint16_t port = 0;
                 for (int attempt = 0; attempt < 64; ++attempt) {
                     port = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
-                    if (used.insert(port).second) break;
+                    if (used_sports.try_emplace(pair << 16 | port, true).second) break;
                 }
                 ci.sport_req = ci.sport_resp = port;
                 break;
