@@ -4,9 +4,13 @@
 // Reports per-worker Mpps (frames / CPU time of that worker's thread) and total Mpps (frames /
 // wall time) for 1..N workers on workloads of several endpoint counts; medians of
 // --repeat runs. Use hugepages (scripts/setup.sh): 4 KB pages slow mbuf access.
+// The engines' tables are resident from their creation, as in the live appliance
+// (pipeline/resident_memory.hpp); --lazy-tables leaves them to fault in page by page on first
+// touch, as replay does, which puts the kernel's zero-filling into the workers' time.
 //
 //   insert-pipeline-bench [--endpoints 1000,100000,1000000] [--workers 1,2]
-//                         [--messages-per-endpoint 4] [--repeat 3] [-- EAL options]
+//                         [--messages-per-endpoint 4] [--repeat 3] [--lazy-tables]
+//                         [-- EAL options]
 #include <fmt/format.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -22,6 +26,7 @@
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/memory_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
+#include "dataplane/pipeline/resident_memory.hpp"
 #include "dataplane/state/engine.hpp"
 
 using namespace insert;
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> worker_counts = {1, 2};
     uint64_t per_endpoint = 4;
     uint64_t repeat = 3;
+    bool lazy_tables = false;
     std::vector<std::string> eal_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -120,13 +126,16 @@ int main(int argc, char** argv) {
         } else if (a == "--repeat") {
             value(one);
             repeat = one[0];
+        } else if (a == "--lazy-tables") {
+            lazy_tables = true;
         } else if (a == "--") {
             eal_args.assign(argv + i + 1, argv + argc);
             break;
         } else if (a == "-h" || a == "--help") {
             std::printf(
                 "usage: insert-pipeline-bench [--endpoints 1000,100000,1000000] "
-                "[--workers 1,2] [--messages-per-endpoint 4] [--repeat 3] [-- EAL options]\n");
+                "[--workers 1,2] [--messages-per-endpoint 4] [--repeat 3] [--lazy-tables] "
+                "[-- EAL options]\n");
             return 0;
         } else {
             std::fprintf(stderr, "insert-pipeline-bench: unknown option %s\n", a.c_str());
@@ -151,9 +160,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "insert-pipeline-bench: %s\n", error.c_str());
         return 1;
     }
-    std::printf("# EAL: %s, %u lcores on %zu cpus\n",
+    // After EAL (its memory stays as it is), before any engine maps its tables.
+    const bool resident = !lazy_tables && pipeline::lock_future_memory("insert-pipeline-bench");
+    std::printf("# EAL: %s, %u lcores on %zu cpus; engine tables %s\n",
                 eal.plan().hugepages ? "hugepages" : "4 KB pages", rte_lcore_count(),
-                pipeline::allowed_cpus().size());
+                pipeline::allowed_cpus().size(),
+                resident ? "resident (locked at creation)" : "faulted in on first touch");
     std::printf("%-10s %-8s %10s %12s %14s %14s %9s\n", "endpoints", "workers", "frames", "msgs",
                 "Mpps/worker", "Mpps total", "balance");
     for (uint64_t endpoints : endpoint_counts) {

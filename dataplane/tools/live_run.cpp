@@ -3,8 +3,6 @@
 #include "dataplane/tools/live_run.hpp"
 
 #include <linux/if_ether.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -27,6 +25,7 @@
 #include "dataplane/pipeline/pipeline.hpp"
 #include "dataplane/pipeline/port_config.hpp"
 #include "dataplane/pipeline/qp_board.hpp"
+#include "dataplane/pipeline/resident_memory.hpp"
 #include "dataplane/pipeline/telemetry.hpp"
 #include "dataplane/state/engine.hpp"
 #include "dataplane/tools/command_line.hpp"
@@ -35,26 +34,6 @@
 namespace insert::tools {
 
 namespace {
-
-// Locks the memory the process maps from here on: the engines' tables, mapped next. They
-// are reserved lazily (state/lazy_array.hpp), and without this the first frame of each new
-// connection on a live link waits for the kernel to fault in and zero a 2 MiB page of the
-// index or endpoint table (3-5 ms each on a busy VM: the p99 latency measured over veth).
-// Locked, they are populated once, at start, as an appliance's state should be; the cost
-// is start-up time and resident memory for the whole capacity (--max-endpoints). Memory
-// mapped before (EAL's, the mbuf pools) is already in use and is left as it is.
-bool lock_memory(const char* name) {
-    rlimit limit{};
-    // Without CAP_IPC_LOCK a finite RLIMIT_MEMLOCK would make the table mappings fail.
-    const bool allowed = geteuid() == 0 || (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 &&
-                                            limit.rlim_cur == RLIM_INFINITY);
-    if (allowed && mlockall(MCL_FUTURE) == 0) return true;
-    std::fprintf(stderr,
-                 "%s: warning: memory not locked (%s): the first frames of new connections may "
-                 "wait for page faults (run as root or with ulimit -l unlimited)\n",
-                 name, allowed ? std::strerror(errno) : "not root, ulimit -l is finite");
-    return false;
-}
 
 constexpr unsigned kMaxWorkers = 64;
 constexpr uint64_t kMiB = 1u << 20;
@@ -329,7 +308,7 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         return 1;
     }
     pipeline::register_telemetry();
-    const bool locked = lock_memory(name);
+    const bool locked = pipeline::lock_future_memory(name);
 
     int status = 0;
     {
