@@ -1,5 +1,6 @@
 #include "bench/gen/pipeline.hpp"
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -7,6 +8,7 @@
 #include "bench/gen/broadcast_ring.hpp"
 #include "bench/gen/frame_encoder.hpp"
 #include "bench/gen/pcap_out.hpp"
+#include "bench/gen/ring_packet.hpp"
 #include "bench/gen/truth_json.hpp"
 
 namespace insert::gen {
@@ -26,7 +28,7 @@ void FrameWriter::write(const SimPacket& p) {
 
 namespace {
 
-// 16k packets (3 MB) of slack between the threads: with more threads than cores, a
+// 16k packets (2 MB) of slack between the threads: with more threads than cores, a
 // consumer may be descheduled for a few milliseconds (a few thousand packets) at a time.
 constexpr std::size_t kRingPackets = 16384;
 constexpr std::size_t kRingMsgs = 8192;
@@ -40,7 +42,7 @@ constexpr unsigned kTruthConsumer = 0, kFrameConsumer = 1;
 // state - random lines among 100k QPs - are on their way.
 constexpr std::size_t kPrefetchEarly = 12, kPrefetchAhead = 8, kPrefetchLate = 4;
 
-using PacketRing = BroadcastRing<SimPacket>;
+using PacketRing = BroadcastRing<RingPacket>;
 using MsgRing = BroadcastRing<TruthMsg>;
 
 // The simulator's end of the pipeline.
@@ -48,7 +50,7 @@ class RingSink : public ObservedSink {
   public:
     explicit RingSink(PacketRing& ring) : ring_(ring) {}
     void observe(const SimPacket& p) override {
-        ring_.slot() = p;
+        pack(p, ring_.slot());
         ring_.commit();
     }
 
@@ -69,17 +71,28 @@ class MsgRingSink : public TruthMsgSink {
     MsgRing& ring_;
 };
 
-// The truth thread: every packet through the observer, then the end of the capture.
+// The truth thread: every packet through the observer, then the end of the capture. Each
+// packet is unpacked once, when it enters the prefetch stages, into a small window that
+// stays in L1 for its later stages and observe().
 void observe_all(PacketRing& ring, TruthObserver& truth) {
+    constexpr std::size_t kWindow = 16;  // > kPrefetchEarly, a power of two
+    static_assert(kWindow > kPrefetchEarly && (kWindow & (kWindow - 1)) == 0);
+    std::array<SimPacket, kWindow> window;
+    auto at = [&](std::size_t i) -> SimPacket& { return window[i % kWindow]; };
     for (;;) {
-        const std::span<const SimPacket> batch = ring.acquire(kTruthConsumer);
+        const std::span<const RingPacket> batch = ring.acquire(kTruthConsumer);
         if (batch.empty()) break;
+        for (std::size_t i = 0; i < std::min(kPrefetchEarly, batch.size()); ++i)
+            unpack(batch[i], at(i));
         std::size_t released = 0;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (i + kPrefetchEarly < batch.size()) truth.prefetch_early(batch[i + kPrefetchEarly]);
-            if (i + kPrefetchAhead < batch.size()) truth.prefetch(batch[i + kPrefetchAhead]);
-            if (i + kPrefetchLate < batch.size()) truth.prefetch_late(batch[i + kPrefetchLate]);
-            truth.observe(batch[i]);
+            if (i + kPrefetchEarly < batch.size()) {
+                unpack(batch[i + kPrefetchEarly], at(i + kPrefetchEarly));
+                truth.prefetch_early(at(i + kPrefetchEarly));
+            }
+            if (i + kPrefetchAhead < batch.size()) truth.prefetch(at(i + kPrefetchAhead));
+            if (i + kPrefetchLate < batch.size()) truth.prefetch_late(at(i + kPrefetchLate));
+            truth.observe(at(i));
             if (i + 1 - released == kReleaseEvery) {
                 ring.release(kTruthConsumer, kReleaseEvery);
                 released = i + 1;
@@ -117,9 +130,13 @@ class Output {
     StagesResult result;
 
   private:
-    bool encode(std::span<const SimPacket> batch) {
+    bool encode(std::span<const RingPacket> batch) {
         batch = batch.first(std::min(batch.size(), kReleaseEvery));
-        for (const SimPacket& p : batch) frames_->write(p);
+        SimPacket p;
+        for (const RingPacket& r : batch) {
+            unpack(r, p);
+            frames_->write(p);
+        }
         if (!batch.empty()) packets_.release(kFrameConsumer, batch.size());
         return !batch.empty();
     }

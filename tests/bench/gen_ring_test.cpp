@@ -1,12 +1,16 @@
 // The ring between insert-gen's pipeline threads: every consumer sees every item, in
 // order, whatever the relative speed of the threads; a full ring holds the producer back;
-// a consumer of two rings sharing a doorbell sees both streams to the end.
+// a consumer of two rings sharing a doorbell sees both streams to the end. The packets
+// cross it packed (ring_packet.hpp): unpacking gives back every field the consumers read.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <thread>
 
 #include "bench/gen/broadcast_ring.hpp"
+#include "bench/gen/builtin_scenarios.hpp"
+#include "bench/gen/ring_packet.hpp"
+#include "bench/gen/simulator.hpp"
 
 namespace insert::gen {
 namespace {
@@ -81,6 +85,61 @@ TEST(BroadcastRing, two_rings_one_doorbell) {
     EXPECT_EQ(bad, 0u);
     EXPECT_EQ(next[0], kItems / 3);
     EXPECT_EQ(next[1], kItems);
+}
+
+// Every field of a SimPacket but the simulation-only ones (drops, swap, spray delay).
+bool same_observed(const SimPacket& a, const SimPacket& b) {
+    const proto::TransportHeaders &s = a.t, &t = b.t;
+    const bool bth =
+        s.bth.opcode == t.bth.opcode && s.bth.se == t.bth.se && s.bth.migreq == t.bth.migreq &&
+        s.bth.pad == t.bth.pad && s.bth.tver == t.bth.tver && s.bth.pkey == t.bth.pkey &&
+        s.bth.fecn == t.bth.fecn && s.bth.becn == t.bth.becn && s.bth.dest_qp == t.bth.dest_qp &&
+        s.bth.ack_req == t.bth.ack_req && s.bth.psn == t.bth.psn;
+    const bool ext = s.ext == t.ext && s.xrc_srqn == t.xrc_srqn && s.deth.qkey == t.deth.qkey &&
+                     s.deth.src_qp == t.deth.src_qp && s.reth.va == t.reth.va &&
+                     s.reth.rkey == t.reth.rkey && s.reth.dma_len == t.reth.dma_len &&
+                     s.atomic.va == t.atomic.va && s.atomic.rkey == t.atomic.rkey &&
+                     s.atomic.swap_add == t.atomic.swap_add &&
+                     s.atomic.compare == t.atomic.compare && s.aeth.syndrome == t.aeth.syndrome &&
+                     s.aeth.msn == t.aeth.msn && s.atomic_ack == t.atomic_ack && s.imm == t.imm &&
+                     s.ieth_rkey == t.ieth_rkey;
+    const bool rest = a.t_ns == b.t_ns && a.cls == b.cls && a.variant == b.variant &&
+                      a.ecn == b.ecn && a.dscp == b.dscp && a.src_host == b.src_host &&
+                      a.dst_host == b.dst_host && a.sport == b.sport &&
+                      a.payload_len == b.payload_len && a.msg_uid == b.msg_uid &&
+                      a.conn == b.conn && a.index == b.index && a.retx == b.retx && a.cm == b.cm &&
+                      a.cm_local_id == b.cm_local_id && a.cm_remote_id == b.cm_remote_id &&
+                      a.cm_qpn == b.cm_qpn && a.cm_psn == b.cm_psn && a.dir == b.dir;
+    return bth && ext && rest;
+}
+
+class RoundTrip : public ObservedSink {
+  public:
+    void observe(const SimPacket& p) override {
+        RingPacket r;
+        pack(p, r);
+        SimPacket back;
+        unpack(r, back);
+        ++packets;
+        differ += !same_observed(p, back);
+    }
+    uint64_t packets = 0, differ = 0;
+};
+
+TEST(RingPacket, every_builtin_scenario_round_trips) {
+    ScaleOptions opts;
+    opts.scale = 0.25;
+    opts.qps = 300;
+    opts.packets = 3000;
+    for (const std::string& name : builtin_names()) {
+        const auto scenario = builtin_scenario(name, opts);
+        ASSERT_TRUE(scenario) << name;
+        Simulator sim(*scenario, 2);
+        RoundTrip sink;
+        sim.run(sink);
+        EXPECT_GT(sink.packets, 0u) << name;
+        EXPECT_EQ(sink.differ, 0u) << name;
+    }
 }
 
 }  // namespace
