@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/gen/huge_vector.hpp"
+#include "bench/gen/output_file.hpp"
 #include "dataplane/export/decimal.hpp"
 
 namespace insert::gen {
@@ -121,6 +122,12 @@ class JsonOut {
         p_ = buf_.get();
         return ok_;
     }
+    // After the last flush(): the file is complete (Preallocation::release()).
+    bool finish_file() {
+        if (!f_ || !ok_) return ok_;
+        ok_ = std::fflush(f_) == 0 && prealloc_.release(fileno(f_), written_);
+        return ok_;
+    }
 
   private:
     static constexpr std::size_t kFlushBytes = 1 << 18;
@@ -131,13 +138,18 @@ class JsonOut {
         if (kBufBytes - used() < n) flush();
     }
     void put(const char* data, std::size_t n) {
-        if (mem_)
+        if (mem_) {
             mem_->insert(mem_->end(), data, data + n);
-        else if (std::fwrite(data, 1, n, f_) != n)
-            ok_ = false;
+            return;
+        }
+        written_ += n;
+        prealloc_.ahead(fileno(f_), written_);
+        if (std::fwrite(data, 1, n, f_) != n) ok_ = false;
     }
 
     std::FILE* f_ = nullptr;
+    Preallocation prealloc_;
+    uint64_t written_ = 0;  // bytes handed to f_
     HugeVector<char>* mem_ = nullptr;
     std::unique_ptr<char[]> buf_;
     char* p_;

@@ -36,4 +36,19 @@ int OutputFile::open(const std::string& path, mode_t mode) {
     return ::open(path.c_str(), kFlags | O_TRUNC, mode);
 }
 
+void Preallocation::extend(int fd, uint64_t end) {
+    const uint64_t to = end + kMargin + kStep;
+    if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(allocated_),
+                    static_cast<off_t>(to - allocated_)) != 0) {
+        enabled_ = false;
+        return;
+    }
+    allocated_ = to;
+}
+
+bool Preallocation::release(int fd, uint64_t size) {
+    // Truncating to the same size frees the blocks allocated beyond it (ext4, XFS).
+    return allocated_ == 0 || ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+}
+
 }  // namespace insert::gen

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,31 @@ class OutputFile {
 
   private:
     std::jthread reaper_;
+};
+
+// Keeps a file's blocks allocated ahead of what has been written to it (fallocate with
+// FALLOC_FL_KEEP_SIZE, kStep at a time), so that ext4 does not have to reserve a delayed
+// allocation, block by block, in every write(2): ~25% of the kernel's CPU time for a
+// buffered write of 400 MB in 256 KiB pieces (measured, 6.18), ~0.05 s on `large`. The
+// blocks beyond the final size are given back by release(). Best effort: where fallocate
+// is not supported (pipes, /dev/null, some file systems) it is not tried again.
+class Preallocation {
+  public:
+    // `end`: the bytes handed to the file so far.
+    void ahead(int fd, uint64_t end) {
+        if (end + kMargin > allocated_ && enabled_) extend(fd, end);
+    }
+    // The file is complete at `size` bytes (everything written): frees what lies beyond.
+    // False with errno if that failed.
+    bool release(int fd, uint64_t size);
+
+  private:
+    static constexpr uint64_t kStep = uint64_t{32} << 20;
+    static constexpr uint64_t kMargin = uint64_t{4} << 20;  // > any one write
+    void extend(int fd, uint64_t end);
+
+    uint64_t allocated_ = 0;
+    bool enabled_ = true;
 };
 
 }  // namespace insert::gen

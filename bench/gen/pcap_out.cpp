@@ -56,6 +56,8 @@ void PcapOut::commit(uint64_t ts_ns, std::size_t len) {
 void PcapOut::flush() {
     const uint8_t* p = buf_.get();
     std::size_t left = used_;
+    prealloc_.ahead(fd_, written_ + used_);
+    written_ += used_;
     while (left > 0 && error_.empty()) {
         const ssize_t n = ::write(fd_, p, left);
         if (n < 0 && errno == EINTR) continue;
@@ -72,6 +74,8 @@ void PcapOut::flush() {
 bool PcapOut::close() {
     if (fd_ < 0) return error_.empty();
     flush();
+    if (error_.empty() && !prealloc_.release(fd_, written_))
+        error_ = path_ + ": " + std::strerror(errno);
     if (::close(fd_) != 0 && error_.empty())
         error_ = path_ + ": close failed: " + std::strerror(errno);
     fd_ = -1;

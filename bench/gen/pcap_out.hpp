@@ -41,7 +41,9 @@ class PcapOut {
     void flush();
 
     OutputFile file_;
+    Preallocation prealloc_;
     int fd_ = -1;
+    uint64_t written_ = 0;  // bytes handed to write(2)
     std::unique_ptr<uint8_t[]> buf_;
     std::size_t used_ = 0;
     std::string path_;

@@ -209,7 +209,7 @@ bool TruthJsonWriter::finish(const TruthObserver& truth, std::string& error) {
     w.field("endpoints", s.endpoints).field("connections", s.connections).field("msgs", s.msgs);
     w.lit("}\n}\n");
     out.commit(w);
-    const bool ok = out.flush();
+    const bool ok = out.flush() && out.finish_file();
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;
     if (!ok || !closed) {

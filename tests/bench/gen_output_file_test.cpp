@@ -1,6 +1,7 @@
 // insert-gen's OutputFile: a big existing output is replaced by a new file (the old inode
 // torn down in the background) with the same permission bits; a file with another hard
-// link, or a small one, is truncated in place, as open(O_TRUNC) would.
+// link, or a small one, is truncated in place, as open(O_TRUNC) would. Preallocation gives
+// back the blocks it allocated beyond the file's final size.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,6 +85,26 @@ TEST_F(GenOutputFile, truncates_small_or_linked_files_in_place) {
     }
     EXPECT_EQ(stat_of(path).st_ino, before);
     EXPECT_EQ(stat_of(link).st_size, 0);  // the other name sees the truncation, as with O_TRUNC
+}
+
+TEST_F(GenOutputFile, preallocation_keeps_only_the_final_size) {
+    const std::string out = dir_ + "/out";
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    Preallocation prealloc;
+    std::vector<char> block(300'000, 'y');
+    uint64_t written = 0;
+    for (int i = 0; i < 5; ++i) {
+        prealloc.ahead(fd, written + block.size());
+        ASSERT_EQ(::write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+        written += block.size();
+    }
+    EXPECT_TRUE(prealloc.release(fd, written));
+    ::close(fd);
+    const struct stat st = stat_of(out);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), written);
+    // At most a block or so of slack (ext4: 4 KiB); without release(), ~36 MiB more.
+    EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, written + (uint64_t{1} << 20));
 }
 
 }  // namespace
