@@ -163,6 +163,7 @@ void Simulator::setup() {
 
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
+    cold_.resize(specs.size());
     // (host pair, port) -> taken: one flat table rather than a set per pair (~5% of the
     // serial set-up on `large`). Host pairs are numbered lo * hosts + hi (hosts are 16-bit).
     FlatMap<bool> used_sports(sc_.sport_policy == SportPolicy::symmetric ? specs.size() : 0);
@@ -200,9 +201,18 @@ void Simulator::setup() {
         }
         ci.cm_id_a = static_cast<uint32_t>(rng_.next());
         ci.cm_id_b = static_cast<uint32_t>(rng_.next());
-        conn_[i].next_psn = ci.psn_a;
-        conn_[i].e_psn = ci.psn_a;
-        conn_[i].cm_ready = !ci.spec.cm;
+        ConnState& cs = conn_[i];
+        cs.next_psn = ci.psn_a;
+        cs.e_psn = ci.psn_a;
+        cs.cm_ready = !ci.spec.cm;
+        cs.qpn_a = ci.qpn_a;
+        cs.qpn_b = ci.qpn_b;
+        cs.mtu = ci.spec.mtu;
+        cs.host_a = static_cast<uint16_t>(ci.spec.a);
+        cs.host_b = static_cast<uint16_t>(ci.spec.b);
+        cs.sport_req = ci.sport_req;
+        cs.sport_resp = ci.sport_resp;
+        cs.uc = ci.spec.transport == ConnTransport::uc;
     }
 
     // Messages: each connection's workload plus its explicit messages, in post order, as
@@ -255,6 +265,7 @@ void Simulator::setup() {
             }
         }
         conn_info_[c].num_msgs = static_cast<uint32_t>(msgs_.size()) - conn_info_[c].first_msg;
+        conn_[c].msgs_end = static_cast<uint32_t>(msgs_.size());
     }
     for (uint32_t c = 0; c < specs.size(); ++c) {
         ConnInfo& ci = conn_info_[c];
@@ -338,7 +349,7 @@ void Simulator::setup() {
         p.t.bth.opcode = op::kWriteOnly;
         p.t.bth.dest_qp = static_cast<uint32_t>(rng_.between(2, proto::kPsnMask));
         p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
-        schedule(rng_.between(0, span_end), Ev::observe, idx);
+        schedule(rng_.between(0, span_end), Ev::observe, idx, kNone);
     };
     for (uint32_t i = 0; i < sc_.background; ++i)
         inject(PacketClass::background, static_cast<uint8_t>(i % kBackgroundKinds));
@@ -377,7 +388,8 @@ void Simulator::on_tx(uint32_t idx) {
         return;
     }
     if (sink_) sink_->prefetch(p);  // observed in a microsecond or so
-    schedule(start + ser + sc_.prop_pre_ns + p.extra_delay_ns, Ev::observe, idx);
+    // b: the connection, for prefetch().
+    schedule(start + ser + sc_.prop_pre_ns + p.extra_delay_ns, Ev::observe, idx, p.conn);
 }
 
 void Simulator::on_observe(uint32_t idx) {
@@ -424,6 +436,19 @@ void Simulator::after_observer(uint32_t idx) {
         return;
     }
     schedule(now_ + sc_.prop_post_ns, Ev::deliver, idx, p.conn);  // b: for prefetch()
+    // The delivery reads the message state of the request, or of the oldest messages the
+    // response completes (complete_before()), last touched when posted, long evicted: load
+    // it now, ~prop_post_ns (hundreds of events) ahead. The connection's line is in cache
+    // (on_observe() just read it).
+    uint32_t uid = p.msg_uid;
+    if (p.dir == 1 && p.conn != kNone) {
+        const SendQueue& sq = conn_[p.conn].sq;
+        uid = sq.empty() ? kNone : sq.front();
+    }
+    if (uid != kNone) {
+        __builtin_prefetch(&msgs_[uid]);
+        __builtin_prefetch(&progress_[uid]);
+    }
 }
 
 void Simulator::on_deliver(uint32_t idx) {
@@ -436,10 +461,10 @@ void Simulator::on_deliver(uint32_t idx) {
     if (p.cm == CmKind::rep) {
         const uint64_t rtu_at = now_ + sc_.timing.cm_delay_ns / 3;
         send_cm(p.conn, CmKind::rtu, rtu_at);
-        ConnState& cs = conn_[p.conn];
-        cs.cm_ready = true;
-        if (cs.deferred_post != kNone) schedule(rtu_at, Ev::post, p.conn, cs.deferred_post);
-        cs.deferred_post = kNone;
+        conn_[p.conn].cm_ready = true;
+        ConnCold& cold = cold_[p.conn];
+        if (cold.deferred_post != kNone) schedule(rtu_at, Ev::post, p.conn, cold.deferred_post);
+        cold.deferred_post = kNone;
         return;
     }
     if (p.conn == kNone || p.cm != CmKind::none) return;  // UD traffic, RTU
@@ -447,7 +472,8 @@ void Simulator::on_deliver(uint32_t idx) {
         // DCQCN-like reaction point: halve the QP's rate, recover step by step.
         ConnState& cs = conn_[p.conn];
         cs.rate_div = std::min(cs.rate_div * 2, kMaxRateDivider);
-        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, p.conn, ++cs.rate_gen);
+        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, p.conn,
+                 ++cold_[p.conn].rate_gen);
         return;
     }
     if (p.dir == 0)
@@ -460,16 +486,14 @@ void Simulator::on_deliver(uint32_t idx) {
 
 // A post event carries the message's uid (its connection's first_msg + its index there).
 void Simulator::on_post(uint32_t conn, uint32_t uid) {
-    const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
     MsgInfo& m = msgs_[uid];
     MsgProgress& pg = progress_[uid];
     if (!cs.cm_ready) {  // the chain of posts resumes when the RTU goes out
-        cs.deferred_post = uid;
+        cold_[conn].deferred_post = uid;
         return;
     }
-    if (uid + 1 < ci.first_msg + ci.num_msgs)
-        schedule(msgs_[uid + 1].post_ns, Ev::post, conn, uid + 1);
+    if (uid + 1 < cs.msgs_end) schedule(msgs_[uid + 1].post_ns, Ev::post, conn, uid + 1);
     if (cs.error) {  // a QP in error flushes new work requests without sending them
         pg.done = true;
         return;
@@ -477,7 +501,7 @@ void Simulator::on_post(uint32_t conn, uint32_t uid) {
     m.psn_first = cs.next_psn;
     pg.resp_next = m.psn_first;
     cs.next_psn = psn_add(cs.next_psn, m.npsn);
-    if (ci.spec.transport == ConnTransport::uc) {
+    if (cs.uc) {
         send_message_from(conn, uid, 0);
         pg.done = true;
         return;
@@ -494,24 +518,23 @@ bool Simulator::target(uint32_t uid, uint32_t pkt_index, Action action) const {
 }
 
 void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt) {
-    const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
     const MsgInfo& m = msgs_[uid];
-    const bool uc = ci.spec.transport == ConnTransport::uc;
+    const bool uc = cs.uc;
     const Impairments& imp = sc_.imp;
     for (uint32_t i = from_pkt; i < m.npkts; ++i) {
         const uint32_t idx = alloc_packet();
         SimPacket& p = pkt(idx);
-        p.src_host = static_cast<uint16_t>(ci.spec.a);
-        p.dst_host = static_cast<uint16_t>(ci.spec.b);
-        p.sport = ci.sport_req;
+        p.src_host = cs.host_a;
+        p.dst_host = cs.host_b;
+        p.sport = cs.sport_req;
         p.conn = conn;
         p.dir = 0;
         p.msg_uid = uid;
         p.index = i;
         p.retx = i < progress_[uid].sent_pkts;
         proto::Bth& b = p.t.bth;
-        b.dest_qp = ci.qpn_b;
+        b.dest_qp = cs.qpn_b;
         b.psn = psn_add(m.psn_first, i);
         const bool last = i + 1 == m.npkts;
         switch (m.op) {
@@ -519,7 +542,7 @@ void Simulator::send_message_from(uint32_t conn, uint32_t uid, uint32_t from_pkt
             case OpType::write: {
                 const proto::Position pos = position_of(i, m.npkts);
                 b.opcode = request_opcode(m.op, pos, m.imm && last, m.inv && last, uc);
-                p.payload_len = std::min(ci.spec.mtu, m.len - std::min(m.len, i * ci.spec.mtu));
+                p.payload_len = std::min(cs.mtu, m.len - std::min(m.len, i * cs.mtu));
                 b.ack_req = last && !uc;
                 b.se = last && m.op == OpType::send;
                 p.t.reth = {m.va, m.rkey, m.len};
@@ -653,9 +676,10 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
                 complete_before(conn, psn, false);
                 pop_done(conn);
                 cs.paused = true;
-                cs.rnr_psn = psn;
+                cold_[conn].rnr_psn = psn;
                 arm_retx(conn, true);  // disarms: the RNR timer takes over
-                schedule(now_ + sc_.timing.rnr_timer_ns, Ev::rnr_resume, conn, ++cs.rnr_gen);
+                schedule(now_ + sc_.timing.rnr_timer_ns, Ev::rnr_resume, conn,
+                         ++cold_[conn].rnr_gen);
                 return;
             case proto::AethClass::nak:
                 complete_before(conn, psn, false);
@@ -702,10 +726,9 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
 // ---- Responder --------------------------------------------------------------------
 
 void Simulator::on_request(uint32_t conn, const SimPacket& p) {
-    const ConnInfo& ci = conn_info_[conn];
     ConnState& cs = conn_[conn];
     if (p.ecn == proto::kEcnCe) maybe_send_cnp(conn);
-    if (ci.spec.transport == ConnTransport::uc || cs.resp_error) return;
+    if (cs.uc || cs.resp_error) return;
     const uint32_t psn = p.t.bth.psn;
     const MsgInfo& m = msgs_[p.msg_uid];
     if (psn == cs.e_psn) {
@@ -770,18 +793,18 @@ void Simulator::on_request(uint32_t conn, const SimPacket& p) {
 }
 
 SimPacket& Simulator::new_response(uint32_t conn, uint32_t& idx, uint8_t opcode, uint32_t psn) {
-    const ConnInfo& ci = conn_info_[conn];
+    const ConnState& cs = conn_[conn];
     idx = alloc_packet();
     SimPacket& p = pkt(idx);
-    p.src_host = static_cast<uint16_t>(ci.spec.b);
-    p.dst_host = static_cast<uint16_t>(ci.spec.a);
-    p.sport = ci.sport_resp;
+    p.src_host = cs.host_b;
+    p.dst_host = cs.host_a;
+    p.sport = cs.sport_resp;
     p.conn = conn;
     p.dir = 1;
     p.t.bth.opcode = opcode;
-    p.t.bth.dest_qp = ci.qpn_a;
+    p.t.bth.dest_qp = cs.qpn_a;
     p.t.bth.psn = psn;
-    p.t.aeth.msn = conn_[conn].msn;
+    p.t.aeth.msn = cs.msn;
     return p;
 }
 
@@ -821,7 +844,7 @@ void Simulator::send_read_responses(uint32_t conn, const MsgInfo& m) {
     ConnState& cs = conn_[conn];
     cs.ack_pending = false;  // READ responses acknowledge earlier requests
     ++cs.ack_gen;
-    const uint32_t mtu = conn_info_[conn].spec.mtu;
+    const uint32_t mtu = cs.mtu;
     const uint32_t uid = static_cast<uint32_t>(&m - msgs_.data());
     for (uint32_t i = 0; i < m.npsn; ++i) {
         const proto::Position pos = position_of(i, m.npsn);
@@ -854,10 +877,10 @@ void Simulator::send_atomic_ack(uint32_t conn, const MsgInfo& m) {
 // Notification point: a CE-marked request makes the responder's NIC send a CNP to the
 // requester QP, at most one per QP per interval (mlx5's min_time_between_cnps).
 void Simulator::maybe_send_cnp(uint32_t conn) {
-    ConnState& cs = conn_[conn];
-    if (cs.cnp_sent && now_ - cs.last_cnp_ns < sc_.timing.cnp_interval_ns) return;
-    cs.cnp_sent = true;
-    cs.last_cnp_ns = now_;
+    ConnCold& cold = cold_[conn];
+    if (cold.cnp_sent && now_ - cold.last_cnp_ns < sc_.timing.cnp_interval_ns) return;
+    cold.cnp_sent = true;
+    cold.last_cnp_ns = now_;
     uint32_t idx;
     SimPacket& p = new_response(conn, idx, op::kCnp, 0);
     p.t.bth.becn = true;
@@ -923,21 +946,17 @@ void Simulator::prefetch(const Event& e) {
         case Ev::rate_recover:
             break;
         case Ev::deliver:
+        case Ev::observe:  // on_observe() reads the held packets
             conn = e.b;
             if (conn == kNone) return;
             break;
         case Ev::tx:
-        case Ev::observe:
         case Ev::release:
             return;
     }
     const char* cs = reinterpret_cast<const char*>(&conn_[conn]);
     __builtin_prefetch(cs);
     __builtin_prefetch(cs + 64);
-    __builtin_prefetch(cs + sizeof(ConnState) - 1);
-    const char* ci = reinterpret_cast<const char*>(&conn_info_[conn]);
-    __builtin_prefetch(ci);
-    __builtin_prefetch(ci + sizeof(ConnInfo) - 1);
 }
 
 void Simulator::run(ObservedSink& sink) {
@@ -982,20 +1001,20 @@ void Simulator::run(ObservedSink& sink) {
                 break;
             case Ev::rnr_resume: {
                 ConnState& cs = conn_[e.a];
-                if (cs.paused && cs.rnr_gen == e.b) {
+                if (cs.paused && cold_[e.a].rnr_gen == e.b) {
                     cs.paused = false;
-                    go_back_n(e.a, cs.rnr_psn);
+                    go_back_n(e.a, cold_[e.a].rnr_psn);
                     arm_retx(e.a, true);
                 }
                 break;
             }
             case Ev::rate_recover: {
                 ConnState& cs = conn_[e.a];
-                if (cs.rate_gen == e.b && cs.rate_div > 1) {
+                if (cold_[e.a].rate_gen == e.b && cs.rate_div > 1) {
                     cs.rate_div /= 2;
                     if (cs.rate_div > 1)
                         schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, e.a,
-                                 ++cs.rate_gen);
+                                 ++cold_[e.a].rate_gen);
                 }
                 break;
             }
