@@ -89,7 +89,9 @@ class JsonCursor {
 // blocks of pcap and truth streaming through a 1 MiB L2 evicted its state (~8% more CPU).
 class JsonOut {
   public:
-    explicit JsonOut(std::FILE* f) : f_(f), buf_(new char[kBufBytes]), p_(buf_.get()) {}
+    // `file`: the OutputFile behind `f`, told how far the writes have come.
+    JsonOut(std::FILE* f, OutputFile& file)
+        : f_(f), file_(&file), buf_(new char[kBufBytes]), p_(buf_.get()) {}
     explicit JsonOut(HugeVector<char>& mem)
         : mem_(&mem), buf_(new char[kBufBytes]), p_(buf_.get()) {}
 
@@ -122,10 +124,10 @@ class JsonOut {
         p_ = buf_.get();
         return ok_;
     }
-    // After the last flush(): the file is complete (Preallocation::release()).
+    // After the last flush(): the file is complete (OutputFile::finish()).
     bool finish_file() {
         if (!f_ || !ok_) return ok_;
-        ok_ = std::fflush(f_) == 0 && prealloc_.release(fileno(f_), written_);
+        ok_ = std::fflush(f_) == 0 && file_->finish(written_);
         return ok_;
     }
 
@@ -142,13 +144,14 @@ class JsonOut {
             mem_->insert(mem_->end(), data, data + n);
             return;
         }
+        // stdio writes whole buffers of st_blksize (4 KiB) or multiples of it: whole pages.
         written_ += n;
-        prealloc_.ahead(fileno(f_), written_);
+        file_->ahead(written_);
         if (std::fwrite(data, 1, n, f_) != n) ok_ = false;
     }
 
     std::FILE* f_ = nullptr;
-    Preallocation prealloc_;
+    OutputFile* file_ = nullptr;
     uint64_t written_ = 0;  // bytes handed to f_
     HugeVector<char>* mem_ = nullptr;
     std::unique_ptr<char[]> buf_;

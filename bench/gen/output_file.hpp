@@ -1,60 +1,54 @@
-// Creating an output file so that overwriting a big earlier output does not stall the run.
+// An output file written front to back, made cheap to write again and again.
 //
-// open(O_TRUNC) on last run's 400 MB pcap frees its page cache and blocks on the spot, and
-// waits for the pages still being written back to disk: 0.6-0.9 s measured for `large`'s
-// two outputs, longer than the rest of the run's set-up. Instead, a large existing regular
-// file is unlinked while a descriptor keeps its inode alive, a new file takes its name, and
-// a background thread closes that descriptor: the old inode is torn down there, during the
-// run. The new file gets the old one's permission bits; a file with other hard links, a
-// symlink, a device (/dev/null) or a small file is opened with O_TRUNC as usual.
+// insert-gen's outputs are usually written over last run's (`large`: a 392 MB pcap and a
+// 276 MB truth file). Truncating them first - open(O_TRUNC) - frees their page cache on
+// the spot and waits for pages still being written back (0.6-0.9 s measured), and a new
+// file instead (session 4: unlink, tear the old inode down on a background thread) still
+// pays for tearing down and building up the page cache: a fresh page per 4 KiB, its buffer
+// head, ext4's delayed-allocation reservation. So an existing regular file is overwritten
+// in place - its cached pages and blocks are reused, only the bytes are copied (half the
+// kernel CPU time of a new file, measured for 400 MB) - and finish() cuts it to the new
+// length. Growth beyond the old end gets its blocks allocated ahead (fallocate with
+// FALLOC_FL_KEEP_SIZE, 32 MiB at a time: ext4 then skips the per-block reservation, ~25%
+// of the kernel time of a buffered write of a new file); finish() gives back what is left
+// beyond the end. Devices, pipes (/dev/null, /dev/stdout) are written as they are.
+//
+// Writers should hand over whole pages (multiples of 4 KiB from the start of the file),
+// except at the end: a partial page of an old file that is not in the page cache would be
+// read from disk before it is overwritten.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string>
-#include <thread>
 
 namespace insert::gen {
 
 class OutputFile {
   public:
-    OutputFile() = default;
-    ~OutputFile() = default;  // joins the thread tearing down a replaced file, if any
-    OutputFile(const OutputFile&) = delete;
-    OutputFile& operator=(const OutputFile&) = delete;
+    static constexpr std::size_t kPage = 4096;
 
-    // As open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode): a descriptor, or -1
-    // with errno set.
+    // Opens `path` for writing (O_WRONLY | O_CREAT | O_CLOEXEC, no O_TRUNC), creating it with
+    // `mode`: a descriptor, or -1 with errno set. The caller closes it after finish().
     int open(const std::string& path, mode_t mode);
-
-  private:
-    std::jthread reaper_;
-};
-
-// Keeps a file's blocks allocated ahead of what has been written to it (fallocate with
-// FALLOC_FL_KEEP_SIZE, kStep at a time), so that ext4 does not have to reserve a delayed
-// allocation, block by block, in every write(2): ~25% of the kernel's CPU time for a
-// buffered write of 400 MB in 256 KiB pieces (measured, 6.18), ~0.05 s on `large`. The
-// blocks beyond the final size are given back by release(). Best effort: where fallocate
-// is not supported (pipes, /dev/null, some file systems) it is not tried again.
-class Preallocation {
-  public:
-    // `end`: the bytes handed to the file so far.
-    void ahead(int fd, uint64_t end) {
-        if (end + kMargin > allocated_ && enabled_) extend(fd, end);
+    // `end` bytes have been or are about to be handed to the file.
+    void ahead(uint64_t end) {
+        if (end + kMargin > allocated_ && prealloc_) extend(end);
     }
-    // The file is complete at `size` bytes (everything written): frees what lies beyond.
-    // False with errno if that failed.
-    bool release(int fd, uint64_t size);
+    // All `size` bytes are written: cuts what is left of an older, longer file and the
+    // blocks allocated beyond the end. False with errno if that failed.
+    bool finish(uint64_t size);
 
   private:
     static constexpr uint64_t kStep = uint64_t{32} << 20;
-    static constexpr uint64_t kMargin = uint64_t{4} << 20;  // > any one write
-    void extend(int fd, uint64_t end);
+    static constexpr uint64_t kMargin = uint64_t{4} << 20;
+    void extend(uint64_t end);
 
-    uint64_t allocated_ = 0;
-    bool enabled_ = true;
+    int fd_ = -1;
+    bool regular_ = false;
+    bool prealloc_ = false;
+    uint64_t allocated_ = 0;  // bytes with blocks: the old file's, then preallocated
 };
 
 }  // namespace insert::gen

@@ -53,29 +53,30 @@ void PcapOut::commit(uint64_t ts_ns, std::size_t len) {
     used_ += kRecordHeader + len;
 }
 
-void PcapOut::flush() {
+void PcapOut::flush(bool all) {
+    const std::size_t n = all ? used_ : used_ / OutputFile::kPage * OutputFile::kPage;
     const uint8_t* p = buf_.get();
-    std::size_t left = used_;
-    prealloc_.ahead(fd_, written_ + used_);
-    written_ += used_;
+    std::size_t left = n;
+    written_ += n;
+    file_.ahead(written_);
     while (left > 0 && error_.empty()) {
-        const ssize_t n = ::write(fd_, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            error_ = path_ + ": write failed: " + std::strerror(n < 0 ? errno : ENOSPC);
+        const ssize_t w = ::write(fd_, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            error_ = path_ + ": write failed: " + std::strerror(w < 0 ? errno : ENOSPC);
             break;
         }
-        p += n;
-        left -= static_cast<std::size_t>(n);
+        p += w;
+        left -= static_cast<std::size_t>(w);
     }
-    used_ = 0;
+    std::memmove(buf_.get(), buf_.get() + n, used_ - n);  // less than a page
+    used_ -= n;
 }
 
 bool PcapOut::close() {
     if (fd_ < 0) return error_.empty();
-    flush();
-    if (error_.empty() && !prealloc_.release(fd_, written_))
-        error_ = path_ + ": " + std::strerror(errno);
+    flush(true);
+    if (error_.empty() && !file_.finish(written_)) error_ = path_ + ": " + std::strerror(errno);
     if (::close(fd_) != 0 && error_.empty())
         error_ = path_ + ": close failed: " + std::strerror(errno);
     fd_ = -1;

@@ -27,7 +27,7 @@ class PcapOut {
     bool open(const std::string& path, uint32_t snaplen);
     // Room for a frame of up to `max_len` bytes; valid until commit().
     uint8_t* frame_buffer(std::size_t max_len) {
-        if (kBufferBytes - used_ < kRecordHeader + max_len) flush();
+        if (kBufferBytes - used_ < kRecordHeader + max_len) flush(false);
         return buf_.get() + used_ + kRecordHeader;
     }
     // The frame written at frame_buffer() is `len` bytes, observed at `ts_ns`.
@@ -38,10 +38,11 @@ class PcapOut {
 
   private:
     static constexpr std::size_t kBufferBytes = std::size_t{1} << 18;
-    void flush();
+    // Writes the whole pages of the buffer (OutputFile: an old file's pages are overwritten
+    // whole) and keeps the rest; everything with `all`.
+    void flush(bool all);
 
     OutputFile file_;
-    Preallocation prealloc_;
     int fd_ = -1;
     uint64_t written_ = 0;  // bytes handed to write(2)
     std::unique_ptr<uint8_t[]> buf_;

@@ -46,7 +46,7 @@ bool TruthJsonWriter::open(const std::string& path, const TruthFileInfo& info, s
         if (fd >= 0) ::close(fd);
         return false;
     }
-    w_ = std::make_unique<JsonOut>(f_);
+    w_ = std::make_unique<JsonOut>(f_, file_);
     JsonOut& w = *w_;
     w.raw("{\"generator\":\"insert-gen\",\"scenario\":\"").raw(info.scenario);
     JsonCursor c = w.reserve();
