@@ -86,9 +86,11 @@ class EngineImpl final : public Engine {
     // engine_messages.cpp
     uint32_t owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexcept;
     uint32_t create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
-    void absorb_orphans(Endpoint& ep, uint32_t m) noexcept;
+    void absorb_orphans(Endpoint& ep, uint32_t m, bool at_freeze = false) noexcept;
     bool absorb_pending_naks(Endpoint& ep, uint32_t m) noexcept;  // true: frozen by a fatal NAK
-    void add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept;
+    bool add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts,
+                    bool may_evict = true) noexcept;
+    bool count_orphan_dup(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
     void release_orphans_if_empty(Endpoint& ep) noexcept;
     void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void note_next_request(Endpoint& ep, uint32_t psn) noexcept;

@@ -10,6 +10,22 @@ using proto::Position;
 using proto::psn_newer;
 using proto::psn_sub;
 
+namespace {
+
+// A SEND/WRITE whose last PSN is not known yet: neither its Last/Only nor a RETH length
+// bounds it.
+bool open_ended(const OpenMessage& m) {
+    return !m.last_known && m.length_hint == 0 && (m.op == MsgOp::send || m.op == MsgOp::write);
+}
+
+// A packet past a hole in such a message: the hole may hold this message's Last and the
+// First of the next, so the packet may belong to either (docs/semantics.md "Messages").
+bool beyond_run(const OpenMessage& m, uint32_t psn) {
+    return open_ended(m) && psn_newer(psn, proto::psn_add(m.psn_run, 1));
+}
+
+}  // namespace
+
 bool EngineImpl::within(const OpenMessage& m, uint32_t psn) const noexcept {
     if (m.last_known) return !psn_newer(psn, m.psn_last);
     if (m.op == MsgOp::read) return !m.has_next_request || psn_newer(m.next_request_psn, psn);
@@ -55,6 +71,7 @@ uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noe
     OpenMessage& msg = messages_[m];
     msg.psn_first = psn;
     msg.psn_newest = psn;
+    msg.psn_run = psn;
     msg.t_first_ns = ts;
     msg.t_last_ns = ts;
     // Insert in PSN order: at the tail (the common case, decided on the tail alone) unless
@@ -92,6 +109,7 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
     m.t_first_ns = std::min(m.t_first_ns, ts);
     m.t_last_ns = std::max(m.t_last_ns, ts);
     if (psn_newer(pkt.t.bth.psn, m.psn_newest)) m.psn_newest = pkt.t.bth.psn;
+    if (pkt.t.bth.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = pkt.t.bth.psn;
     if (info.position == Position::last || info.position == Position::only) {
         m.last_known = true;
         m.psn_last = pkt.t.bth.psn;
@@ -102,12 +120,16 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
     }
 }
 
-void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts) noexcept {
+// Holds a packet until its message can claim it. Without room (no block in the pool, or
+// all 8 slots used) it replaces the oldest held packet, counted in orphans_dropped, or
+// with `may_evict` false leaves everything as it is and returns false.
+bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts,
+                            bool may_evict) noexcept {
     if (!ep.has_orphans) {
         ep.set_orphans(orphan_blocks_.acquire());
         if (!ep.has_orphans) {
-            bump(counters_.orphans_dropped);
-            return;
+            if (may_evict) bump(counters_.orphans_dropped);
+            return false;
         }
     }
     OrphanBlock& block = orphan_blocks_[ep.orphans];
@@ -118,6 +140,7 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
             break;
         }
     if (slot < 0) {
+        if (!may_evict) return false;
         slot = block.next_victim;
         block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
         bump(counters_.orphans_dropped);
@@ -135,6 +158,20 @@ void EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     o.has_imm = info.has_imm;
     o.has_inv = info.has_inv;
     o.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
+    return true;
+}
+
+// A duplicate of a held packet counts with it (and joins its message with it).
+bool EngineImpl::count_orphan_dup(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
+    if (!ep.has_orphans) return false;  // without touching the cold line
+    bool found = false;
+    for (OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
+        if (o.used && o.psn == psn) {
+            ++o.dups;
+            o.ts_last_ns = std::max(o.ts_last_ns, ts);
+            found = true;
+        }
+    return found;
 }
 
 void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
@@ -145,7 +182,12 @@ void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
     ep.set_orphans(kNoIndex);
 }
 
-void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
+// Held packets that are now known to be message `mi`'s join it: those its range covers,
+// and, while its end is unknown, those its run of PSNs has reached (a packet beyond a hole
+// stays held: the hole may hold this message's Last and the next one's First). At the
+// freeze of a message whose end is still unknown, everything its range may cover joins
+// it: nothing will tell more, and its psn_last is then the newest PSN observed.
+void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi, bool at_freeze) noexcept {
     if (!ep.has_orphans) return;  // without touching the cold line
     OrphanPacket* orphans = orphan_blocks_[ep.orphans].slots;
     OpenMessage& m = messages_[mi];
@@ -159,6 +201,7 @@ void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
             if (!o.used || o.op != m.op || !psn_newer(o.psn, m.psn_first)) continue;
             if (bounded_by_next && !psn_newer(next_first, o.psn)) continue;
             if (!within(m, o.psn)) continue;
+            if (!at_freeze && beyond_run(m, o.psn)) continue;
             if (best < 0 || psn_newer(orphans[best].psn, o.psn)) best = i;
         }
         if (best < 0) {
@@ -173,6 +216,7 @@ void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi) noexcept {
         m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
         m.t_last_ns = std::max(m.t_last_ns, o.ts_last_ns);
         if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
+        if (o.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = o.psn;
         if (o.last) {
             m.last_known = true;
             m.psn_last = o.psn;
@@ -261,20 +305,15 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
     const proto::OpcodeInfo& info = pkt.info();
     const uint32_t psn = pkt.t.bth.psn;
     if (dup) {
+        // A duplicate of a packet still held (waiting for its First, or past a hole): it
+        // joins the message with it.
+        if (count_orphan_dup(ep, psn, ts)) return;
         // A retransmission: it counts in the message only while the message is open.
         const uint32_t m = owner_of(ep, psn, false);
         if (m != kNoIndex) {
             ++messages_[m].retx_pkts;
             messages_[m].t_last_ns = std::max(messages_[m].t_last_ns, ts);
-            return;
         }
-        // A duplicate of a packet still waiting for its First: it joins the message too.
-        if (!ep.has_orphans) return;
-        for (OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
-            if (o.used && o.psn == psn) {
-                ++o.dups;
-                o.ts_last_ns = std::max(o.ts_last_ns, ts);
-            }
         return;
     }
     switch (info.kind) {
@@ -287,7 +326,13 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
                     add_orphan(ep, pkt, op, ts);
                     return;
                 }
+                // Past a hole in a message of unknown end (reordering, a loss before the
+                // observer), the packet is held until the hole fills or a First in it
+                // claims the packet. With no slot free it joins the message at once, as
+                // it most likely belongs there (a long message with a hole early on).
+                if (beyond_run(messages_[m], psn) && add_orphan(ep, pkt, op, ts, false)) return;
                 attribute_packet(messages_[m], pkt, ts);
+                absorb_orphans(ep, m);  // the run may now reach packets held past it
                 maybe_complete_unreliable(ep, m);
                 return;
             }

@@ -24,6 +24,9 @@ void EngineImpl::emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, ui
 
 void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
                         uint64_t t_ack) noexcept {
+    // Packets held past a hole of this message, if its end is still unknown, are counted
+    // in it (the newest observed PSN is its psn_last then).
+    if (ep.has_orphans && !messages_[mi].last_known) absorb_orphans(ep, mi, true);
     OpenMessage& m = messages_[mi];
     // Copied from a constant: `Record r;` zeroes it with `rep stos` (slow to start for
     // 232 bytes); a copy of a constant, most of it overwritten below, is a few stores.

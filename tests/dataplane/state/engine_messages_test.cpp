@@ -88,6 +88,107 @@ TEST(EngineMessages, send_assembles_when_middle_arrives_before_first) {
     EXPECT_EQ(qb.gaps, 0u);      // 11 was the direction's first packet
 }
 
+// docs/semantics.md "Messages": a packet past a hole of a SEND whose end is unknown is held,
+// since the hole may hold that SEND's Last and the next message's First (as here: requests
+// sprayed over paths, insert-gen `reordering` seed 102).
+TEST(EngineMessages, packet_past_a_hole_of_an_open_send_goes_to_the_next_message) {
+    EngineHarness h;
+    h.send(req(kSendFirst, 309, 1024), 100);
+    h.send(req(kSendMiddle, 310, 1024), 110);
+    h.send(req(kSendMiddle, 311, 1024), 120);
+    h.send(req(kSendMiddle, 314, 1024), 130);  // the next SEND's, before its First
+    h.send(req(kSendLast, 312, 565), 140);
+    h.send(req(kSendFirst, 313, 1024), 150);
+    h.send(req(kSendMiddle, 315, 1024), 160);
+    h.send(req(kSendLast, 317, 141), 170);
+    h.send(req(kSendMiddle, 316, 1024), 180);
+    h.send(resp(kAck, 317, kOk), 200);
+    h.finish(300);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].psn_first, 309u);
+    EXPECT_EQ(msgs[0].psn_last, 312u);
+    EXPECT_EQ(msgs[0].pkts, 4u);
+    EXPECT_EQ(msgs[0].bytes, 3u * 1024 + 565);
+    EXPECT_EQ(msgs[0].t_last_ns, 140u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 200u);
+    EXPECT_EQ(msgs[1].psn_first, 313u);
+    EXPECT_EQ(msgs[1].psn_last, 317u);
+    EXPECT_EQ(msgs[1].pkts, 5u);
+    EXPECT_EQ(msgs[1].bytes, 4u * 1024 + 141);
+    EXPECT_EQ(msgs[1].t_first_ns, 130u);  // 314, observed before its First
+    EXPECT_EQ(msgs[1].t_last_ns, 180u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 200u);
+    EXPECT_EQ(msgs[1].status, MsgStatus::ok);
+}
+
+// The Last of one SEND and the First of the next lost before the observer (insert-gen
+// `losses` seed 119): the next SEND's Middles and Last arrive while the first is open,
+// and the receiver's NAK makes the sender go back.
+TEST(EngineMessages, send_last_and_next_first_lost_before_observer) {
+    EngineHarness h;
+    h.send(req(kSendFirst, 16, 1024), 100);
+    h.send(req(kSendMiddle, 17, 1024), 110);
+    h.send(req(kSendMiddle, 18, 1024), 120);
+    // 19 (Last) and 20 (the next First) lost.
+    h.send(req(kSendMiddle, 21, 1024), 130);
+    h.send(req(kSendMiddle, 22, 1024), 140);
+    h.send(req(kSendLast, 23, 38), 150);
+    h.send(resp(kAck, 19, proto::aeth_nak(proto::NakCode::psn_seq_error)), 160);
+    h.send(req(kSendLast, 19, 497), 170);
+    h.send(req(kSendFirst, 20, 1024), 180);
+    h.send(req(kSendMiddle, 21, 1024), 190);
+    h.send(req(kSendMiddle, 22, 1024), 200);
+    h.send(req(kSendLast, 23, 38), 210);
+    h.send(resp(kAck, 23, kOk), 250);
+    h.finish(300);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].psn_first, 16u);
+    EXPECT_EQ(msgs[0].psn_last, 19u);
+    EXPECT_EQ(msgs[0].pkts, 4u);
+    EXPECT_EQ(msgs[0].bytes, 3u * 1024 + 497);
+    EXPECT_EQ(msgs[0].naks, 1u);  // the NAK's PSN is its Last
+    EXPECT_EQ(msgs[0].retx_pkts, 0u);
+    EXPECT_EQ(msgs[0].t_last_ns, 170u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 250u);
+    EXPECT_EQ(msgs[1].psn_first, 20u);
+    EXPECT_EQ(msgs[1].psn_last, 23u);
+    EXPECT_EQ(msgs[1].pkts, 4u);
+    EXPECT_EQ(msgs[1].bytes, 3u * 1024 + 38);
+    EXPECT_EQ(msgs[1].retx_pkts, 3u);  // 21, 22, 23 again after the go-back
+    EXPECT_EQ(msgs[1].naks, 0u);
+    EXPECT_EQ(msgs[1].t_first_ns, 130u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 250u);
+    EXPECT_EQ(msgs[1].status, MsgStatus::ok);
+}
+
+// Held packets whose hole never fills belong to the open message when it is frozen (its
+// psn_last is then the newest PSN observed); more than the 8 holding slots join at once.
+TEST(EngineMessages, packets_past_a_hole_that_never_fills_join_the_message_at_freeze) {
+    EngineHarness h;
+    h.send(req(kSendFirst, 40, 1024), 100);
+    h.send(req(kSendMiddle, 41, 1024), 110);
+    h.send(req(kSendMiddle, 43, 1024), 120);  // 42 never observed
+    h.send(req(kSendFirst, 60, 1024), 200);
+    for (uint32_t psn = 62; psn <= 71; ++psn)  // 61 never observed; 10 packets past it
+        h.send(req(kSendMiddle, psn, 1024), 200 + psn);
+    h.finish(1000);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].psn_first, 40u);
+    EXPECT_EQ(msgs[0].psn_last, 43u);
+    EXPECT_EQ(msgs[0].pkts, 3u);
+    EXPECT_EQ(msgs[0].t_last_ns, 120u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::incomplete);
+    EXPECT_EQ(msgs[1].psn_first, 60u);
+    EXPECT_EQ(msgs[1].psn_last, 71u);
+    EXPECT_EQ(msgs[1].pkts, 11u);
+    EXPECT_EQ(msgs[1].bytes, 11u * 1024);
+    EXPECT_EQ(msgs[1].t_last_ns, 271u);
+    EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
+}
+
 TEST(EngineMessages, coalesced_ack_completes_every_earlier_message) {
     EngineHarness h;
     h.send(req(kSendOnly, 1, 8), 10);
