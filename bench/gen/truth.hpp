@@ -155,6 +155,11 @@ class TruthObserver : public ObservedSink {
     std::span<const uint64_t> latencies(std::size_t e) const {
         return {lat_values_.data() + lat_begin_[e], lat_begin_[e + 1] - lat_begin_[e]};
     }
+    // Hints for latencies(e) soon, in two stages: where they are, then the values.
+    void prefetch_latency_range(std::size_t e) const { __builtin_prefetch(&lat_begin_[e]); }
+    void prefetch_latencies(std::size_t e) const {
+        __builtin_prefetch(lat_values_.data() + lat_begin_[e]);
+    }
     // Endpoint index of (host, qpn), or -1.
     int32_t find(uint16_t host, uint32_t qpn) const;
     // Most packets any endpoint held waiting for their First at one time. semantics.md caps

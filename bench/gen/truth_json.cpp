@@ -89,7 +89,23 @@ void TruthJsonWriter::write_qps(JsonOut& out, const TruthObserver& truth,
     const auto& host_ip = host_ip_;
     const auto& eps = truth.endpoints();
     std::vector<uint64_t> lat;
+    // The endpoints come in (ip, qpn) order, at random in memory: on `large` the misses on
+    // an endpoint, its peer and its latencies were ~3/4 of the records' time. Loaded in two
+    // stages ahead: the endpoint's five lines and where its latencies are, then its peer's
+    // first line and the latencies.
+    constexpr std::size_t kAhead = 8, kLate = 4;
     for (std::size_t k = begin; k < end; ++k) {
+        if (k + kAhead < end) {
+            const char* ahead = reinterpret_cast<const char*>(&eps[order[k + kAhead]]);
+            for (std::size_t off = 0; off < sizeof(TruthEndpoint); off += 64)
+                __builtin_prefetch(ahead + off);
+            truth.prefetch_latency_range(order[k + kAhead]);
+        }
+        if (k + kLate < end) {
+            const TruthEndpoint& late = eps[order[k + kLate]];
+            if (late.peer >= 0) __builtin_prefetch(&eps[static_cast<std::size_t>(late.peer)]);
+            truth.prefetch_latencies(order[k + kLate]);
+        }
         const TruthEndpoint& e = eps[order[k]];
         JsonCursor w = out.reserve();
         w.lit("{")
