@@ -42,7 +42,16 @@ constexpr unsigned kTruthConsumer = 0, kFrameConsumer = 1;
 // state - random lines among 100k QPs - are on their way.
 constexpr std::size_t kPrefetchEarly = 12, kPrefetchAhead = 8, kPrefetchLate = 4;
 
+// Both consumers load ring slots this many packets ahead: the simulator's core wrote them,
+// and the first touch of each line is a transfer from that core.
+constexpr std::size_t kPrefetchRing = 24;
+
 using PacketRing = BroadcastRing<RingPacket>;
+
+void prefetch_slot(const RingPacket& r) {
+    __builtin_prefetch(&r);
+    __builtin_prefetch(reinterpret_cast<const char*>(&r) + 64);
+}
 using MsgRing = BroadcastRing<TruthMsg>;
 
 // The simulator's end of the pipeline.
@@ -86,6 +95,7 @@ void observe_all(PacketRing& ring, TruthObserver& truth) {
             unpack(batch[i], at(i));
         std::size_t released = 0;
         for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (i + kPrefetchRing < batch.size()) prefetch_slot(batch[i + kPrefetchRing]);
             if (i + kPrefetchEarly < batch.size()) {
                 unpack(batch[i + kPrefetchEarly], at(i + kPrefetchEarly));
                 truth.prefetch_early(at(i + kPrefetchEarly));
@@ -133,8 +143,9 @@ class Output {
     bool encode(std::span<const RingPacket> batch) {
         batch = batch.first(std::min(batch.size(), kReleaseEvery));
         SimPacket p;
-        for (const RingPacket& r : batch) {
-            unpack(r, p);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (i + kPrefetchRing < batch.size()) prefetch_slot(batch[i + kPrefetchRing]);
+            unpack(batch[i], p);
             frames_->write(p);
         }
         if (!batch.empty()) packets_.release(kFrameConsumer, batch.size());
