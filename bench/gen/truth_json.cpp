@@ -24,7 +24,14 @@ uint64_t nearest_rank(const std::vector<uint64_t>& sorted, unsigned percent) {
 }
 
 TruthJsonWriter::TruthJsonWriter(const Scenario& scenario) : sc_(scenario) {
-    for (const HostSpec& h : sc_.hosts) host_ip_.push_back(h.ip.to_string());
+    for (const HostSpec& h : sc_.hosts) {
+        host_ip_.push_back(h.ip.to_string());
+        host_str_.emplace_back(host_ip_.back());  // at most 45 characters (IPv6)
+    }
+    for (std::size_t op = 0; op < kOpTypes; ++op)
+        op_str_.emplace_back(op_name(static_cast<OpType>(op)));
+    for (int st = 0; st <= static_cast<int>(TruthStatus::incomplete); ++st)
+        status_str_.emplace_back(status_name(static_cast<TruthStatus>(st)));
 }
 
 TruthJsonWriter::~TruthJsonWriter() {
@@ -62,22 +69,26 @@ void TruthJsonWriter::on_msg(const TruthMsg& m) {
     if (msgs_++ > 0) w.lit(",\n");
     // SPEC 7 `msg`, in SPEC's field order; gen_msg (extra) is the generator's message index.
     w.lit("{").key("type", true).lit("\"msg\"");
-    w.field_str("src_ip", host_ip_[m.src_host]).field_str("dst_ip", host_ip_[m.dst_host]);
-    w.field("dst_qpn", m.dst_qpn).field_opt("src_qpn", m.src_qpn).field_str("op", op_name(m.op));
+    w.key("src_ip").padded(host_str_[m.src_host]).key("dst_ip").padded(host_str_[m.dst_host]);
+    w.field("dst_qpn", m.dst_qpn).field_opt("src_qpn", m.src_qpn);
+    w.key("op").padded(op_str_[static_cast<int>(m.op)]);
     w.field_opt("imm", m.imm).field_opt("inv", m.inv);
     w.field("psn_first", m.psn_first)
         .field("psn_last", m.psn_last)
         .field("pkts", m.pkts)
         .field("bytes", m.bytes);
     w.field_opt("va", m.va).field_opt("rkey", m.rkey).field_opt("dma_len", m.dma_len);
-    w.field("t_first_ns", m.t_first_ns)
-        .field("t_last_ns", m.t_last_ns)
-        .field_opt("t_ack_ns", m.t_ack_ns);
+    w.key("t_first_ns").timestamp(m.t_first_ns, ts_);
+    w.key("t_last_ns").timestamp(m.t_last_ns, ts_).key("t_ack_ns");
+    if (m.t_ack_ns)
+        w.timestamp(*m.t_ack_ns, ts_);
+    else
+        w.lit("null");
     std::optional<uint64_t> latency;
     if (m.t_ack_ns) latency = *m.t_ack_ns - m.t_first_ns;
     w.field_opt("latency_ns", latency);
     w.field("retx_pkts", m.retx_pkts).field("naks", m.naks).field("rnr_naks", m.rnr_naks);
-    w.field_str("status", status_name(m.status)).field("gen_msg", m.msg_uid);
+    w.key("status").padded(status_str_[static_cast<int>(m.status)]).field("gen_msg", m.msg_uid);
     w.lit("}");
     w_->commit(w);
 }

@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/gen/json_out.hpp"
 #include "bench/gen/output_file.hpp"
 #include "bench/gen/truth.hpp"
 
 namespace insert::gen {
-
-class JsonOut;
 
 struct TruthFileInfo {
     std::string scenario;
@@ -51,6 +50,10 @@ class TruthJsonWriter : public TruthMsgSink {
 
     const Scenario& sc_;
     std::vector<std::string> host_ip_;
+    // The same, and the op and status names, as JSON strings ready to copy (json_out.hpp).
+    std::vector<PaddedString> host_str_;
+    std::vector<PaddedString> op_str_, status_str_;
+    TimestampHigh ts_;  // on_msg()'s
     std::string path_;
     OutputFile file_;
     std::FILE* f_ = nullptr;
