@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <thread>
 
 #include "bench/gen/broadcast_ring.hpp"
@@ -119,6 +120,8 @@ class RoundTrip : public ObservedSink {
         RingPacket r;
         pack(p, r);
         SimPacket back;
+        // unpack() assigns every field: start from garbage (as a reused slot would be).
+        std::memset(static_cast<void*>(&back), 0xA5, sizeof back);
         unpack(r, back);
         ++packets;
         differ += !same_observed(p, back);
