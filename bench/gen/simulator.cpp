@@ -452,34 +452,45 @@ void Simulator::after_observer(uint32_t idx) {
 }
 
 void Simulator::on_deliver(uint32_t idx) {
-    const SimPacket p = pkt(idx);  // a copy: handlers allocate packets (the pool may grow)
+    const SimPacket& p = pkt(idx);
+    const uint32_t conn = p.conn;
+    const CmKind cm = p.cm;
+    const uint8_t dir = p.dir;
+    // Copied before the slot is freed: the handlers allocate packets (the pool may grow).
+    const Delivery d{.msg_uid = p.msg_uid,
+                     .index = p.index,
+                     .psn = p.t.bth.psn,
+                     .opcode = p.t.bth.opcode,
+                     .syndrome = p.t.aeth.syndrome,
+                     .ecn = p.ecn,
+                     .ack_req = p.t.bth.ack_req};
     free_packet(idx);
-    if (p.cm == CmKind::req) {
-        send_cm(p.conn, CmKind::rep, now_ + sc_.timing.cm_delay_ns);
+    if (cm == CmKind::req) {
+        send_cm(conn, CmKind::rep, now_ + sc_.timing.cm_delay_ns);
         return;
     }
-    if (p.cm == CmKind::rep) {
+    if (cm == CmKind::rep) {
         const uint64_t rtu_at = now_ + sc_.timing.cm_delay_ns / 3;
-        send_cm(p.conn, CmKind::rtu, rtu_at);
-        conn_[p.conn].cm_ready = true;
-        ConnCold& cold = cold_[p.conn];
-        if (cold.deferred_post != kNone) schedule(rtu_at, Ev::post, p.conn, cold.deferred_post);
+        send_cm(conn, CmKind::rtu, rtu_at);
+        conn_[conn].cm_ready = true;
+        ConnCold& cold = cold_[conn];
+        if (cold.deferred_post != kNone) schedule(rtu_at, Ev::post, conn, cold.deferred_post);
         cold.deferred_post = kNone;
         return;
     }
-    if (p.conn == kNone || p.cm != CmKind::none) return;  // UD traffic, RTU
-    if (p.t.bth.opcode == op::kCnp) {
+    if (conn == kNone || cm != CmKind::none) return;  // UD traffic, RTU
+    if (d.opcode == op::kCnp) {
         // DCQCN-like reaction point: halve the QP's rate, recover step by step.
-        ConnState& cs = conn_[p.conn];
+        ConnState& cs = conn_[conn];
         cs.rate_div = std::min(cs.rate_div * 2, kMaxRateDivider);
-        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, p.conn,
-                 ++cold_[p.conn].rate_gen);
+        schedule(now_ + sc_.timing.rate_recovery_ns, Ev::rate_recover, conn,
+                 ++cold_[conn].rate_gen);
         return;
     }
-    if (p.dir == 0)
-        on_request(p.conn, p);
+    if (dir == 0)
+        on_request(conn, d);
     else
-        on_response(p.conn, p);
+        on_response(conn, d);
 }
 
 // ---- Requester --------------------------------------------------------------------
@@ -657,13 +668,13 @@ void Simulator::on_retx_timer(uint32_t conn, uint32_t) {
     arm_retx(conn, true);
 }
 
-void Simulator::on_response(uint32_t conn, const SimPacket& p) {
+void Simulator::on_response(uint32_t conn, const Delivery& p) {
     ConnState& cs = conn_[conn];
     if (cs.error) return;
-    const uint8_t code = p.t.bth.opcode;
-    const uint32_t psn = p.t.bth.psn;
+    const uint8_t code = p.opcode;
+    const uint32_t psn = p.psn;
     if (code == op::kAck) {
-        const uint8_t syn = p.t.aeth.syndrome;
+        const uint8_t syn = p.syndrome;
         switch (proto::aeth_class(syn)) {
             case proto::AethClass::ack: {
                 const std::size_t before = cs.sq.size();
@@ -725,11 +736,11 @@ void Simulator::on_response(uint32_t conn, const SimPacket& p) {
 
 // ---- Responder --------------------------------------------------------------------
 
-void Simulator::on_request(uint32_t conn, const SimPacket& p) {
+void Simulator::on_request(uint32_t conn, const Delivery& p) {
     ConnState& cs = conn_[conn];
     if (p.ecn == proto::kEcnCe) maybe_send_cnp(conn);
     if (cs.uc || cs.resp_error) return;
-    const uint32_t psn = p.t.bth.psn;
+    const uint32_t psn = p.psn;
     const MsgInfo& m = msgs_[p.msg_uid];
     if (psn == cs.e_psn) {
         if (p.index == 0) {
@@ -764,7 +775,7 @@ void Simulator::on_request(uint32_t conn, const SimPacket& p) {
                 if (p.index + 1 == m.npkts) cs.msn = psn_add(cs.msn, 1);
                 break;
         }
-        if (p.t.bth.ack_req) {
+        if (p.ack_req) {
             cs.ack_psn = psn;
             cs.ack_psn_valid = true;
             if (!cs.ack_pending) {  // coalescing: one ACK covers every AckReq in the window
@@ -786,7 +797,7 @@ void Simulator::on_request(uint32_t conn, const SimPacket& p) {
         send_read_responses(conn, m);
     } else if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) {
         send_atomic_ack(conn, m);
-    } else if (p.t.bth.ack_req && cs.ack_psn_valid && !cs.ack_pending) {
+    } else if (p.ack_req && cs.ack_psn_valid && !cs.ack_pending) {
         cs.ack_pending = true;
         schedule(now_ + sc_.timing.ack_delay_ns, Ev::ack_timer, conn, ++cs.ack_gen);
     }

@@ -203,10 +203,18 @@ class Simulator {
     void complete_before(uint32_t conn, uint32_t psn, bool inclusive);
     void pop_done(uint32_t conn);
     void arm_retx(uint32_t conn, bool restart);
-    void on_response(uint32_t conn, const SimPacket& p);
+    // What the delivery handlers read of a packet: its pool slot is freed (and may be
+    // reused) before they run, and a copy of these few fields is cheaper than of the
+    // 184-byte SimPacket.
+    struct Delivery {
+        uint32_t msg_uid, index, psn;
+        uint8_t opcode, syndrome, ecn;
+        bool ack_req;
+    };
+    void on_response(uint32_t conn, const Delivery& p);
     void on_retx_timer(uint32_t conn, uint32_t gen);
     // Responder.
-    void on_request(uint32_t conn, const SimPacket& p);
+    void on_request(uint32_t conn, const Delivery& p);
     void queue_response(uint32_t conn, uint32_t idx, uint64_t desired);
     void send_ack(uint32_t conn);
     void send_nak(uint32_t conn, uint8_t syndrome, uint32_t psn);
