@@ -33,6 +33,7 @@ struct OrphanPacket {
     bool last = false;
     bool has_imm = false;
     bool has_inv = false;
+    bool past_hole = false;  // held past a hole of an open message, which it may join
 };
 
 // Packets held for one endpoint while their First is missing; taken from a per-worker

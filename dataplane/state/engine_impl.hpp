@@ -89,7 +89,9 @@ class EngineImpl final : public Engine {
     void absorb_orphans(Endpoint& ep, uint32_t m, bool at_freeze = false) noexcept;
     bool absorb_pending_naks(Endpoint& ep, uint32_t m) noexcept;  // true: frozen by a fatal NAK
     bool add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts,
-                    bool may_evict = true) noexcept;
+                    bool past_hole = false) noexcept;
+    void join_orphan(OpenMessage& m, OrphanPacket& o) noexcept;
+    bool held_last_before(const Endpoint& ep, const OpenMessage& m, uint32_t psn) const noexcept;
     bool count_orphan_dup(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
     void release_orphans_if_empty(Endpoint& ep) noexcept;
     void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
@@ -101,6 +103,7 @@ class EngineImpl final : public Engine {
     void apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t ts) noexcept;
     void maybe_complete_unreliable(Endpoint& ep, uint32_t m) noexcept;
     bool within(const OpenMessage& m, uint32_t psn) const noexcept;
+    bool past_hole(const Endpoint& ep, OpenMessage& m, uint32_t psn) const noexcept;
 
     // engine_pairing.cpp
     void note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept;

@@ -18,13 +18,22 @@ bool open_ended(const OpenMessage& m) {
     return !m.last_known && m.length_hint == 0 && (m.op == MsgOp::send || m.op == MsgOp::write);
 }
 
-// A packet past a hole in such a message: the hole may hold this message's Last and the
-// First of the next, so the packet may belong to either (docs/semantics.md "Messages").
-bool beyond_run(const OpenMessage& m, uint32_t psn) {
-    return open_ended(m) && psn_newer(psn, proto::psn_add(m.psn_run, 1));
-}
-
 }  // namespace
+
+// A packet past a hole in a message of unknown end: the hole may hold this message's Last
+// and the First of the next, so the packet may belong to either (docs/semantics.md
+// "Messages"). The message's run is first extended over the PSNs the endpoint has
+// observed, attributed or not: a packet held and then dropped for want of room was still
+// observed, and a hole it leaves is no hole.
+bool EngineImpl::past_hole(const Endpoint& ep, OpenMessage& m, uint32_t psn) const noexcept {
+    if (!open_ended(m)) return false;
+    for (;;) {
+        const uint32_t next = proto::psn_add(m.psn_run, 1);
+        if (!psn_newer(psn, next)) return false;  // `psn` continues the run
+        if (!ep.window.seen(next, ep.window_bits)) return true;
+        m.psn_run = next;
+    }
+}
 
 bool EngineImpl::within(const OpenMessage& m, uint32_t psn) const noexcept {
     if (m.last_known) return !psn_newer(psn, m.psn_last);
@@ -120,27 +129,35 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
     }
 }
 
-// Holds a packet until its message can claim it. Without room (no block in the pool, or
-// all 8 slots used) it replaces the oldest held packet, counted in orphans_dropped, or
-// with `may_evict` false leaves everything as it is and returns false.
+// Holds a packet until its message can claim it. Without a free slot (8 per endpoint) a
+// packet held past a hole makes room by joining the open message it was held from (where
+// it most likely belongs: a long message with a hole early on); failing that, the oldest
+// held packet is replaced and counted in orphans_dropped. A packet to be held past a hole
+// itself (`past_hole`) is never held at that price: false, and the caller attributes it.
 bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts,
-                            bool may_evict) noexcept {
+                            bool past_hole) noexcept {
     if (!ep.has_orphans) {
         ep.set_orphans(orphan_blocks_.acquire());
         if (!ep.has_orphans) {
-            if (may_evict) bump(counters_.orphans_dropped);
+            if (!past_hole) bump(counters_.orphans_dropped);
             return false;
         }
     }
     OrphanBlock& block = orphan_blocks_[ep.orphans];
     int slot = -1;
-    for (int i = 0; i < OrphanBlock::kSlots; ++i)
-        if (!block.slots[i].used) {
-            slot = i;
-            break;
-        }
+    for (int i = 0; i < OrphanBlock::kSlots && slot < 0; ++i)
+        if (!block.slots[i].used) slot = i;
+    if (slot < 0 && past_hole) return false;
+    for (int i = 0; i < OrphanBlock::kSlots && slot < 0; ++i) {
+        OrphanPacket& o = block.slots[i];
+        if (!o.past_hole) continue;
+        const uint32_t owner = owner_of(ep, o.psn, false);
+        if (owner == kNoIndex || messages_[owner].op != o.op) continue;
+        if (held_last_before(ep, messages_[owner], o.psn)) continue;
+        join_orphan(messages_[owner], o);
+        slot = i;
+    }
     if (slot < 0) {
-        if (!may_evict) return false;
         slot = block.next_victim;
         block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
         bump(counters_.orphans_dropped);
@@ -158,7 +175,37 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     o.has_imm = info.has_imm;
     o.has_inv = info.has_inv;
     o.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
+    o.past_hole = past_hole;
     return true;
+}
+
+// Whether a held Last lies after the First of message `m` and before `psn`.
+bool EngineImpl::held_last_before(const Endpoint& ep, const OpenMessage& m,
+                                  uint32_t psn) const noexcept {
+    if (!ep.has_orphans) return false;
+    for (const OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
+        if (o.used && o.last && psn_newer(o.psn, m.psn_first) && psn_newer(psn, o.psn)) return true;
+    return false;
+}
+
+// A held packet joins message `m` (and leaves its slot).
+void EngineImpl::join_orphan(OpenMessage& m, OrphanPacket& o) noexcept {
+    o.used = false;
+    ++m.pkts;
+    m.retx_pkts += o.dups;
+    m.bytes += o.payload_len;
+    m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
+    m.t_last_ns = std::max(m.t_last_ns, o.ts_last_ns);
+    if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
+    if (o.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = o.psn;
+    if (o.last) {
+        m.last_known = true;
+        m.psn_last = o.psn;
+        m.has_imm = o.has_imm;
+        m.has_inv = o.has_inv;
+        m.imm = o.has_imm ? o.imm_or_inv : 0;
+        m.inv = o.has_inv ? o.imm_or_inv : 0;
+    }
 }
 
 // A duplicate of a held packet counts with it (and joins its message with it).
@@ -201,30 +248,14 @@ void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi, bool at_freeze) noexc
             if (!o.used || o.op != m.op || !psn_newer(o.psn, m.psn_first)) continue;
             if (bounded_by_next && !psn_newer(next_first, o.psn)) continue;
             if (!within(m, o.psn)) continue;
-            if (!at_freeze && beyond_run(m, o.psn)) continue;
+            if (!at_freeze && past_hole(ep, m, o.psn)) continue;
             if (best < 0 || psn_newer(orphans[best].psn, o.psn)) best = i;
         }
         if (best < 0) {
             release_orphans_if_empty(ep);
             return;
         }
-        OrphanPacket& o = orphans[best];
-        o.used = false;
-        ++m.pkts;
-        m.retx_pkts += o.dups;
-        m.bytes += o.payload_len;
-        m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
-        m.t_last_ns = std::max(m.t_last_ns, o.ts_last_ns);
-        if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
-        if (o.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = o.psn;
-        if (o.last) {
-            m.last_known = true;
-            m.psn_last = o.psn;
-            m.has_imm = o.has_imm;
-            m.has_inv = o.has_inv;
-            m.imm = o.has_imm ? o.imm_or_inv : 0;
-            m.inv = o.has_inv ? o.imm_or_inv : 0;
-        }
+        join_orphan(m, orphans[best]);
     }
 }
 
@@ -330,7 +361,15 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
                 // observer), the packet is held until the hole fills or a First in it
                 // claims the packet. With no slot free it joins the message at once, as
                 // it most likely belongs there (a long message with a hole early on).
-                if (beyond_run(messages_[m], psn) && add_orphan(ep, pkt, op, ts, false)) return;
+                if (past_hole(ep, messages_[m], psn)) {
+                    // Past a held Last the packet is certainly not this message's: that
+                    // Last ends this message or a later one.
+                    if (held_last_before(ep, messages_[m], psn)) {
+                        add_orphan(ep, pkt, op, ts);
+                        return;
+                    }
+                    if (add_orphan(ep, pkt, op, ts, true)) return;
+                }
                 attribute_packet(messages_[m], pkt, ts);
                 absorb_orphans(ep, m);  // the run may now reach packets held past it
                 maybe_complete_unreliable(ep, m);

@@ -15,7 +15,7 @@ struct alignas(64) OpenMessage {
     uint32_t psn_first = 0;
     uint32_t psn_last = 0;     // valid iff last_known
     uint32_t psn_newest = 0;   // newest PSN observed (requests; READ: responses)
-    uint32_t psn_run = 0;      // SEND/WRITE: PSNs psn_first..psn_run are all attributed
+    uint32_t psn_run = 0;      // SEND/WRITE: PSNs psn_first..psn_run were all observed
     uint32_t length_hint = 0;  // WRITE: packets implied by RETH length / first payload; 0 unknown
     uint32_t next_request_psn = 0;  // READ: PSN of the following request, iff has_next_request
     uint32_t pkts = 0;

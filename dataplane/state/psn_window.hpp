@@ -98,6 +98,14 @@ class PsnRun {
         return PsnClass::late;
     }
 
+    // Whether `psn` was observed, as far as the window remembers: PSNs older than the
+    // window's 1024 read as seen.
+    bool seen(uint32_t psn, const PsnBits& bits) const {
+        if (empty() || proto::psn_newer(psn, max_psn_)) return false;
+        if (proto::psn_sub(max_psn_, psn) >= kSize || in_run(psn)) return true;
+        return bits.test(psn);
+    }
+
   private:
     static constexpr uint32_t kEmpty = UINT32_MAX;  // PSNs have 24 bits
     // psn (not newer than max_psn) lies in [run_start, max_psn].
@@ -117,6 +125,7 @@ class PsnWindow {
     bool empty() const { return run_.empty(); }
     uint32_t max_psn() const { return run_.max_psn(); }
     PsnClass observe(uint32_t psn) { return run_.observe(psn, bits_); }
+    bool seen(uint32_t psn) const { return run_.seen(psn, bits_); }
 
   private:
     PsnRun run_;

@@ -163,6 +163,48 @@ TEST(EngineMessages, send_last_and_next_first_lost_before_observer) {
     EXPECT_EQ(msgs[1].status, MsgStatus::ok);
 }
 
+// Two holes, each hiding a SEND's First or Last, and more packets past them than the 8
+// holding slots: packets past a held Last are certainly not the open SEND's (that Last ends
+// it or a later one), and the packets held past the first hole make room by joining the
+// SEND they were held from, so nothing is dropped.
+TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
+    EngineHarness h;
+    h.send(req(kSendFirst, 82, 1024), 100);
+    h.send(req(kSendMiddle, 83, 1024), 110);
+    // 84 lost before the observer.
+    h.send(req(kSendMiddle, 85, 1024), 120);
+    h.send(req(kSendLast, 86, 500), 130);
+    // 87, the next SEND's First, lost too.
+    for (uint32_t psn = 88; psn <= 94; ++psn) h.send(req(kSendMiddle, psn, 1024), 100 + psn);
+    h.send(req(kSendLast, 95, 300), 195);
+    h.send(resp(kAck, 84, proto::aeth_nak(proto::NakCode::psn_seq_error)), 200);
+    h.send(req(kSendMiddle, 84, 1024), 210);
+    h.send(req(kSendMiddle, 85, 1024), 211);
+    h.send(req(kSendLast, 86, 500), 212);
+    h.send(req(kSendFirst, 87, 1024), 213);
+    for (uint32_t psn = 88; psn <= 94; ++psn) h.send(req(kSendMiddle, psn, 1024), 126 + psn);
+    h.send(req(kSendLast, 95, 300), 221);
+    h.send(resp(kAck, 95, kOk), 300);
+    h.finish(400);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].psn_first, 82u);
+    EXPECT_EQ(msgs[0].psn_last, 86u);
+    EXPECT_EQ(msgs[0].pkts, 5u);
+    EXPECT_EQ(msgs[0].bytes, 4u * 1024 + 500);
+    EXPECT_EQ(msgs[0].retx_pkts, 2u);
+    EXPECT_EQ(msgs[0].naks, 1u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 300u);
+    EXPECT_EQ(msgs[1].psn_first, 87u);
+    EXPECT_EQ(msgs[1].psn_last, 95u);
+    EXPECT_EQ(msgs[1].pkts, 9u);
+    EXPECT_EQ(msgs[1].bytes, 8u * 1024 + 300);
+    EXPECT_EQ(msgs[1].retx_pkts, 8u);
+    EXPECT_EQ(msgs[1].t_first_ns, 188u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 300u);
+    EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
+}
+
 // Held packets whose hole never fills belong to the open message when it is frozen (its
 // psn_last is then the newest PSN observed); more than the 8 holding slots join at once.
 TEST(EngineMessages, packets_past_a_hole_that_never_fills_join_the_message_at_freeze) {
