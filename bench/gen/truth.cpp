@@ -410,7 +410,7 @@ void TruthObserver::on_request(uint32_t b, const SimPacket& p) {
         m.state = 2;
         ep.held -= m.held;
         if (ep.open.size() >= kMaxOpenMessages) {
-            // semantics.md: beyond 16 outstanding messages the oldest is frozen as it stands.
+            // semantics.md: beyond 256 outstanding messages the oldest is frozen as it stands.
             ++msgs_overflow_;
             freeze(b, ep.open.front(), TruthStatus::incomplete, std::nullopt);
         }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,27 +59,55 @@ struct NakCounters {
     uint64_t seq = 0, rnr = 0, inv = 0, access = 0, op = 0;
 };
 
-// semantics.md "Messages": outstanding messages per endpoint.
-constexpr std::size_t kMaxOpenMessages = 16;
+// semantics.md "Messages": outstanding messages per endpoint (the dataplane's cap).
+constexpr std::size_t kMaxOpenMessages = 256;
 
-// Messages to an endpoint not yet frozen, in creation order: at most kMaxOpenMessages, so
-// they live inline (one pointer chase less per packet than a std::vector on 100k QPs).
+// Messages to an endpoint not yet frozen, in creation order. Nearly always a few, so the
+// first 14 live inline (one pointer chase less per packet than a std::vector on 100k QPs);
+// an endpoint with more moves them all to the heap, room for kMaxOpenMessages, for good.
 class OpenMessages {
   public:
+    OpenMessages() = default;
+    OpenMessages(const OpenMessages& o) : n_(o.n_) {
+        if (o.heap_) {
+            heap_ = std::make_unique<uint32_t[]>(kMaxOpenMessages);
+            std::copy(o.heap_.get(), o.heap_.get() + n_, heap_.get());
+        } else {
+            ids_ = o.ids_;
+        }
+    }
+    OpenMessages& operator=(const OpenMessages& o) {
+        if (this != &o) *this = OpenMessages(o);
+        return *this;
+    }
+    OpenMessages(OpenMessages&&) noexcept = default;
+    OpenMessages& operator=(OpenMessages&&) noexcept = default;
+
     std::size_t size() const { return n_; }
-    const uint32_t* begin() const { return ids_.data(); }
-    const uint32_t* end() const { return ids_.data() + n_; }
-    uint32_t front() const { return ids_[0]; }
-    void push_back(uint32_t uid) { ids_[n_++] = uid; }  // the caller keeps n_ <= 16
+    const uint32_t* begin() const { return data(); }
+    const uint32_t* end() const { return data() + n_; }
+    uint32_t front() const { return data()[0]; }
+    void push_back(uint32_t uid) {  // the caller keeps n_ <= kMaxOpenMessages
+        if (!heap_ && n_ == kInline) {
+            heap_ = std::make_unique<uint32_t[]>(kMaxOpenMessages);
+            std::copy(ids_.begin(), ids_.end(), heap_.get());
+        }
+        data()[n_++] = uid;
+    }
     void erase(uint32_t uid) {
-        uint32_t* at = std::find(ids_.data(), ids_.data() + n_, uid);
-        std::copy(at + 1, ids_.data() + n_, at);
+        uint32_t* ids = data();
+        uint32_t* at = std::find(ids, ids + n_, uid);
+        std::copy(at + 1, ids + n_, at);
         --n_;
     }
 
   private:
-    std::array<uint32_t, kMaxOpenMessages> ids_;
+    static constexpr uint32_t kInline = 14;
+    const uint32_t* data() const { return heap_ ? heap_.get() : ids_.data(); }
+    uint32_t* data() { return heap_ ? heap_.get() : ids_.data(); }
+    std::array<uint32_t, kInline> ids_;
     uint32_t n_ = 0;
+    std::unique_ptr<uint32_t[]> heap_;
 };
 
 // One endpoint's final SPEC 7 `qp` record (plus what the rules need while running).
