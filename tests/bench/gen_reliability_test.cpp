@@ -127,6 +127,28 @@ TEST(GenReliability, clean_write_across_psn_wrap_is_acked_once) {
     EXPECT_EQ(g->truth().summary().endpoints, 2u);
 }
 
+// More messages outstanding than the 16 that fit inline: 20 SENDs posted at once, the
+// responder's coalesced ACK only after 100 us. semantics.md caps outstanding messages at 256
+// (as the dataplane does), so none is frozen early: one ACK completes all 20.
+TEST(GenReliability, twenty_outstanding_messages_complete_on_one_ack) {
+    Scenario s = base();
+    s.timing.ack_delay_ns = 100'000;
+    s.timing.retx_timeout_ns = 1'000'000;
+    for (int i = 0; i < 20; ++i) add(s, OpType::send, 64, 1000);
+    const auto g = run(s);
+    ASSERT_EQ(g->truth().msgs().size(), 20u);
+    const std::optional<uint64_t> ack = g->truth().msgs()[0].t_ack_ns;
+    ASSERT_TRUE(ack.has_value());
+    for (uint32_t i = 0; i < 20; ++i) {
+        const TruthMsg& m = g->truth().msgs()[i];
+        EXPECT_EQ(m.psn_first, 100 + i);
+        EXPECT_EQ(m.status, TruthStatus::ok) << "message " << i;
+        EXPECT_EQ(m.t_ack_ns, ack) << "message " << i;
+    }
+    EXPECT_EQ(g->truth().msgs_overflow(), 0u);
+    EXPECT_EQ(ep(*g, kB, kQpB).msgs[0], 20u);
+}
+
 // The Middle (PSN 101) is lost before the observer. The Last (102, observed 4422) reaches B
 // at 4522 out of sequence: NAK(seq, PSN 101) at 4572, ends 4654, observed 4754, reaches A at
 // 4854, which goes back to 101: Middle' observed 4854+1102+100 = 6056, Last' 7158. B ACKs
