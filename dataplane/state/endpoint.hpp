@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dataplane/proto/psn.hpp"
 #include "dataplane/state/endpoint_key.hpp"
 #include "dataplane/state/message.hpp"
 #include "dataplane/state/psn_window.hpp"
@@ -20,27 +21,34 @@ struct PendingNak {
     bool used = false;
 };
 
-// A Middle/Last packet observed before the First of its message.
-struct OrphanPacket {
-    uint64_t ts_ns = 0;
-    uint64_t ts_last_ns = 0;  // latest observation, duplicates included
-    uint32_t dups = 0;        // duplicates of it observed before its message existed
-    uint32_t psn = 0;
-    uint32_t payload_len = 0;
-    uint32_t imm_or_inv = 0;
+// Middle/Last packets held for their message (observed before its First, or past a hole
+// of the message they may belong to): a run of consecutive PSNs, psn .. psn + count - 1,
+// ended at most by a Last. Consecutive Middles with no Last among them are one message's,
+// so a run joins a message whole, and the train of packets that follows a lost First takes
+// one slot, not one per packet.
+struct OrphanRun {
+    uint64_t ts_ns = 0;        // earliest observation
+    uint64_t ts_last_ns = 0;   // latest observation, duplicates included
+    uint32_t dups = 0;         // duplicates of its packets observed while held
+    uint32_t psn = 0;          // the first PSN
+    uint32_t payload_len = 0;  // of all its packets
+    uint32_t imm_or_inv = 0;   // of its Last
+    uint16_t count = 0;        // packets (at most the PSN window, 1024)
     MsgOp op = MsgOp::send;
     bool used = false;
-    bool last = false;
+    bool last = false;  // its newest packet is a Last
     bool has_imm = false;
     bool has_inv = false;
     bool past_hole = false;  // held past a hole of an open message, which it may join
+    uint32_t end() const { return proto::psn_add(psn, count - 1u); }
 };
+static_assert(sizeof(OrphanRun) == 40, "as the single packets it replaced: memory per endpoint");
 
-// Packets held for one endpoint while their First is missing; taken from a per-worker
-// pool only when reordering needs it (most endpoints never do).
+// Runs held for one endpoint; taken from a per-worker pool only when reordering or a loss
+// needs it (most endpoints never do).
 struct OrphanBlock {
     static constexpr int kSlots = 8;
-    OrphanPacket slots[kSlots];
+    OrphanRun slots[kSlots];
     uint8_t next_victim = 0;  // round-robin replacement when all slots are used
 };
 

@@ -129,11 +129,77 @@ void EngineImpl::attribute_packet(OpenMessage& m, const ParsedPacket& pkt, uint6
     }
 }
 
-// Holds a packet until its message can claim it. Without a free slot (8 per endpoint) a
-// packet held past a hole makes room by joining the open message it was held from (where
-// it most likely belongs: a long message with a hole early on); failing that, the oldest
-// held packet is replaced and counted in orphans_dropped. A packet to be held past a hole
-// itself (`past_hole`) is never held at that price: false, and the caller attributes it.
+namespace {
+
+// Appends run `b` (which starts right after `a` ends) to run `a`.
+void append_run(OrphanRun& a, OrphanRun& b) {
+    a.count = static_cast<uint16_t>(a.count + b.count);
+    a.payload_len += b.payload_len;
+    a.dups += b.dups;
+    a.ts_ns = std::min(a.ts_ns, b.ts_ns);
+    a.ts_last_ns = std::max(a.ts_last_ns, b.ts_last_ns);
+    a.last = b.last;
+    a.has_imm = b.has_imm;
+    a.has_inv = b.has_inv;
+    a.imm_or_inv = b.imm_or_inv;
+    a.past_hole = a.past_hole && b.past_hole;
+    b.used = false;
+}
+
+void set_single(OrphanRun& r, const ParsedPacket& pkt, MsgOp op, uint64_t ts, bool past_hole) {
+    const proto::OpcodeInfo& info = pkt.info();
+    r.used = true;
+    r.ts_ns = ts;
+    r.ts_last_ns = ts;
+    r.dups = 0;
+    r.psn = pkt.t.bth.psn;
+    r.count = 1;
+    r.payload_len = static_cast<uint32_t>(pkt.payload_len);
+    r.op = op;
+    r.last = info.position == Position::last;
+    r.has_imm = info.has_imm;
+    r.has_inv = info.has_inv;
+    r.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
+    r.past_hole = past_hole;
+}
+
+}  // namespace
+
+// The packet continues a held run (right after its end, unless that end is a Last, or right
+// before its start, unless the packet is a Last): it joins the run, and two runs it makes
+// adjacent become one. False if no run is adjacent.
+bool EngineImpl::extend_run(OrphanBlock& block, const ParsedPacket& pkt, MsgOp op, uint64_t ts,
+                            bool past_hole) noexcept {
+    const uint32_t psn = pkt.t.bth.psn;
+    OrphanRun one;
+    set_single(one, pkt, op, ts, past_hole);
+    for (OrphanRun& r : block.slots) {
+        if (!r.used || r.op != op || r.count >= PsnBits::kSize) continue;
+        if (!r.last && psn == proto::psn_add(r.end(), 1)) {
+            append_run(r, one);
+        } else if (!one.last && proto::psn_add(psn, 1) == r.psn) {
+            append_run(one, r);
+            r = one;
+            r.used = true;
+        } else {
+            continue;
+        }
+        for (OrphanRun& a : block.slots)
+            for (OrphanRun& b : block.slots)
+                if (&a != &b && a.used && b.used && a.op == b.op && !a.last &&
+                    proto::psn_add(a.end(), 1) == b.psn && a.count + b.count <= PsnBits::kSize)
+                    append_run(a, b);
+        return true;
+    }
+    return false;
+}
+
+// Holds a packet until its message can claim it, in a run with its neighbours if there is
+// one. Without a free slot (8 runs per endpoint) a run held past a hole makes room by
+// joining the open message it was held from (where it most likely belongs: a long message
+// with a hole early on); failing that, the oldest run is replaced and its packets counted
+// in orphans_dropped. A packet to be held past a hole itself (`past_hole`) is never held at
+// that price: false, and the caller attributes it.
 bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uint64_t ts,
                             bool past_hole) noexcept {
     if (!ep.has_orphans) {
@@ -144,12 +210,13 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
         }
     }
     OrphanBlock& block = orphan_blocks_[ep.orphans];
+    if (extend_run(block, pkt, op, ts, past_hole)) return true;
     int slot = -1;
     for (int i = 0; i < OrphanBlock::kSlots && slot < 0; ++i)
         if (!block.slots[i].used) slot = i;
     if (slot < 0 && past_hole) return false;
     for (int i = 0; i < OrphanBlock::kSlots && slot < 0; ++i) {
-        OrphanPacket& o = block.slots[i];
+        OrphanRun& o = block.slots[i];
         if (!o.past_hole) continue;
         const uint32_t owner = owner_of(ep, o.psn, false);
         if (owner == kNoIndex || messages_[owner].op != o.op) continue;
@@ -160,22 +227,9 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
     if (slot < 0) {
         slot = block.next_victim;
         block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
-        bump(counters_.orphans_dropped);
+        bump(counters_.orphans_dropped, block.slots[slot].count);
     }
-    const proto::OpcodeInfo& info = pkt.info();
-    OrphanPacket& o = block.slots[slot];
-    o.used = true;
-    o.ts_ns = ts;
-    o.ts_last_ns = ts;
-    o.dups = 0;
-    o.psn = pkt.t.bth.psn;
-    o.payload_len = static_cast<uint32_t>(pkt.payload_len);
-    o.op = op;
-    o.last = info.position == Position::last;
-    o.has_imm = info.has_imm;
-    o.has_inv = info.has_inv;
-    o.imm_or_inv = info.has_imm ? pkt.t.imm : pkt.t.ieth_rkey;
-    o.past_hole = past_hole;
+    set_single(block.slots[slot], pkt, op, ts, past_hole);
     return true;
 }
 
@@ -183,24 +237,26 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
 bool EngineImpl::held_last_before(const Endpoint& ep, const OpenMessage& m,
                                   uint32_t psn) const noexcept {
     if (!ep.has_orphans) return false;
-    for (const OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
-        if (o.used && o.last && psn_newer(o.psn, m.psn_first) && psn_newer(psn, o.psn)) return true;
+    for (const OrphanRun& o : orphan_blocks_[ep.orphans].slots)
+        if (o.used && o.last && psn_newer(o.end(), m.psn_first) && psn_newer(psn, o.end()))
+            return true;
     return false;
 }
 
-// A held packet joins message `m` (and leaves its slot).
-void EngineImpl::join_orphan(OpenMessage& m, OrphanPacket& o) noexcept {
+// A held run joins message `m` (and leaves its slot).
+void EngineImpl::join_orphan(OpenMessage& m, OrphanRun& o) noexcept {
     o.used = false;
-    ++m.pkts;
+    const uint32_t end = o.end();
+    m.pkts += o.count;
     m.retx_pkts += o.dups;
     m.bytes += o.payload_len;
     m.t_first_ns = std::min(m.t_first_ns, o.ts_ns);
     m.t_last_ns = std::max(m.t_last_ns, o.ts_last_ns);
-    if (psn_newer(o.psn, m.psn_newest)) m.psn_newest = o.psn;
-    if (o.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = o.psn;
+    if (psn_newer(end, m.psn_newest)) m.psn_newest = end;
+    if (o.psn == proto::psn_add(m.psn_run, 1)) m.psn_run = end;
     if (o.last) {
         m.last_known = true;
-        m.psn_last = o.psn;
+        m.psn_last = end;
         m.has_imm = o.has_imm;
         m.has_inv = o.has_inv;
         m.imm = o.has_imm ? o.imm_or_inv : 0;
@@ -211,19 +267,18 @@ void EngineImpl::join_orphan(OpenMessage& m, OrphanPacket& o) noexcept {
 // A duplicate of a held packet counts with it (and joins its message with it).
 bool EngineImpl::count_orphan_dup(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
     if (!ep.has_orphans) return false;  // without touching the cold line
-    bool found = false;
-    for (OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
-        if (o.used && o.psn == psn) {
+    for (OrphanRun& o : orphan_blocks_[ep.orphans].slots)
+        if (o.used && proto::psn_sub(psn, o.psn) < o.count) {
             ++o.dups;
             o.ts_last_ns = std::max(o.ts_last_ns, ts);
-            found = true;
+            return true;
         }
-    return found;
+    return false;
 }
 
 void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
     if (!ep.has_orphans) return;
-    for (const OrphanPacket& o : orphan_blocks_[ep.orphans].slots)
+    for (const OrphanRun& o : orphan_blocks_[ep.orphans].slots)
         if (o.used) return;
     orphan_blocks_.release(ep.orphans);
     ep.set_orphans(kNoIndex);
@@ -236,7 +291,7 @@ void EngineImpl::release_orphans_if_empty(Endpoint& ep) noexcept {
 // it: nothing will tell more, and its psn_last is then the newest PSN observed.
 void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi, bool at_freeze) noexcept {
     if (!ep.has_orphans) return;  // without touching the cold line
-    OrphanPacket* orphans = orphan_blocks_[ep.orphans].slots;
+    OrphanRun* orphans = orphan_blocks_[ep.orphans].slots;
     OpenMessage& m = messages_[mi];
     const bool bounded_by_next = m.next != kNoIndex;
     const uint32_t next_first = bounded_by_next ? messages_[m.next].psn_first : 0;
@@ -244,10 +299,10 @@ void EngineImpl::absorb_orphans(Endpoint& ep, uint32_t mi, bool at_freeze) noexc
     for (;;) {
         int best = -1;
         for (int i = 0; i < OrphanBlock::kSlots; ++i) {
-            const OrphanPacket& o = orphans[i];
+            const OrphanRun& o = orphans[i];
             if (!o.used || o.op != m.op || !psn_newer(o.psn, m.psn_first)) continue;
-            if (bounded_by_next && !psn_newer(next_first, o.psn)) continue;
-            if (!within(m, o.psn)) continue;
+            if (bounded_by_next && !psn_newer(next_first, o.end())) continue;
+            if (!within(m, o.end())) continue;
             if (!at_freeze && past_hole(ep, m, o.psn)) continue;
             if (best < 0 || psn_newer(orphans[best].psn, o.psn)) best = i;
         }

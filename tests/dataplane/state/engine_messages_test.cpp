@@ -205,6 +205,55 @@ TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
     EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
 }
 
+// A lost First is followed by a whole train of its packets (insert-gen's stress scenarios:
+// 47 at MTU 256): held as one run of consecutive PSNs, not one slot per packet, so none is
+// dropped however long the train.
+TEST(EngineMessages, train_after_a_lost_first_is_held_whole) {
+    EngineHarness h;
+    // First 200 lost before the observer; Middles 201-230 and the Last 231 observed.
+    for (uint32_t psn = 201; psn <= 230; ++psn) h.send(req(kSendMiddle, psn, 256), psn);
+    h.send(req(kSendLast, 231, 17), 231);
+    h.send(resp(kAck, 200, proto::aeth_nak(proto::NakCode::psn_seq_error)), 240);
+    h.send(req(kSendFirst, 200, 256), 300);  // go back N: the whole message again
+    for (uint32_t psn = 201; psn <= 230; ++psn) h.send(req(kSendMiddle, psn, 256), 100 + psn);
+    h.send(req(kSendLast, 231, 17), 400);
+    h.send(resp(kAck, 231, kOk), 500);
+    h.finish(600);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].psn_first, 200u);
+    EXPECT_EQ(msgs[0].psn_last, 231u);
+    EXPECT_EQ(msgs[0].pkts, 32u);
+    EXPECT_EQ(msgs[0].bytes, 31u * 256 + 17);
+    EXPECT_EQ(msgs[0].retx_pkts, 31u);
+    EXPECT_EQ(msgs[0].naks, 1u);
+    EXPECT_EQ(msgs[0].t_first_ns, 201u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 500u);
+    EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
+}
+
+// Held packets arriving in any order form one run (a packet before a run's start extends
+// it, and one that fills the space between two runs joins them).
+TEST(EngineMessages, held_packets_in_reverse_order_join_their_message) {
+    EngineHarness h;
+    h.send(req(kSendMiddle, 15, 100), 10);
+    h.send(req(kSendMiddle, 13, 100), 20);
+    h.send(req(kSendMiddle, 12, 100), 30);
+    h.send(req(kSendMiddle, 14, 100), 40);  // joins the runs 12-13 and 15
+    h.send(req(kSendFirst, 11, 100), 50);
+    h.send(req(kSendLast, 16, 7), 60);
+    h.send(resp(kAck, 16, kOk), 70);
+    h.finish(100);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].psn_first, 11u);
+    EXPECT_EQ(msgs[0].psn_last, 16u);
+    EXPECT_EQ(msgs[0].pkts, 6u);
+    EXPECT_EQ(msgs[0].bytes, 5u * 100 + 7);
+    EXPECT_EQ(msgs[0].t_first_ns, 10u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+}
+
 // Held packets whose hole never fills belong to the open message when it is frozen (its
 // psn_last is then the newest PSN observed); more than the 8 holding slots join at once.
 TEST(EngineMessages, packets_past_a_hole_that_never_fills_join_the_message_at_freeze) {
