@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# SPEC invariants 1 and 3: every built-in insert-gen scenario (small seeds), replayed by
-# `insert-dp replay` with 1 and 2 workers, gives exactly the generator's ground truth
-# (messages, latencies, counters, pairing, summary), and both worker counts agree.
+# SPEC invariants 1 and 3: every built-in insert-gen scenario (small seeds) and every
+# scenario file in bench/gen/scenarios/, replayed by `insert-dp replay` with 1 and 2
+# workers, gives exactly the generator's ground truth (messages, latencies, counters,
+# pairing, summary), and both worker counts agree.
 # Usage: ground_truth_test.sh BUILD_ROOT SOURCE_ROOT [SEEDS...]
 set -euo pipefail
 build=$1
@@ -16,12 +17,12 @@ trap 'rm -rf "$work"' EXIT
 
 failed=0
 passed=0
-for scenario in $("$gen" --list-scenarios); do
+for scenario in $("$gen" --list-scenarios) "$src"/bench/gen/scenarios/*.json; do
     extra=()
     # The benchmark scenario, scaled down to test size.
     [ "$scenario" = large ] && extra=(--qps 2000 --packets 20000)
     for seed in ${seeds[*]}; do
-        base=$work/$scenario.$seed
+        base=$work/$(basename "$scenario" .json).$seed
         "$gen" --scenario "$scenario" --seed "$seed" "${extra[@]}" --out "$base.pcap" \
             --truth "$base.truth.json" >/dev/null
         for workers in 1 2; do
