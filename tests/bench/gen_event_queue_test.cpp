@@ -96,7 +96,9 @@ TEST(GenEventQueue, announces_events_before_they_come_out) {
     std::size_t popped = 0;
     while (q.pop(t, id, [&](uint32_t next) { ++announced[next]; })) {
         ASSERT_LE(announced[id], 1) << "event " << id;
-        if (at[id] > pushed_at[id] + Queue::kLeadNs) ASSERT_EQ(announced[id], 1) << "event " << id;
+        if (at[id] > pushed_at[id] + Queue::kLeadNs) {
+            ASSERT_EQ(announced[id], 1) << "event " << id;
+        }
         announced[id] = 2;  // popped
         now = t;
         ++popped;

@@ -22,7 +22,9 @@ TEST(GenFlatMap, agrees_with_unordered_map) {
             const uint32_t* got = map.find(key);
             const auto it = ref.find(key);
             ASSERT_EQ(got != nullptr, it != ref.end()) << key;
-            if (got) ASSERT_EQ(*got, it->second);
+            if (got) {
+                ASSERT_EQ(*got, it->second);
+            }
             continue;
         }
         const auto [value, added] = map.try_emplace(key, i);
