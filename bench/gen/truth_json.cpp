@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -183,6 +185,51 @@ void TruthJsonWriter::write_qps(JsonOut& out, const TruthObserver& truth,
     }
 }
 
+// At the end of a run nothing else is left to do: a helper thread formats two chunks of
+// every three into a few reused buffers, and this thread writes the chunks in file order,
+// formatting every third itself (it also copies all of them into the file). Session 5's
+// helper formatted the whole second half into one fresh 35 MB buffer instead: zeroing those
+// pages on first touch was half its time on `large`, and this thread waited for it.
+void TruthJsonWriter::write_qps_interleaved(JsonOut& out, const TruthObserver& truth,
+                                            const std::vector<uint32_t>& order) const {
+    constexpr std::size_t kChunk = 256;  // records: ~115 KB on `large`
+    constexpr std::size_t kSlots = 8;
+    struct Slot {
+        HugeVector<char> bytes;
+        JsonOut out{bytes};
+        std::atomic<bool> full{false};
+    };
+    std::array<Slot, kSlots> slots;
+    const std::size_t chunks = (order.size() + kChunk - 1) / kChunk;
+    auto mine = [](std::size_t c) { return c % 3 == 0; };
+    // The helper's k-th chunk (k = c - c / 3 - 1) goes through slot k % kSlots.
+    auto slot = [&](std::size_t c) -> Slot& { return slots[(c - c / 3 - 1) % kSlots]; };
+    auto range_end = [&](std::size_t c) { return std::min(order.size(), (c + 1) * kChunk); };
+    std::jthread helper([&] {
+        for (std::size_t c = 0; c < chunks; ++c) {
+            if (mine(c)) continue;
+            Slot& s = slot(c);
+            s.full.wait(true, std::memory_order_acquire);  // until written out
+            s.bytes.clear();
+            write_qps(s.out, truth, order, c * kChunk, range_end(c));
+            s.out.flush();
+            s.full.store(true, std::memory_order_release);
+            s.full.notify_one();
+        }
+    });
+    for (std::size_t c = 0; c < chunks; ++c) {
+        if (mine(c)) {
+            write_qps(out, truth, order, c * kChunk, range_end(c));
+            continue;
+        }
+        Slot& s = slot(c);
+        s.full.wait(false, std::memory_order_acquire);
+        out.raw({s.bytes.data(), s.bytes.size()});
+        s.full.store(false, std::memory_order_release);
+        s.full.notify_one();
+    }
+}
+
 // Final qp records ordered by (ip, qpn) so the file does not depend on arrival order.
 std::vector<uint32_t> TruthJsonWriter::qp_order(const TruthObserver& truth) const {
     // (rank of the host's address, qpn) as one integer: addresses are distinct, so this is
@@ -208,23 +255,10 @@ bool TruthJsonWriter::finish(const TruthObserver& truth, std::string& error) {
     if (msgs_ > 0) out.raw("\n");
     out.raw("],\n\"qps\":[\n");
     const std::vector<uint32_t> order = qp_order(truth);
-    // At the end of a run nothing else is left to do: a helper thread formats the second
-    // half of the qp records into memory while this one formats and writes the first (on
-    // `large`, 100k records were ~5% of the run on one thread).
-    const std::size_t half = order.size() >= kParallelQps ? order.size() / 2 : order.size();
-    HugeVector<char> second;
-    {
-        std::jthread helper;
-        if (half < order.size())
-            helper = std::jthread([&] {
-                second.reserve((order.size() - half) * kQpRecordEstimate);
-                JsonOut mem(second);
-                write_qps(mem, truth, order, half, order.size());
-                mem.flush();
-            });
-        write_qps(out, truth, order, 0, half);
-    }
-    if (!second.empty()) out.raw({second.data(), second.size()});
+    if (order.size() >= kParallelQps)
+        write_qps_interleaved(out, truth, order);
+    else
+        write_qps(out, truth, order, 0, order.size());
     const TruthSummary& s = truth.summary();
     out.raw("],\n\"summary\":");
     JsonCursor w = out.reserve();

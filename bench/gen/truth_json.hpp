@@ -41,12 +41,13 @@ class TruthJsonWriter : public TruthMsgSink {
   private:
     // Below this many qp records one thread formats them all.
     static constexpr std::size_t kParallelQps = 4096;
-    static constexpr std::size_t kQpRecordEstimate = 700;  // bytes, to reserve memory
 
     void abandon();
     std::vector<uint32_t> qp_order(const TruthObserver& truth) const;
     void write_qps(JsonOut& w, const TruthObserver& truth, const std::vector<uint32_t>& order,
                    std::size_t begin, std::size_t end) const;
+    void write_qps_interleaved(JsonOut& out, const TruthObserver& truth,
+                               const std::vector<uint32_t>& order) const;
 
     const Scenario& sc_;
     std::vector<std::string> host_ip_;
