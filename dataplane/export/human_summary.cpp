@@ -165,12 +165,13 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
         }
         fmt::format_to(out, "; max/mean {:.2f}\n", mean > 0 ? most / mean : 0.0);
     }
-    if (run.table_full || run.records_dropped || run.evicted || run.msgs_overflow)
+    if (run.table_full || run.records_dropped || run.evicted || run.msgs_overflow ||
+        run.orphans_dropped)
         fmt::format_to(out,
                        "  limits      table full {} pkts, records dropped {}, evicted idle {}, "
-                       "msgs frozen early {}\n",
+                       "msgs frozen early {}, held pkts dropped {}\n",
                        grouped(run.table_full), grouped(run.records_dropped), grouped(run.evicted),
-                       grouped(run.msgs_overflow));
+                       grouped(run.msgs_overflow), grouped(run.orphans_dropped));
 
     if (!by_bytes_.empty()) {
         fmt::format_to(out, "\nTop {} QPs by bytes received\n", by_bytes_.size());

@@ -31,6 +31,8 @@ struct LiveTotals {
     uint64_t records_dropped = 0;
     uint64_t table_full = 0;
     uint64_t evicted = 0;
+    uint64_t msgs_overflow = 0;
+    uint64_t orphans_dropped = 0;
     uint64_t tx = 0;
     uint64_t tx_dropped = 0;
     uint64_t tx_retries = 0;

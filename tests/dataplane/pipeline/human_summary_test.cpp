@@ -57,4 +57,23 @@ TEST(HumanSummary, ranks_top_qps_and_hot_spots_from_final_records) {
     EXPECT_NE(text.find("p50 2000 ns"), std::string::npos) << text;
     EXPECT_NE(text.find("60.0%"), std::string::npos) << text;
     EXPECT_NE(text.find("payload bytes"), std::string::npos);
+    EXPECT_EQ(text.find("limits"), std::string::npos);  // nothing ran out
+}
+
+// Every limit that was reached is on the terminal, never only in a counter.
+TEST(HumanSummary, limits_line_names_every_limit_reached) {
+    exporter::HumanSummary s(2);
+    exporter::SummaryCounts counts;
+    exporter::RunInfo run;
+    run.worker_frames = {1};
+    run.table_full = 12345;
+    run.records_dropped = 2;
+    run.evicted = 3;
+    run.msgs_overflow = 4;
+    run.orphans_dropped = 5;
+    const std::string text = s.render(counts, run);
+    EXPECT_NE(text.find("limits      table full 12,345 pkts, records dropped 2, evicted idle 3, "
+                        "msgs frozen early 4, held pkts dropped 5"),
+              std::string::npos)
+        << text;
 }
