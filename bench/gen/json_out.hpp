@@ -165,6 +165,10 @@ class JsonOut {
         p_ = buf_.get();
         return ok_;
     }
+    // What is formatted but not flushed yet, and dropping it (the owner copied it
+    // elsewhere): a chunk formatted in memory is handed over without a copy to `mem`.
+    std::string_view pending() const { return {buf_.get(), used()}; }
+    void discard() { p_ = buf_.get(); }
     // After the last flush(): the file is complete (OutputFile::finish()).
     bool finish_file() {
         if (!f_ || !ok_) return ok_;
