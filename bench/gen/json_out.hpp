@@ -148,6 +148,13 @@ class JsonOut {
         p_ += s.size();
         return *this;
     }
+    // Any length, outside records, written without a copy into the buffer (what is in it
+    // goes first).
+    JsonOut& raw_through(std::string_view s) {
+        flush();
+        if (!s.empty()) put(s.data(), s.size());
+        return *this;
+    }
     // Room for the longest record (a qp record is under 1.5 KB: ~35 keys, numbers of at
     // most 20 digits, two addresses of at most 45 characters): format it with the cursor,
     // then commit() it.

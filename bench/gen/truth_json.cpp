@@ -207,7 +207,7 @@ void TruthJsonWriter::write_qps(JsonOut& out, const TruthObserver& truth,
 
 // At the end of a run nothing else is left to do: a helper thread formats two chunks of
 // every three into a few reused buffers, and this thread writes the chunks in file order,
-// formatting every third itself (it also copies all of them into the file). Session 5's
+// formatting every third itself (and writing them all). Session 5's
 // helper formatted the whole second half into one fresh 35 MB buffer instead: zeroing those
 // pages on first touch was half its time on `large`, and this thread waited for it.
 void TruthJsonWriter::write_qps_interleaved(JsonOut& out, const TruthObserver& truth,
@@ -243,7 +243,7 @@ void TruthJsonWriter::write_qps_interleaved(JsonOut& out, const TruthObserver& t
         Slot& s = slot(c);
         s.full.wait(false, std::memory_order_acquire);
         // A chunk is mostly still in the slot's buffer (`bytes` only takes what overflows).
-        out.raw({s.bytes.data(), s.bytes.size()}).raw(s.out.pending());
+        out.raw_through({s.bytes.data(), s.bytes.size()}).raw_through(s.out.pending());
         s.bytes.clear();
         s.out.discard();
         s.full.store(false, std::memory_order_release);
