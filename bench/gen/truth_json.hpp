@@ -50,8 +50,7 @@ class TruthJsonWriter : public TruthMsgSink {
                                const std::vector<uint32_t>& order) const;
 
     const Scenario& sc_;
-    std::vector<std::string> host_ip_;
-    // The same, and the op and status names, as JSON strings ready to copy (json_out.hpp).
+    // Host addresses, op and status names as JSON strings ready to copy (json_out.hpp).
     std::vector<PaddedString> host_str_;
     std::vector<PaddedString> op_str_, status_str_;
     TimestampHigh ts_;  // on_msg()'s
