@@ -198,7 +198,8 @@ class TruthObserver : public ObservedSink {
     // Most packets any endpoint held waiting for their First at one time. semantics.md caps
     // this at 8 per endpoint and the truth does not model the cap: scenarios must stay below.
     uint32_t max_held() const { return max_held_; }
-    // Messages frozen early because 16 were open at their endpoint (semantics.md cap).
+    // Messages frozen early because kMaxOpenMessages (256) were open at their endpoint
+    // (semantics.md cap).
     uint64_t msgs_overflow() const { return msgs_overflow_; }
 
   private:
