@@ -64,7 +64,7 @@ std::string queue_list(const uint16_t* q, uint32_t n) {
     for (uint32_t i = 1; i < n; ++i) contiguous = contiguous && q[i] == q[i - 1] + 1;
     if (contiguous && n > 1) return std::to_string(q[0]) + "-" + std::to_string(q[n - 1]);
     std::string s;
-    for (uint32_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(q[i]);
+    for (uint32_t i = 0; i < n; ++i) s.append(i ? "," : "").append(std::to_string(q[i]));
     return s;
 }
 

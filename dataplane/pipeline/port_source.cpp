@@ -1,5 +1,3 @@
-// rte_eth_read_clock() (device clock for Rx timestamps) is experimental in 22.11.
-#define ALLOW_EXPERIMENTAL_API 1
 #include "dataplane/pipeline/port_source.hpp"
 
 #include <rte_cycles.h>
