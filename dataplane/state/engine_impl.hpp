@@ -91,8 +91,7 @@ class EngineImpl final : public Engine {
     bool add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts,
                     bool past_hole = false) noexcept;
     void join_orphan(OpenMessage& m, OrphanRun& o) noexcept;
-    bool extend_run(OrphanBlock& block, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts,
-                    bool past_hole) noexcept;
+    bool extend_run(OrphanBlock& block, OrphanRun one) noexcept;
     bool held_last_before(const Endpoint& ep, const OpenMessage& m, uint32_t psn) const noexcept;
     bool count_orphan_dup(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
     void release_orphans_if_empty(Endpoint& ep) noexcept;

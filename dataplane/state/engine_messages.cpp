@@ -165,16 +165,13 @@ void set_single(OrphanRun& r, const ParsedPacket& pkt, MsgOp op, uint64_t ts, bo
 
 }  // namespace
 
-// The packet continues a held run (right after its end, unless that end is a Last, or right
-// before its start, unless the packet is a Last): it joins the run, and two runs it makes
-// adjacent become one. False if no run is adjacent.
-bool EngineImpl::extend_run(OrphanBlock& block, const ParsedPacket& pkt, MsgOp op, uint64_t ts,
-                            bool past_hole) noexcept {
-    const uint32_t psn = pkt.t.bth.psn;
-    OrphanRun one;
-    set_single(one, pkt, op, ts, past_hole);
+// The packet (`one`, a run of itself) continues a held run (right after its end, unless that
+// end is a Last, or right before its start, unless the packet is a Last): it joins the run,
+// and two runs it makes adjacent become one. False if no run is adjacent.
+bool EngineImpl::extend_run(OrphanBlock& block, OrphanRun one) noexcept {
+    const uint32_t psn = one.psn;
     for (OrphanRun& r : block.slots) {
-        if (!r.used || r.op != op || r.count >= PsnBits::kSize) continue;
+        if (!r.used || r.op != one.op || r.count >= PsnBits::kSize) continue;
         if (!r.last && psn == proto::psn_add(r.end(), 1)) {
             append_run(r, one);
         } else if (!one.last && proto::psn_add(psn, 1) == r.psn) {
@@ -210,7 +207,9 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
         }
     }
     OrphanBlock& block = orphan_blocks_[ep.orphans];
-    if (extend_run(block, pkt, op, ts, past_hole)) return true;
+    OrphanRun one;
+    set_single(one, pkt, op, ts, past_hole);
+    if (extend_run(block, one)) return true;
     int slot = -1;
     for (int i = 0; i < OrphanBlock::kSlots && slot < 0; ++i)
         if (!block.slots[i].used) slot = i;
@@ -229,7 +228,7 @@ bool EngineImpl::add_orphan(Endpoint& ep, const ParsedPacket& pkt, MsgOp op, uin
         block.next_victim = static_cast<uint8_t>((block.next_victim + 1) % OrphanBlock::kSlots);
         bump(counters_.orphans_dropped, block.slots[slot].count);
     }
-    set_single(block.slots[slot], pkt, op, ts, past_hole);
+    block.slots[slot] = one;
     return true;
 }
 
