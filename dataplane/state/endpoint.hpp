@@ -39,7 +39,6 @@ struct OrphanRun {
     bool last = false;  // its newest packet is a Last
     bool has_imm = false;
     bool has_inv = false;
-    bool past_hole = false;  // held past a hole of an open message, which it may join
     uint32_t end() const { return proto::psn_add(psn, count - 1u); }
 };
 static_assert(sizeof(OrphanRun) == 40, "as the single packets it replaced: memory per endpoint");

@@ -97,6 +97,8 @@ class EngineImpl final : public Engine {
     void release_orphans_if_empty(Endpoint& ep) noexcept;
     void attribute_packet(OpenMessage& m, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void note_next_request(Endpoint& ep, uint32_t psn) noexcept;
+    // A message whose First is `next_first` follows `m`: m's range ends before it.
+    static void bound_by_next_first(OpenMessage& m, uint32_t next_first) noexcept;
     void apply_request_data(Endpoint& ep, const proto::ParsedPacket& pkt, bool dup,
                             uint64_t ts) noexcept;
     void apply_read_response(Endpoint& f, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;

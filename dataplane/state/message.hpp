@@ -32,6 +32,10 @@ struct alignas(64) OpenMessage {
     uint64_t t_last_ns = 0;
     uint64_t read_seen = 0;  // READ: bitmap of response PSNs below read_top
     uint32_t read_top = 0;   // READ: newest response PSN + 1 (relative to psn_first)
+    // SEND/WRITE: the First of the nearest later message, iff has_next_first. Its range
+    // ends before that, also after the later message has been frozen and left the list
+    // (a UC message completes on its own while an earlier one with a lost Last stays open).
+    uint32_t next_first_psn = 0;
     MsgOp op = MsgOp::send;
     MsgStatus nak_status = MsgStatus::incomplete;  // latest seq/RNR NAK that hit it
     bool last_known = false;
@@ -41,6 +45,7 @@ struct alignas(64) OpenMessage {
     bool has_va = false;
     bool has_dma_len = false;
     bool unreliable = false;  // UC: complete once all PSNs were observed
+    bool has_next_first = false;
 };
 
 static_assert(sizeof(OpenMessage) == 128);

@@ -205,6 +205,61 @@ TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
     EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
 }
 
+// A SEND's tail held past a hole, which began waiting for the SEND's First (a Middle
+// sprayed ahead of it), and then more runs than the 8 holding slots (a WRITE whose First
+// was lost, its Middles sprayed apart): the SEND's run makes room by joining the SEND, as a
+// run held past the hole from the start would, rather than being dropped. Before the fix
+// the round-robin victim was that run, Last included, and the SEND never completed
+// (insert-gen stress_impairments seed 3019).
+TEST(EngineMessages, run_held_before_its_first_makes_room_by_joining_its_send) {
+    EngineHarness h;
+    h.send(req(kSendMiddle, 104, 256), 10);  // ahead of its First: held, waiting for it
+    h.send(req(kSendFirst, 100, 256), 20);
+    h.send(req(kSendMiddle, 101, 256), 21);
+    h.send(req(kSendMiddle, 102, 256), 22);
+    // 103 lost before the observer: 104 stays held past the hole, with 105-110.
+    for (uint32_t psn = 105; psn <= 109; ++psn) h.send(req(kSendMiddle, psn, 256), 20 + psn - 100);
+    h.send(req(kSendLast, 110, 10), 30);
+    // WRITE First 111 lost; eight Middles, none next to another: eight more runs.
+    for (uint32_t psn = 112; psn <= 126; psn += 2) h.send(req(kWriteMiddle, psn, 256), 40 + psn - 112);
+    h.send(resp(kAck, 103, proto::aeth_nak(proto::NakCode::psn_seq_error)), 60);
+    // Go back N from 103.
+    for (uint32_t psn = 103; psn <= 109; ++psn) h.send(req(kSendMiddle, psn, 256), 70 + psn - 103);
+    h.send(req(kSendLast, 110, 10), 77);
+    Pkt first = req(kWriteFirst, 111, 256);
+    first.va = 0x2000;
+    first.rkey = 0x77;
+    first.dma_len = 16 * 256 + 20;
+    h.send(first, 80);
+    for (uint32_t psn = 112; psn <= 126; ++psn) h.send(req(kWriteMiddle, psn, 256), 80 + psn - 111);
+    h.send(req(kWriteLast, 127, 20), 96);
+    h.send(resp(kAck, 127, kOk), 100);
+    h.finish(200);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].op, MsgOp::send);
+    EXPECT_EQ(msgs[0].psn_first, 100u);
+    EXPECT_EQ(msgs[0].psn_last, 110u);
+    EXPECT_EQ(msgs[0].pkts, 11u);
+    EXPECT_EQ(msgs[0].bytes, 10u * 256 + 10);
+    EXPECT_EQ(msgs[0].retx_pkts, 7u);  // 104-110 again; 103 was new
+    EXPECT_EQ(msgs[0].naks, 1u);
+    EXPECT_EQ(msgs[0].t_first_ns, 10u);
+    EXPECT_EQ(msgs[0].t_last_ns, 77u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 100u);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+    EXPECT_EQ(msgs[1].op, MsgOp::write);
+    EXPECT_EQ(msgs[1].psn_first, 111u);
+    EXPECT_EQ(msgs[1].psn_last, 127u);
+    EXPECT_EQ(msgs[1].pkts, 17u);
+    EXPECT_EQ(msgs[1].bytes, 16u * 256 + 20);
+    EXPECT_EQ(msgs[1].retx_pkts, 8u);  // the eight Middles held before the First came
+    EXPECT_EQ(msgs[1].t_first_ns, 40u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 100u);
+    EXPECT_EQ(msgs[1].status, MsgStatus::ok);
+    EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
+}
+
 // A lost First is followed by a whole train of its packets (insert-gen's stress scenarios:
 // 47 at MTU 256): held as one run of consecutive PSNs, not one slot per packet, so none is
 // dropped however long the train.
@@ -465,6 +520,33 @@ TEST(EngineMessages, uc_message_is_ok_once_all_packets_were_seen) {
     EXPECT_EQ(msgs[0].psn_last, 22u);
     h.finish(4);
     EXPECT_EQ(h.qp(kB, kQb).transport, state::TransportFamily::uc);
+}
+
+// A UC SEND whose Last was lost stays open while the messages after it complete on their
+// own and leave; at its freeze the packets held for a later message whose First was lost
+// (a SEND too, so the op does not tell them apart) are not its: the next First it saw
+// bounds its range. Before, with no open message after it any more, they joined it
+// (insert-gen sweep scenario with UC connections, seeds 25 and 48).
+TEST(EngineMessages, uc_send_with_lost_last_keeps_out_packets_past_a_later_first) {
+    EngineHarness h;
+    h.send(req(kUcBase + kSendFirst, 725, 2048), 1);
+    // 726, its Last, lost.
+    h.send(req(kUcBase + kWriteOnly, 727, 100), 2);  // complete at once
+    // 728, the next SEND's First, lost.
+    h.send(req(kUcBase + kSendMiddle, 729, 2048), 3);
+    h.send(req(kUcBase + kSendLast, 730, 19), 4);
+    h.finish(10);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].op, MsgOp::write);
+    EXPECT_EQ(msgs[0].status, MsgStatus::ok);
+    EXPECT_EQ(msgs[1].op, MsgOp::send);
+    EXPECT_EQ(msgs[1].psn_first, 725u);
+    EXPECT_EQ(msgs[1].psn_last, 725u);
+    EXPECT_EQ(msgs[1].pkts, 1u);
+    EXPECT_EQ(msgs[1].bytes, 2048u);
+    EXPECT_EQ(msgs[1].t_last_ns, 1u);
+    EXPECT_EQ(msgs[1].status, MsgStatus::incomplete);
 }
 
 TEST(EngineMessages, atomic_completes_on_atomic_ack) {
