@@ -506,11 +506,11 @@ void TruthObserver::on_response(uint32_t a, const SimPacket& p) {
                 ++m.pkts;
                 m.bytes += p.payload_len;
             }
-            if (info.position == proto::Position::first || info.position == proto::Position::only)
-                m.first_resp_seen = true;
+            // semantics.md: its own Last/Only completes it, counted like any response - whether
+            // or not its First/Only was (one observed before the endpoint was paired was not).
             const bool last =
                 info.position == proto::Position::last || info.position == proto::Position::only;
-            if (last && m.first_resp_seen) {
+            if (last) {
                 m.last_resp_seen = true;
                 m.resp_last_psn = psn;
             }

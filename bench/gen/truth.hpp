@@ -208,7 +208,7 @@ class TruthObserver : public ObservedSink {
         uint8_t state = 0;  // 0 unseen, 1 packets seen but not its First, 2 open, 3 frozen
         bool seen_any = false;
         bool last_seen = false;
-        bool first_resp_seen = false, last_resp_seen = false;
+        bool last_resp_seen = false;
         bool next_req_set = false;
         // The requester's host, from its request packets: freeze() would otherwise read
         // the connection's ConnInfo, a cache miss per message on 100k QPs.

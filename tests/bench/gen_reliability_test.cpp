@@ -390,5 +390,41 @@ TEST(GenReliability, two_responders_are_never_paired) {
     EXPECT_EQ(g->truth().summary().connections, 2u);
 }
 
+
+// semantics.md "A READ completes only by its own Last/Only response", counted like any
+// response whether or not its First/Only was. Two connections A -> B with per-QP source
+// ports: READ 4096 B at PSN 1000 on connection 0 (B:512), WRITE Only 100 B at PSN 1002 on
+// connection 1 (B:600, QPs 300/600), posted first so that it is done before the READ's
+// responses. Neither sport nor ip decides (two endpoints at B receive from A); B:512's
+// range is (1000 - 1024, 1000 + ceil(4096 / 256)] = up to 1016, B:600's up to 1002. The
+// READ's responses 1000-1002 lie in both ranges, so A:256 stays unpaired and they count for
+// nothing; the Last, 1003, lies in B:512's alone: it pairs A:256 by psn, counts (1 packet,
+// 1024 B) and completes the READ - though its First was never counted for it.
+// Times: the WRITE Only (174 B, 194 ns) leaves A at 100; its ACK (coalesced, 1000 ns) is
+// on B's link at 1494-1576. The READ request (94 ns) leaves A at 1000, is observed at 1194
+// and reaches B at 1294; the responses start 1500 ns later: First 2794-3900 (1106 ns),
+// Middles 3900-5002 and 5002-6104 (1102 ns each), Last 6104-7210 (1106 ns), observed 100 ns
+// after each ends: the Last at 7310.
+TEST(GenReliability, read_last_response_completes_it_when_its_first_came_before_pairing) {
+    Scenario p = base();
+    p.sport_policy = SportPolicy::fixed;
+    p.conns[0].psn_a = 1000;
+    ConnSpec second = p.conns[0];
+    second.qpn_a = 300;
+    second.qpn_b = 600;
+    second.psn_a = 1002;
+    p.conns.push_back(second);
+    p.messages.push_back({1, OpType::write, 100, 100, false, false});
+    add(p, OpType::read, 4096, 1000);
+    const auto g = run(p);
+    EXPECT_EQ(ep(*g, kA, kQpA).pair_by, PairRule::psn);
+    EXPECT_EQ(ep(*g, kA, kQpA).peer, g->truth().find(kB, kQpB));
+    const TruthMsg* read_msg = nullptr;
+    for (const TruthMsg& m : g->truth().msgs())
+        if (m.op == OpType::read) read_msg = &m;
+    ASSERT_NE(read_msg, nullptr);
+    expect_msg(*read_msg, 1000, 1003, 1, 1024, 1194, 7310, 7310, 0, 0, 0, TruthStatus::ok);
+}
+
 }  // namespace
 }  // namespace insert::gen
