@@ -41,8 +41,8 @@ constexpr bool hugetlb_pool_has_room(long long free_pages, long long reserved_pa
                                      std::size_t len, std::size_t keep_bytes) {
     if (free_pages < 0 || reserved_pages < 0) return false;  // no such pool here
     const long long available = free_pages - reserved_pages;
-    const auto wanted = static_cast<long long>((len + keep_bytes + kHugetlbPageBytes - 1) /
-                                               kHugetlbPageBytes);
+    const auto wanted =
+        static_cast<long long>((len + keep_bytes + kHugetlbPageBytes - 1) / kHugetlbPageBytes);
     return available >= wanted && wanted > 0;
 }
 

@@ -550,6 +550,8 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     const MsgInfo& mi = sim_.messages()[uid];
     m.state = 3;
     ep.open.erase(uid);
+    const std::optional<HeldLast> held_last =
+        mi.op == OpType::send && !m.last_seen ? absorb_held_after(b, uid) : std::nullopt;
 
     TruthMsg r;
     r.msg_uid = uid;
@@ -563,6 +565,11 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
     if (is_send_write(mi.op) && m.last_seen) {  // SPEC 5: imm/inv from the Last/Only
         if (mi.imm) r.imm = mi.imm_value;
         if (mi.inv) r.inv = mi.inv_rkey;
+    }
+    if (held_last) {  // a held Last it took ends it, with that Last's imm/inv
+        r.psn_last = held_last->psn;
+        r.imm = held_last->imm;
+        r.inv = held_last->inv;
     }
     if (mi.op == OpType::write || mi.op == OpType::read) {  // RETH of First/Only / the request
         r.va = mi.va;
@@ -602,6 +609,46 @@ void TruthObserver::freeze(uint32_t b, uint32_t uid, TruthStatus status,
         msg_sink_->on_msg(r);
     else
         out_.push_back(r);
+}
+
+// semantics.md "Messages": a SEND frozen with its end unknown takes the packets held for
+// later messages whose First was never observed, up to the first observed First after it
+// and at most through a held Last - an observer cannot tell them from its own packets past
+// a hole (UC: its Last and the next SEND's First lost in one hole; nothing retransmits).
+// Only SENDs: a WRITE's First carries its length. Packets of other operations do not join
+// and do not end the range (the engine holds them apart and passes over them).
+std::optional<TruthObserver::HeldLast> TruthObserver::absorb_held_after(uint32_t b, uint32_t uid) {
+    MsgState& m = ms_[uid];
+    const HugeVector<MsgInfo>& msgs = sim_.messages();
+    const ConnInfo& conn = sim_.conns()[msgs[uid].conn];
+    const uint32_t end = conn.first_msg + conn.num_msgs;
+    for (uint32_t y = uid + 1; y < end; ++y) {
+        MsgState& n = ms_[y];
+        const MsgInfo& ni = msgs[y];
+        if (n.state >= 2) break;  // its First was observed: the range ends before it
+        if (n.state == 0 || ni.op != OpType::send) continue;
+        m.pkts += n.pkts;
+        m.bytes += n.bytes;
+        m.retx += n.retx;
+        m.t_first = std::min(m.t_first, n.t_first);
+        m.t_last = std::max(m.t_last, n.t_last);
+        const uint32_t newest = psn_add(ni.psn_first, n.newest_off);
+        m.newest_off = std::max(m.newest_off, psn_sub(newest, msgs[uid].psn_first));
+        eps_[b].held -= n.held;
+        const bool last = n.last_seen;
+        // Its packets are the frozen message's now; should its First still come (RC), it
+        // opens with what follows, and their copies count as its retransmissions.
+        n = MsgState{};
+        n.state = 1;
+        if (last) {
+            HeldLast h;
+            h.psn = psn_add(ni.psn_first, ni.npkts - 1);
+            if (ni.imm) h.imm = ni.imm_value;
+            if (ni.inv) h.inv = ni.inv_rkey;
+            return h;
+        }
+    }
+    return std::nullopt;
 }
 
 void TruthObserver::finish() {

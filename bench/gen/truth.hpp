@@ -234,6 +234,11 @@ class TruthObserver : public ObservedSink {
     uint32_t psn_last(uint32_t uid) const;
     void complete_acked(uint32_t b, uint32_t psn, uint64_t t, bool inclusive);
     void freeze(uint32_t b, uint32_t uid, TruthStatus status, std::optional<uint64_t> t_ack);
+    struct HeldLast {
+        uint32_t psn = 0;
+        std::optional<uint32_t> imm, inv;
+    };
+    std::optional<HeldLast> absorb_held_after(uint32_t b, uint32_t uid);
 
     const Scenario& sc_;
     const Simulator& sim_;

@@ -27,7 +27,8 @@ namespace {
 constexpr uint32_t kHostPairsPerEndpoint = 2;
 constexpr uint32_t kCmRequestsDivisor = 4;
 constexpr uint32_t kMessagesPerEndpoint = 1;
-constexpr uint32_t kOrphanBlocksDivisor = 16;
+constexpr uint32_t kOrphanBlocksDivisor =
+    32;  // blocks of 16 runs: as much memory as 8-run blocks for 1 in 16
 constexpr uint32_t kMinPoolSlots = 64;
 // Entries a growing hash table starts with room for (EngineConfig::grow_tables).
 constexpr std::size_t kInitialTableEntries = 4096;

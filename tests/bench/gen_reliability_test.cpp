@@ -390,7 +390,6 @@ TEST(GenReliability, two_responders_are_never_paired) {
     EXPECT_EQ(g->truth().summary().connections, 2u);
 }
 
-
 // semantics.md "A READ completes only by its own Last/Only response", counted like any
 // response whether or not its First/Only was. Two connections A -> B with per-QP source
 // ports: READ 4096 B at PSN 1000 on connection 0 (B:512), WRITE Only 100 B at PSN 1002 on
@@ -424,6 +423,34 @@ TEST(GenReliability, read_last_response_completes_it_when_its_first_came_before_
         if (m.op == OpType::read) read_msg = &m;
     ASSERT_NE(read_msg, nullptr);
     expect_msg(*read_msg, 1000, 1003, 1, 1024, 1194, 7310, 7310, 0, 0, 0, TruthStatus::ok);
+}
+
+// semantics.md "Messages": on UC nothing is retransmitted, so a hole holding one SEND's
+// Last and the next SEND's First never fills, and at the end an observer cannot tell the
+// later SEND's Middle and Last from the first SEND's own packets past the hole: the first
+// SEND, frozen with its end unknown, takes them (its range ends at their Last), and the
+// later SEND, whose First was never seen, has no record. Two 3072 B SENDs posted at 1000,
+// PSNs 100-102 and 103-105, each packet 1082 B (1102 ns) back to back from 1000: observed
+// 100 at 2202, 101 at 3304, (102 lost, 4306, and 103 lost, 5408,) 104 at 6610, 105 at 7712.
+TEST(GenReliability, uc_send_at_freeze_takes_the_packets_held_past_its_hole) {
+    Scenario s = base();
+    s.conns[0].transport = ConnTransport::uc;
+    add(s, OpType::send, 3072, 1000);
+    add(s, OpType::send, 3072, 1000);
+    s.imp.targets.push_back({Action::drop_before, 0, 0, 2, 1});
+    s.imp.targets.push_back({Action::drop_before, 0, 1, 0, 1});
+    const auto g = run(s);
+    ASSERT_EQ(g->truth().msgs().size(), 1u);
+    const TruthMsg& m = g->truth().msgs()[0];
+    EXPECT_EQ(m.op, OpType::send);
+    EXPECT_EQ(m.psn_first, 100u);
+    EXPECT_EQ(m.psn_last, 105u);
+    EXPECT_EQ(m.pkts, 4u);
+    EXPECT_EQ(m.bytes, 4u * 1024);
+    EXPECT_EQ(m.t_first_ns, t(2202));
+    EXPECT_EQ(m.t_last_ns, t(7712));
+    EXPECT_EQ(m.t_ack_ns, std::nullopt);
+    EXPECT_EQ(m.status, TruthStatus::incomplete);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/opcodes.hpp"
+#include "dataplane/state/endpoint.hpp"
 #include "engine_harness.hpp"
 
 namespace insert::test {
@@ -164,9 +165,9 @@ TEST(EngineMessages, send_last_and_next_first_lost_before_observer) {
 }
 
 // Two holes, each hiding a SEND's First or Last, and more packets past them than the 8
-// holding slots: packets past a held Last are certainly not the open SEND's (that Last ends
-// it or a later one), and the packets held past the first hole make room by joining the
-// SEND they were held from, so nothing is dropped.
+// holding slots of session 5 (one run each now): packets past a held Last are certainly not the
+// open SEND's (that Last ends it or a later one), and the packets held past the first hole make
+// room by joining the SEND they were held from, so nothing is dropped.
 TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
     EngineHarness h;
     h.send(req(kSendFirst, 82, 1024), 100);
@@ -206,12 +207,14 @@ TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
 }
 
 // A SEND's tail held past a hole, which began waiting for the SEND's First (a Middle
-// sprayed ahead of it), and then more runs than the 8 holding slots (a WRITE whose First
-// was lost, its Middles sprayed apart): the SEND's run makes room by joining the SEND, as a
-// run held past the hole from the start would, rather than being dropped. Before the fix
-// the round-robin victim was that run, Last included, and the SEND never completed
-// (insert-gen stress_impairments seed 3019).
+// sprayed ahead of it), and then as many more runs as there are holding slots (a WRITE
+// whose First was lost, its Middles sprayed apart): the SEND's run makes room by joining
+// the SEND, as a run held past the hole from the start would, rather than being dropped.
+// Before the fix the round-robin victim was that run, Last included, and the SEND never
+// completed (insert-gen stress_impairments seed 3019).
 TEST(EngineMessages, run_held_before_its_first_makes_room_by_joining_its_send) {
+    constexpr uint32_t kRuns = state::OrphanBlock::kSlots;
+    constexpr uint32_t kLastPsn = 112 + 2 * kRuns - 1;  // the WRITE's Last; Middles before it
     EngineHarness h;
     h.send(req(kSendMiddle, 104, 256), 10);  // ahead of its First: held, waiting for it
     h.send(req(kSendFirst, 100, 256), 20);
@@ -220,21 +223,22 @@ TEST(EngineMessages, run_held_before_its_first_makes_room_by_joining_its_send) {
     // 103 lost before the observer: 104 stays held past the hole, with 105-110.
     for (uint32_t psn = 105; psn <= 109; ++psn) h.send(req(kSendMiddle, psn, 256), 20 + psn - 100);
     h.send(req(kSendLast, 110, 10), 30);
-    // WRITE First 111 lost; eight Middles, none next to another: eight more runs.
-    for (uint32_t psn = 112; psn <= 126; psn += 2) h.send(req(kWriteMiddle, psn, 256), 40 + psn - 112);
-    h.send(resp(kAck, 103, proto::aeth_nak(proto::NakCode::psn_seq_error)), 60);
+    // WRITE First 111 lost; kRuns Middles, none next to another: kRuns more runs.
+    for (uint32_t i = 0; i < kRuns; ++i) h.send(req(kWriteMiddle, 112 + 2 * i, 256), 40 + i);
+    h.send(resp(kAck, 103, proto::aeth_nak(proto::NakCode::psn_seq_error)), 100);
     // Go back N from 103.
-    for (uint32_t psn = 103; psn <= 109; ++psn) h.send(req(kSendMiddle, psn, 256), 70 + psn - 103);
-    h.send(req(kSendLast, 110, 10), 77);
+    for (uint32_t psn = 103; psn <= 109; ++psn) h.send(req(kSendMiddle, psn, 256), 110 + psn - 103);
+    h.send(req(kSendLast, 110, 10), 117);
     Pkt first = req(kWriteFirst, 111, 256);
     first.va = 0x2000;
     first.rkey = 0x77;
-    first.dma_len = 16 * 256 + 20;
-    h.send(first, 80);
-    for (uint32_t psn = 112; psn <= 126; ++psn) h.send(req(kWriteMiddle, psn, 256), 80 + psn - 111);
-    h.send(req(kWriteLast, 127, 20), 96);
-    h.send(resp(kAck, 127, kOk), 100);
-    h.finish(200);
+    first.dma_len = (kLastPsn - 111) * 256 + 20;
+    h.send(first, 120);
+    for (uint32_t psn = 112; psn < kLastPsn; ++psn)
+        h.send(req(kWriteMiddle, psn, 256), 120 + psn - 111);
+    h.send(req(kWriteLast, kLastPsn, 20), 200);
+    h.send(resp(kAck, kLastPsn, kOk), 300);
+    h.finish(400);
     const auto msgs = h.msgs();
     ASSERT_EQ(msgs.size(), 2u);
     EXPECT_EQ(msgs[0].op, MsgOp::send);
@@ -245,17 +249,17 @@ TEST(EngineMessages, run_held_before_its_first_makes_room_by_joining_its_send) {
     EXPECT_EQ(msgs[0].retx_pkts, 7u);  // 104-110 again; 103 was new
     EXPECT_EQ(msgs[0].naks, 1u);
     EXPECT_EQ(msgs[0].t_first_ns, 10u);
-    EXPECT_EQ(msgs[0].t_last_ns, 77u);
-    EXPECT_EQ(msgs[0].t_ack_ns, 100u);
+    EXPECT_EQ(msgs[0].t_last_ns, 117u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 300u);
     EXPECT_EQ(msgs[0].status, MsgStatus::ok);
     EXPECT_EQ(msgs[1].op, MsgOp::write);
     EXPECT_EQ(msgs[1].psn_first, 111u);
-    EXPECT_EQ(msgs[1].psn_last, 127u);
-    EXPECT_EQ(msgs[1].pkts, 17u);
-    EXPECT_EQ(msgs[1].bytes, 16u * 256 + 20);
-    EXPECT_EQ(msgs[1].retx_pkts, 8u);  // the eight Middles held before the First came
+    EXPECT_EQ(msgs[1].psn_last, kLastPsn);
+    EXPECT_EQ(msgs[1].pkts, kLastPsn - 111 + 1);
+    EXPECT_EQ(msgs[1].bytes, (kLastPsn - 111) * 256u + 20);
+    EXPECT_EQ(msgs[1].retx_pkts, kRuns);  // the Middles held before the First came
     EXPECT_EQ(msgs[1].t_first_ns, 40u);
-    EXPECT_EQ(msgs[1].t_ack_ns, 100u);
+    EXPECT_EQ(msgs[1].t_ack_ns, 300u);
     EXPECT_EQ(msgs[1].status, MsgStatus::ok);
     EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
 }
@@ -287,6 +291,30 @@ TEST(EngineMessages, train_after_a_lost_first_is_held_whole) {
     EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
 }
 
+// Sprayed over paths, the train after a lost First arrives as separate runs: up to 16 are
+// held (8 until session 6 dropped the 9th run's packets: insert-gen stress_mixed seeds 3017
+// and 5039). Twelve here, then go back N.
+TEST(EngineMessages, sprayed_train_after_a_lost_first_is_held_in_twelve_runs) {
+    EngineHarness h;
+    for (uint32_t psn = 301; psn <= 323; psn += 2) h.send(req(kSendMiddle, psn, 256), psn);
+    h.send(resp(kAck, 300, proto::aeth_nak(proto::NakCode::psn_seq_error)), 400);
+    h.send(req(kSendFirst, 300, 256), 500);
+    for (uint32_t psn = 301; psn <= 323; ++psn) h.send(req(kSendMiddle, psn, 256), 200 + psn);
+    h.send(req(kSendLast, 324, 17), 600);
+    h.send(resp(kAck, 324, kOk), 700);
+    h.finish(800);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 1u);
+    EXPECT_EQ(msgs[0].psn_first, 300u);
+    EXPECT_EQ(msgs[0].psn_last, 324u);
+    EXPECT_EQ(msgs[0].pkts, 25u);
+    EXPECT_EQ(msgs[0].bytes, 24u * 256 + 17);
+    EXPECT_EQ(msgs[0].retx_pkts, 12u);
+    EXPECT_EQ(msgs[0].t_first_ns, 301u);
+    EXPECT_EQ(msgs[0].t_ack_ns, 700u);
+    EXPECT_EQ(h.engine->counters().orphans_dropped.load(), 0u);
+}
+
 // Held packets arriving in any order form one run (a packet before a run's start extends
 // it, and one that fills the space between two runs joins them).
 TEST(EngineMessages, held_packets_in_reverse_order_join_their_message) {
@@ -310,7 +338,8 @@ TEST(EngineMessages, held_packets_in_reverse_order_join_their_message) {
 }
 
 // Held packets whose hole never fills belong to the open message when it is frozen (its
-// psn_last is then the newest PSN observed); more than the 8 holding slots join at once.
+// psn_last is then the newest PSN observed); more packets than session 5's 8 holding slots
+// join at once.
 TEST(EngineMessages, packets_past_a_hole_that_never_fills_join_the_message_at_freeze) {
     EngineHarness h;
     h.send(req(kSendFirst, 40, 1024), 100);
