@@ -8,13 +8,20 @@
 //   BM_EngineSteady/N the same once every endpoint exists and is paired (warm-up untimed)
 //   BM_RecordRing     one Record through the worker->exporter rte_ring (push + pop)
 //   BM_RecordJson     one msg Record encoded as a JSON line by RecordWriter
+//   BM_RandomLines/S/D reads of one cache line each at random in S MiB, D bytes apart
+//                     (64: every line; 4096: one line per 4 KiB page), 16 independent
+//                     reads at a time: what a random state line costs this machine when
+//                     the reads are prefetched in groups (the engine's stages), in ns
 // EAL starts once in main() (rte_ring needs it), on 4 KB pages unless hugepages are free.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -199,6 +206,59 @@ void BM_RecordJson(benchmark::State& st) {
     std::fclose(devnull);
 }
 BENCHMARK(BM_RecordJson);
+
+// 2 MiB pages from the hugetlb pool if it has them, else transparent huge pages.
+struct HugeBuffer {
+    explicit HugeBuffer(std::size_t n) : len(n) {
+        p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+                   -1, 0);
+        if (p == MAP_FAILED) {
+            p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p != MAP_FAILED) ::madvise(p, len, MADV_HUGEPAGE);
+        }
+        if (p == MAP_FAILED) p = nullptr;
+    }
+    ~HugeBuffer() {
+        if (p) ::munmap(p, len);
+    }
+    std::size_t len;
+    void* p;
+};
+
+void BM_RandomLines(benchmark::State& st) {
+    const std::size_t span = static_cast<std::size_t>(st.range(0)) << 20;
+    const auto stride = static_cast<std::size_t>(st.range(1));
+    HugeBuffer buf(span);
+    if (!buf.p) {
+        st.SkipWithError("no memory");
+        return;
+    }
+    auto* base = static_cast<char*>(buf.p);
+    std::memset(base, 1, span);
+    constexpr std::size_t kReads = std::size_t{1} << 20, kGroup = 16;
+    std::vector<uint32_t> offsets(kReads);
+    std::mt19937 rng(7);
+    for (uint32_t& o : offsets) o = static_cast<uint32_t>(rng() % (span / stride));
+    uint64_t sum = 0;
+    std::size_t i = 0;
+    for (auto _ : st) {
+        // kGroup independent loads: the core keeps them all in flight, as after a prefetch.
+        for (std::size_t k = 0; k < kGroup; ++k)
+            sum += *reinterpret_cast<const volatile uint64_t*>(base + offsets[i + k] * stride);
+        i = (i + kGroup) & (kReads - 1);
+    }
+    benchmark::DoNotOptimize(sum);
+    st.SetItemsProcessed(st.iterations() * kGroup);
+    st.counters["ns_per_line"] =
+        benchmark::Counter(static_cast<double>(st.iterations() * kGroup),
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RandomLines)
+    ->Args({4, 64})     // fits the last-level cache
+    ->Args({64, 64})    // 100k endpoints' tables: DRAM
+    ->Args({1024, 64})  // 1M endpoints
+    ->Args({64, 4096})  // 16k pages, 1 MiB of lines: the TLB alone
+    ->Unit(benchmark::kNanosecond);
 
 }  // namespace
 
