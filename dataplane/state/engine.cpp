@@ -119,6 +119,12 @@ uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noex
     ep.incarnation = ++incarnations_;
     bump(counters_.endpoints);
     bump(counters_.endpoints_live);
+    // A new endpoint may be the missing half of a pair a CM exchange named ("the pair applies
+    // when both endpoints exist"): its partner must try again on its next packet. Without
+    // this, the partner retried only after some unrelated change, and when that came
+    // depended on the other traffic of the worker - 1 and 2 workers paired at different
+    // packets (insert-gen stress_pairing seed 7010, an endpoint first seen by a CNP).
+    ++pair_generation_;
     return idx;
 }
 

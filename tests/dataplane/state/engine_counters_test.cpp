@@ -162,28 +162,29 @@ std::vector<uint8_t> cm_mad(uint16_t attr, uint32_t local_comm, uint32_t remote_
     return mad;
 }
 
+// CM MADs are UD SENDs to QP 1 with a DETH; the harness' Pkt has no payload bytes, so
+// these frames are built directly.
+void send_mad(EngineHarness& h, const char* src, const char* dst, const std::vector<uint8_t>& mad,
+              uint64_t ts) {
+    proto::FrameSpec s;
+    s.src_ip = *proto::IpAddress::parse(src);
+    s.dst_ip = *proto::IpAddress::parse(dst);
+    s.t.bth.opcode = kUdSendOnly;
+    s.t.bth.dest_qp = 1;
+    s.t.deth = {0x80010000, 1};
+    s.payload = mad.data();
+    s.payload_len = static_cast<uint32_t>(mad.size());
+    std::vector<uint8_t> buf(proto::frame_length(s));
+    ASSERT_EQ(proto::build_frame(s, buf), buf.size());
+    proto::ParsedPacket p;
+    ASSERT_EQ(proto::parse_frame(buf, p), proto::Verdict::roce);
+    h.engine->process(p, ts);
+}
+
 TEST(EnginePairing, cm_exchange_wins_over_ambiguous_ports) {
     EngineHarness h;
-    // CM MADs are UD SENDs to QP 1 with a DETH; the harness' Pkt has no payload bytes,
-    // so build these two frames directly.
-    auto send_mad = [&](const char* src, const char* dst, const std::vector<uint8_t>& mad,
-                        uint64_t ts) {
-        proto::FrameSpec s;
-        s.src_ip = *proto::IpAddress::parse(src);
-        s.dst_ip = *proto::IpAddress::parse(dst);
-        s.t.bth.opcode = kUdSendOnly;
-        s.t.bth.dest_qp = 1;
-        s.t.deth = {0x80010000, 1};
-        s.payload = mad.data();
-        s.payload_len = static_cast<uint32_t>(mad.size());
-        std::vector<uint8_t> buf(proto::frame_length(s));
-        ASSERT_EQ(proto::build_frame(s, buf), buf.size());
-        proto::ParsedPacket p;
-        ASSERT_EQ(proto::parse_frame(buf, p), proto::Verdict::roce);
-        h.engine->process(p, ts);
-    };
-    send_mad(kA, kB, cm_mad(state::kCmAttrReq, 0x1111, 0, 0x11), 1);
-    send_mad(kB, kA, cm_mad(state::kCmAttrRep, 0x2222, 0x1111, 0x22), 2);
+    send_mad(h, kA, kB, cm_mad(state::kCmAttrReq, 0x1111, 0, 0x11), 1);
+    send_mad(h, kB, kA, cm_mad(state::kCmAttrRep, 0x2222, 0x1111, 0x22), 2);
     // A second connection between the same hosts, all on one source port.
     h.send(Pkt{kA, kB, kSendOnly, 0x22, 1, 4, 7}, 3);
     h.send(Pkt{kA, kB, kSendOnly, 0x23, 1, 4, 7}, 4);
@@ -196,6 +197,27 @@ TEST(EnginePairing, cm_exchange_wins_over_ambiguous_ports) {
     EXPECT_EQ(h.qp(kA, 1).transport, state::TransportFamily::ud);
     EXPECT_EQ(h.qp(kB, 1).transport, state::TransportFamily::ud);
     EXPECT_EQ(h.engine->counters().connections.load(), 1u);
+}
+
+// semantics.md `cm`: the pair applies when both endpoints exist, on the first packet after
+// that to either. Here the requester's endpoint comes into existence last, through a CNP
+// (it exists though it received only CNPs), and the responder pairs on its next request.
+// Before, the responder tried again only after some unrelated change, so the packet it
+// paired on depended on the worker's other traffic (1 and 2 workers differed).
+TEST(EnginePairing, cm_pair_applies_once_the_second_endpoint_exists) {
+    EngineHarness h;
+    send_mad(h, kA, kB, cm_mad(state::kCmAttrReq, 0x1111, 0, 0x11), 1);
+    send_mad(h, kB, kA, cm_mad(state::kCmAttrRep, 0x2222, 0x1111, 0x22), 2);
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 1, 4, 7}, 3);  // (B, 0x22) exists, (A, 0x11) not yet
+    h.send(Pkt{kB, kA, kCnp, 0x11, 0, 0, 7}, 4);       // creates (A, 0x11)
+    h.send(Pkt{kA, kB, kSendOnly, 0x22, 2, 4, 7}, 5);  // pairs here
+    h.finish(6);
+    const auto pairs = h.events(state::EventKind::pair);
+    ASSERT_EQ(pairs.size(), 1u);
+    EXPECT_EQ(pairs[0].t_ns, 5u);
+    EXPECT_EQ(h.qp(kB, 0x22).pair_by, PairBy::cm);
+    EXPECT_EQ(h.qp(kB, 0x22).peer_qpn, 0x11u);
+    EXPECT_EQ(h.qp(kA, 0x11).pair_by, PairBy::cm);
 }
 
 TEST(EngineTable, full_table_is_counted_and_existing_endpoints_keep_working) {
