@@ -144,7 +144,17 @@ int worker_main(void* arg) {
         bump(ctx.counters.bursts, 1);
     }
     ctx.counters.cpu_ns.store(thread_cpu_ns() - cpu_start, std::memory_order_relaxed);
-    ctx.engine->finish(source.end_ns());
+    // The end of input crosses the boundaries after this worker's last packet too: a worker
+    // whose last packet came early must still evict what went idle after it, as one worker
+    // seeing every packet (its later packets cross those boundaries) does. Without this
+    // tick 1 and 2 workers differed by eviction `timeout` events (insert-gen
+    // stress_pairing seeds 7001 and 7006 with --idle-timeout).
+    const uint64_t end = source.end_ns();
+    if (ctx.config.tick_ns != 0 && ctx.tick_next != 0 && end >= ctx.tick_next) {
+        ctx.engine->tick(end / ctx.config.tick_ns * ctx.config.tick_ns);
+        bump(ctx.counters.ticks, 1);
+    }
+    ctx.engine->finish(end);
     ctx.finished.store(true, std::memory_order_release);
     return 0;
 }

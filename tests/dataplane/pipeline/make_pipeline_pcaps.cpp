@@ -5,6 +5,7 @@
 //                   a PSN storm on one endpoint and two quiet "victim" connections whose
 //                   exact counters the test checks
 //   many.pcap     - many short messages (record back-pressure test)
+//   idle.pcap     - connections that go quiet while another one talks on (idle eviction)
 // usage: make-pipeline-pcaps OUTDIR
 #include <cstdio>
 #include <cstring>
@@ -164,6 +165,22 @@ bool write_hostile(const std::string& path) {
     return w.pcap.close();
 }
 
+// Eight connections each open a WRITE (its First only) and fall silent; then one more
+// connection alone talks for 200 us. With --idle-timeout the eight are evicted (a `timeout`
+// event each) whatever the worker count - also on workers that get no packet after them.
+bool write_idle(const std::string& path) {
+    Writer w;
+    if (!w.pcap.open(path)) return false;
+    for (uint32_t i = 0; i < 8; ++i) {
+        const std::string a = "10.8.0." + std::to_string(2 * i + 1);
+        const std::string b = "10.8.0." + std::to_string(2 * i + 2);
+        w.frame(roce(a.c_str(), b.c_str(), 0x800 + i, op::kWriteFirst, 500, 1024));
+    }
+    for (uint32_t k = 0; k < 100; ++k)
+        victim_message(w, "10.8.1.1", 0x810, "10.8.1.2", 0x811, 7000 + k);
+    return w.pcap.close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,7 +191,7 @@ int main(int argc, char** argv) {
     const std::string dir = argv[1];
     const bool ok = write_mixed(dir + "/mixed.pcap", 400, 5000, 1) &&
                     write_mixed(dir + "/many.pcap", 2000, 40000, 2) &&
-                    write_hostile(dir + "/hostile.pcap");
+                    write_hostile(dir + "/hostile.pcap") && write_idle(dir + "/idle.pcap");
     if (!ok) {
         std::fprintf(stderr, "make-pipeline-pcaps: cannot write into %s\n", dir.c_str());
         return 1;

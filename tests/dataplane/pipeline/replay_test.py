@@ -156,11 +156,25 @@ def case_hostile(insert_dp, d):
     s3 = recs[-1]
     if s3["pkts"] != s["pkts"] or s3["endpoints"] > 8:
         fail(f"overflow: pkts {s3['pkts']} endpoints {s3['endpoints']}")
-    # Idle eviction in capture time: results stay identical for any worker count.
-    a = comparable(records(insert_dp, pcap, 1, "--idle-timeout", "0.000005"))
-    b = comparable(records(insert_dp, pcap, 4, "--idle-timeout", "0.000005"))
-    if a != b:
-        fail("--idle-timeout: records differ between 1 and 4 workers")
+    # Idle eviction in capture time: results stay identical for any worker count, events
+    # (the `timeout` of each message frozen by an eviction) included - also for a worker
+    # whose last packet comes long before the end of the capture.
+    def with_events(recs):
+        events = sorted(json.dumps(r, sort_keys=True) for r in recs if r["type"] == "event")
+        return comparable(recs), events
+
+    idle = os.path.join(d, "idle.pcap")
+    for capture in (pcap, idle):
+        a = with_events(records(insert_dp, capture, 1, "--idle-timeout", "0.000005"))
+        b = with_events(records(insert_dp, capture, 4, "--idle-timeout", "0.000005"))
+        if a[0] != b[0]:
+            fail(f"{capture} --idle-timeout: records differ between 1 and 4 workers")
+        if a[1] != b[1]:
+            only = sorted(set(a[1]) ^ set(b[1]))[:3]
+            fail(f"{capture} --idle-timeout: events differ between 1 and 4 workers, e.g. {only}")
+    timeouts = [e for e in map(json.loads, a[1]) if e["kind"] == "timeout"]
+    if len(timeouts) != 8 or {e["qpn"] for e in timeouts} != set(range(0x800, 0x808)):
+        fail(f"idle.pcap: expected a timeout event for each of the 8 quiet WRITEs, got {timeouts}")
     print(f"hostile: counters exact, victims intact, storm contained, truncation and overflow handled")
 
 
