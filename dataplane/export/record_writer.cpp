@@ -341,9 +341,68 @@ void RecordWriter::write(Record& r) {
             return;
         }
         if (q.evicted) evicted_seen_.insert({q.ip, q.qpn});
+        if (q.evicted && split_tick_ns_ != 0 && q.transport == TransportFamily::ud) {
+            held_evictions_.push_back(r);
+            return;
+        }
         fill_latency(q);
     }
     emit(r);
+}
+
+void RecordWriter::join_held_evictions() {
+    // One engine keeps an endpoint alive across a quiet spell unless an eviction tick falls
+    // more than the timeout after its last packet and no later than its next one.
+    const auto one_incarnation = [this](uint64_t last_ns, uint64_t next_first_ns) {
+        if (next_first_ns <= last_ns) return true;
+        const uint64_t first_evicting_tick =
+            ((last_ns + split_timeout_ns_) / split_tick_ns_ + 1) * split_tick_ns_;
+        return first_evicting_tick > next_first_ns;
+    };
+    const auto key_of = [](const Record& r) { return EndpointKey{r.qp.ip, r.qp.qpn}; };
+    std::sort(held_evictions_.begin(), held_evictions_.end(),
+              [&](const Record& a, const Record& b) {
+                  const EndpointKey ka = key_of(a), kb = key_of(b);
+                  if (!(ka == kb)) return ka.ip < kb.ip || (ka.ip == kb.ip && ka.qpn < kb.qpn);
+                  return a.qp.t_first_ns < b.qp.t_first_ns;
+              });
+    std::vector<Record*> parts;
+    for (std::size_t i = 0; i < held_evictions_.size();) {
+        const EndpointKey key = key_of(held_evictions_[i]);
+        parts.clear();
+        for (; i < held_evictions_.size() && key_of(held_evictions_[i]) == key; ++i)
+            parts.push_back(&held_evictions_[i]);
+        // The part still alive at the end of input, if any, joins the sweep in time order;
+        // whatever it joins with ends up in its held final record.
+        Record* final_part = nullptr;
+        if (const EndpointBook::Entry* e = book_.find(key);
+            e && e->final_record != EndpointBook::kNoFinal) {
+            final_part = &finals_[e->final_record];
+            parts.insert(std::upper_bound(parts.begin(), parts.end(), final_part,
+                                          [](const Record* x, const Record* y) {
+                                              return x->qp.t_first_ns < y->qp.t_first_ns;
+                                          }),
+                         final_part);
+        }
+        for (std::size_t j = 0; j < parts.size();) {
+            Record group = *parts[j];
+            bool has_final = parts[j] == final_part;
+            for (++j;
+                 j < parts.size() && one_incarnation(group.qp.t_last_ns, parts[j]->qp.t_first_ns);
+                 ++j) {
+                merge_final_qp(group.qp, parts[j]->qp);
+                has_final = has_final || parts[j] == final_part;
+            }
+            if (has_final) {
+                group.qp.evicted = false;
+                *final_part = group;
+            } else {
+                fill_latency(group.qp);
+                emit(group);
+            }
+        }
+    }
+    held_evictions_.clear();
 }
 
 namespace {
@@ -384,6 +443,7 @@ class TextBlocks {
 }  // namespace
 
 void RecordWriter::write_summary(SummaryCounts s) {
+    join_held_evictions();
     const uint32_t n = finals_.size();
     const auto fill = [this, n](uint32_t i) {
         if (i + kFinalsAhead < n) EndpointBook::prefetch_entry_at(final_entries_[i + kFinalsAhead]);

@@ -60,6 +60,17 @@ class RecordWriter {
     // Called with every record exactly as written (merged, latencies filled).
     void set_observer(Observer observer) { observer_ = std::move(observer); }
 
+    // Replay with idle eviction: an endpoint that receives from several hosts (a UD QP, the
+    // CM's QP 1) is split over workers by the ip-pair shard, and each worker evicts its part
+    // on its own. Its evicted records are then held until write_summary() and joined where
+    // one engine would have kept the endpoint alive: when no eviction tick (multiples of
+    // `tick_ns`) came more than `timeout_ns` after one part's last packet and before the
+    // next part's first. Records are then the same for any worker count.
+    void hold_split_evictions(uint64_t timeout_ns, uint64_t tick_ns) {
+        split_timeout_ns_ = timeout_ns;
+        split_tick_ns_ = tick_ns;
+    }
+
     // Updates the latency book from `msg` records and fills the latency fields of `qp`
     // records, then writes the JSON line. End-of-input final `qp` records are held and
     // merged per endpoint until write_summary(), so an endpoint seen by several workers
@@ -92,6 +103,7 @@ class RecordWriter {
   private:
     void fill_latency(state::QpRecord& q) const;
     void emit(const state::Record& record);
+    void join_held_evictions();
 
     std::FILE* out_;
     Observer observer_;
@@ -100,6 +112,8 @@ class RecordWriter {
     ChunkedArray<state::Record> finals_;
     std::vector<EndpointBook::Entry*> final_entries_;
     std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
+    uint64_t split_timeout_ns_ = 0, split_tick_ns_ = 0;
+    std::vector<state::Record> held_evictions_;  // UD endpoints' evicted parts
     // JSON lines waiting for one fwrite: records are written straight into it (room for
     // one more object is always left), flushed once kFlushBytes are used.
     static constexpr std::size_t kFlushBytes = 1 << 16;

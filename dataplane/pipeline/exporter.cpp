@@ -26,6 +26,8 @@ Exporter::Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
     // The terminal summary sees records as written: final qp records merged per endpoint.
     if (config_.summary)
         writer_.set_observer([this](const state::Record& r) { summary_.observe(r); });
+    if (config_.tick_ns != 0)
+        writer_.hold_split_evictions(config_.idle_timeout_ns, config_.tick_ns);
 }
 
 Exporter::~Exporter() {

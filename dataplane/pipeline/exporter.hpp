@@ -24,6 +24,9 @@ struct ExporterConfig {
     // Keep the terminal summary (summary()); off when nobody will print it (`--quiet`):
     // it costs a histogram update per message.
     bool summary = true;
+    // Replay with idle eviction: the engines' timeout and tick period, so that the evicted
+    // parts of an endpoint split over workers are joined (RecordWriter::hold_split_evictions).
+    uint64_t idle_timeout_ns = 0, tick_ns = 0;
 };
 
 class Exporter {

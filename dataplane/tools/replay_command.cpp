@@ -178,6 +178,8 @@ int run_replay(int argc, char** argv) {
         config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
         config.exporter.cpus = cpus;
         config.exporter.summary = !opt.quiet;
+        config.exporter.idle_timeout_ns = config.engine.idle_timeout_ns;
+        config.exporter.tick_ns = config.worker.tick_ns;
         std::unique_ptr<pipeline::Pipeline> pipe;
         if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
         if (!source || !pipe) {

@@ -165,9 +165,21 @@ bool write_hostile(const std::string& path) {
     return w.pcap.close();
 }
 
-// Eight connections each open a WRITE (its First only) and fall silent; then one more
-// connection alone talks for 200 us. With --idle-timeout the eight are evicted (a `timeout`
-// event each) whatever the worker count - also on workers that get no packet after them.
+// UD SENDs from eight hosts to one UD QP (10.8.9.9, 0x900): the ip-pair shard spreads
+// this endpoint over the workers.
+void ud_from_eight_hosts(Writer& w) {
+    for (uint32_t i = 0; i < 8; ++i) {
+        const std::string a = "10.8.2." + std::to_string(i + 1);
+        w.frame(roce(a.c_str(), "10.8.9.9", 0x900, op::kUdSendOnly, 0, 64));
+    }
+}
+
+// Eight connections each open a WRITE (its First only) and fall silent, and a UD QP gets a
+// SEND from each of eight hosts; then one more connection alone talks for 200 us; then
+// the UD QP gets eight more SENDs. With --idle-timeout the eight WRITEs are evicted (a
+// `timeout` event each) and the UD QP once, before its second round, whatever the worker
+// count - also on workers that get no packet after them, and although each worker holds
+// only some of the UD QP's senders.
 bool write_idle(const std::string& path) {
     Writer w;
     if (!w.pcap.open(path)) return false;
@@ -176,8 +188,10 @@ bool write_idle(const std::string& path) {
         const std::string b = "10.8.0." + std::to_string(2 * i + 2);
         w.frame(roce(a.c_str(), b.c_str(), 0x800 + i, op::kWriteFirst, 500, 1024));
     }
+    ud_from_eight_hosts(w);
     for (uint32_t k = 0; k < 100; ++k)
         victim_message(w, "10.8.1.1", 0x810, "10.8.1.2", 0x811, 7000 + k);
+    ud_from_eight_hosts(w);
     return w.pcap.close();
 }
 

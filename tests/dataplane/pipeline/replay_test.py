@@ -175,6 +175,9 @@ def case_hostile(insert_dp, d):
     timeouts = [e for e in map(json.loads, a[1]) if e["kind"] == "timeout"]
     if len(timeouts) != 8 or {e["qpn"] for e in timeouts} != set(range(0x800, 0x808)):
         fail(f"idle.pcap: expected a timeout event for each of the 8 quiet WRITEs, got {timeouts}")
+    ud = [json.loads(q) for q in b[0][1] if json.loads(q)["qpn"] == 0x900]
+    if sorted(q["pkts"] for q in ud) != [8, 8]:
+        fail(f"idle.pcap: the UD QP split over 4 workers should give 2 records of 8 packets: {ud}")
     print(f"hostile: counters exact, victims intact, storm contained, truncation and overflow handled")
 
 
