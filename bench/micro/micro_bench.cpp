@@ -14,17 +14,16 @@
 //                     the reads are prefetched in groups (the engine's stages), in ns
 // EAL starts once in main() (rte_ring needs it), on 4 KB pages unless hugepages are free.
 #include <benchmark/benchmark.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench/gen/huge_vector.hpp"
 #include "bench/micro/workload.hpp"
 #include "dataplane/export/record_writer.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
@@ -207,34 +206,13 @@ void BM_RecordJson(benchmark::State& st) {
 }
 BENCHMARK(BM_RecordJson);
 
-// 2 MiB pages from the hugetlb pool if it has them, else transparent huge pages.
-struct HugeBuffer {
-    explicit HugeBuffer(std::size_t n) : len(n) {
-        p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
-                   -1, 0);
-        if (p == MAP_FAILED) {
-            p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p != MAP_FAILED) ::madvise(p, len, MADV_HUGEPAGE);
-        }
-        if (p == MAP_FAILED) p = nullptr;
-    }
-    ~HugeBuffer() {
-        if (p) ::munmap(p, len);
-    }
-    std::size_t len;
-    void* p;
-};
-
 void BM_RandomLines(benchmark::State& st) {
     const std::size_t span = static_cast<std::size_t>(st.range(0)) << 20;
     const auto stride = static_cast<std::size_t>(st.range(1));
-    HugeBuffer buf(span);
-    if (!buf.p) {
-        st.SkipWithError("no memory");
-        return;
-    }
-    auto* base = static_cast<char*>(buf.p);
-    std::memset(base, 1, span);
+    // 2 MiB pages (the hugetlb pool when it has room, else transparent huge pages), as the
+    // engine's tables have; every byte written, so no page is faulted in while timing.
+    const gen::HugeVector<char> buf(span, 1);
+    const char* const base = buf.data();
     constexpr std::size_t kReads = std::size_t{1} << 20, kGroup = 16;
     std::vector<uint32_t> offsets(kReads);
     std::mt19937 rng(7);
