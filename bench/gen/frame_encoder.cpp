@@ -33,6 +33,33 @@ const std::array<uint8_t, kMaxFrameBytes>& payload_pattern() {
     return pattern;
 }
 
+// For each payload length n, the CRC of the pattern's first n bytes, and the factor that
+// joins a CRC to n following bytes (n up to the largest payload plus 3 pad bytes): a
+// frame's ICRC then costs a CRC pass over its headers only (~60 bytes of ~350 on `large`,
+// where the CRC of whole frames was 6% of the run), joined with its payload's.
+}  // namespace
+
+struct PayloadCrcs {
+    std::vector<uint32_t> pattern;
+    std::vector<uint32_t> factor;
+};
+
+namespace {
+
+const PayloadCrcs& payload_crcs() {
+    static const PayloadCrcs crcs = [] {
+        PayloadCrcs c;
+        const auto& pattern = payload_pattern();
+        c.pattern.resize(pattern.size() + 1);
+        for (std::size_t n = 0; n < pattern.size(); ++n)
+            c.pattern[n + 1] = proto::crc32_ieee(c.pattern[n], &pattern[n], 1);
+        c.factor.resize(pattern.size() + 4);
+        proto::crc32_length_factors(c.factor);
+        return c;
+    }();
+    return crcs;
+}
+
 proto::MacAddress host_mac(uint16_t host) {
     return {0x02, 0x1E, 0x47, 0x00, static_cast<uint8_t>(host >> 8), static_cast<uint8_t>(host)};
 }
@@ -67,7 +94,7 @@ void write_ipv4(uint8_t* ip, uint8_t proto_num, uint16_t total_len, uint16_t id,
 }  // namespace
 
 FrameEncoder::FrameEncoder(const Scenario& scenario, const Simulator& sim)
-    : sc_(scenario), sim_(sim), ipv4_id_(scenario.hosts.size(), 0) {}
+    : sc_(scenario), sim_(sim), ipv4_id_(scenario.hosts.size(), 0), payload_crcs_(payload_crcs()) {}
 
 std::size_t FrameEncoder::encode_into(const SimPacket& p, uint8_t* out) {
     switch (p.cls) {
@@ -140,12 +167,15 @@ uint8_t* write_ext_headers(uint8_t* h, const proto::TransportHeaders& t, uint16_
 }
 
 // The ICRC (dataplane/proto/icrc.hpp) of the frame whose IP header starts at `ip` (with at
-// least 8 bytes of frame before it) and whose ICRC goes at `end`, computed in place: the 8
-// bytes before the IP header stand in for the LRH and the variant fields are set to ones
-// for the time of one CRC pass over the contiguous bytes, then restored. proto's
-// compute_icrc() copies the masked headers aside instead, which costs a second CRC call
-// per frame (gen_determinism checks every frame against proto::build_frame's).
-uint32_t icrc_in_place(uint8_t* ip, bool v4, uint8_t* udp, uint8_t* bth, const uint8_t* end) {
+// least 8 bytes of frame before it) and whose headers end at `payload`, followed by
+// `payload_len` bytes of the payload pattern and `pad` zero bytes. The headers' CRC is
+// computed in place: the 8 bytes before the IP header stand in for the LRH and the
+// variant fields are set to ones for the time of one CRC pass over the contiguous bytes,
+// then restored (proto's compute_icrc() copies the masked headers aside instead, which
+// costs a second CRC call per frame); the payload's is joined to it (gen_determinism
+// checks every frame against proto::build_frame's).
+uint32_t icrc_in_place(uint8_t* ip, bool v4, uint8_t* udp, uint8_t* bth, const uint8_t* payload,
+                       std::size_t payload_len, std::size_t pad, const PayloadCrcs& crcs) {
     uint8_t* const lrh = ip - 8;
     uint8_t saved_lrh[8], saved_ip[4], saved_ip7_8;
     std::memcpy(saved_lrh, lrh, 8);
@@ -164,7 +194,7 @@ uint32_t icrc_in_place(uint8_t* ip, bool v4, uint8_t* udp, uint8_t* bth, const u
     const uint8_t saved_udp6 = udp[6], saved_udp7 = udp[7], saved_bth4 = bth[4];
     udp[6] = udp[7] = 0xFF;  // UDP checksum
     bth[4] = 0xFF;           // FECN, BECN, resv6
-    const uint32_t icrc = proto::crc32_ieee(0, lrh, static_cast<std::size_t>(end - lrh));
+    const uint32_t headers = proto::crc32_ieee(0, lrh, static_cast<std::size_t>(payload - lrh));
     std::memcpy(lrh, saved_lrh, 8);
     if (v4) {
         ip[1] = saved_ip[0], ip[8] = saved_ip[1], ip[10] = saved_ip[2], ip[11] = saved_ip[3];
@@ -174,7 +204,9 @@ uint32_t icrc_in_place(uint8_t* ip, bool v4, uint8_t* udp, uint8_t* bth, const u
     }
     udp[6] = saved_udp6, udp[7] = saved_udp7;
     bth[4] = saved_bth4;
-    return icrc;
+    static constexpr uint8_t kZeros[3] = {0, 0, 0};
+    const uint32_t rest = proto::crc32_ieee(crcs.pattern[payload_len], kZeros, pad);
+    return proto::crc32_join(headers, rest, crcs.factor[payload_len + pad]);
 }
 
 }  // namespace
@@ -251,12 +283,14 @@ std::size_t FrameEncoder::encode_roce_direct(const SimPacket& p, uint8_t* out) {
     bth[8] = b.ack_req ? 0x80 : 0;
     proto::store_be24(bth + 9, b.psn);
     h = write_ext_headers(bth + proto::kBthLen, p.t, info.ext);
+    uint8_t* const payload = h;
     std::memcpy(h, payload_pattern().data(), p.payload_len);
     h += p.payload_len;
     std::memset(h, 0, b.pad);
     h += b.pad;
 
-    const uint32_t icrc = icrc_in_place(out + l3, v4, udp, bth, h);
+    const uint32_t icrc =
+        icrc_in_place(out + l3, v4, udp, bth, payload, p.payload_len, b.pad, payload_crcs_);
     h[0] = static_cast<uint8_t>(icrc);  // little-endian on the wire
     h[1] = static_cast<uint8_t>(icrc >> 8);
     h[2] = static_cast<uint8_t>(icrc >> 16);

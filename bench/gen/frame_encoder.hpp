@@ -15,6 +15,8 @@ namespace insert::gen {
 
 constexpr std::size_t kMaxFrameBytes = 9216;
 
+struct PayloadCrcs;
+
 class FrameEncoder {
   public:
     FrameEncoder(const Scenario& scenario, const Simulator& sim);
@@ -39,6 +41,7 @@ class FrameEncoder {
     const Scenario& sc_;
     const Simulator& sim_;
     std::vector<uint16_t> ipv4_id_;  // per sending host
+    const PayloadCrcs& payload_crcs_;
     std::array<uint8_t, kMaxFrameBytes> buf_{};
 };
 

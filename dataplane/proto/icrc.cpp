@@ -153,6 +153,84 @@ uint32_t crc32_ieee_portable(uint32_t crc, const uint8_t* data, std::size_t len)
     return ~crc_tables(~crc, data, len);
 }
 
+// ---- Combining CRCs -------------------------------------------------------------------
+//
+// Appending B (n bytes) to A turns A's register R into R * x^(8n) mod P, which is then
+// XORed with the register B gives from zero; with the complements at both ends this is
+// crc(A|B) = crc(A) * x^(8n) ^ crc(B) (zlib's crc32_combine). Values are in the reflected
+// order: bit i of a 32-bit value is the coefficient of x^(31-i).
+
+namespace {
+
+// One zero byte through the register: times x^8 mod P.
+uint32_t times_x8(uint32_t r) {
+    return kTables.t[0][r & 0xFF] ^ (r >> 8);
+}
+
+// a * b mod P, one bit of `a` at a time (x^0 first, the top bit).
+uint32_t multiply_portable(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (uint32_t bit = 0x80000000u; bit != 0; bit >>= 1) {
+        if (a & bit) product ^= b;
+        b = (b >> 1) ^ ((b & 1) ? kPolyReflected : 0);  // times x
+    }
+    return product;
+}
+
+#if defined(__x86_64__)
+// a * b mod P with one carry-less multiplication: the 63-bit product of two reflected
+// values, shifted left once, is the reflected 64-bit product (bit j: x^(63-j)). Its upper
+// half holds x^0..x^31 as it stands; its lower half holds x^32..x^63, i.e. x^32 times a
+// reflected 32-bit value, which four zero bytes through the register reduce.
+__attribute__((target("pclmul,sse2"))) uint32_t multiply_clmul(uint32_t a, uint32_t b) {
+    const __m128i product = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
+                                                 _mm_cvtsi32_si128(static_cast<int>(b)), 0x00);
+    const uint64_t r = static_cast<uint64_t>(_mm_cvtsi128_si64(product)) << 1;
+    const auto low = static_cast<uint32_t>(r);
+    const auto& t = kTables.t;
+    // Four zero bytes at once: t[k] advances a byte by k + 1 bytes.
+    return static_cast<uint32_t>(r >> 32) ^ t[3][low & 0xFF] ^ t[2][(low >> 8) & 0xFF] ^
+           t[1][(low >> 16) & 0xFF] ^ t[0][low >> 24];
+}
+
+using MultiplyFn = uint32_t (*)(uint32_t, uint32_t);
+const MultiplyFn kMultiply = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") ? multiply_clmul : multiply_portable;
+}();
+#else
+constexpr auto kMultiply = multiply_portable;
+#endif
+
+}  // namespace
+
+uint32_t crc32_length_factor(std::size_t len) noexcept {
+    // x^(8 len) by squaring: `power` runs through x^8, x^16, x^32, ... (x^(8 * 2^k)).
+    uint32_t factor = 0x80000000u;      // x^0
+    uint32_t power = times_x8(factor);  // x^8
+    for (; len != 0; len >>= 1) {
+        if (len & 1) factor = multiply_portable(factor, power);
+        power = multiply_portable(power, power);
+    }
+    return factor;
+}
+
+void crc32_length_factors(std::span<uint32_t> out) noexcept {
+    uint32_t factor = 0x80000000u;  // x^0
+    for (uint32_t& f : out) {
+        f = factor;
+        factor = times_x8(factor);
+    }
+}
+
+uint32_t crc32_join(uint32_t crc_a, uint32_t crc_b, uint32_t factor) noexcept {
+    return kMultiply(factor, crc_a) ^ crc_b;
+}
+
+uint32_t crc32_join_portable(uint32_t crc_a, uint32_t crc_b, uint32_t factor) noexcept {
+    return multiply_portable(factor, crc_a) ^ crc_b;
+}
+
 // ---- ICRC -----------------------------------------------------------------------------
 
 uint32_t compute_icrc(std::span<const uint8_t> frame, const ParsedPacket& p) noexcept {

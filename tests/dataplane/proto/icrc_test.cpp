@@ -269,6 +269,32 @@ TEST(Crc32, equals_zlib_on_random_buffers) {
     }
 }
 
+// crc(A|B) from crc(A), crc(B) and B's length, for every split of random buffers around
+// the lengths the generator combines (payloads up to 4 KB and their 0-3 pad bytes).
+TEST(Crc32, combine_equals_the_crc_of_the_concatenation) {
+    std::mt19937 rng(11);
+    std::vector<uint8_t> buf(4200);
+    for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+    std::vector<std::size_t> lengths;
+    for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
+    for (std::size_t n : {255, 256, 257, 1023, 1024, 1027, 4096, 4099}) lengths.push_back(n);
+    std::vector<uint32_t> factors(4100);
+    crc32_length_factors(factors);
+    for (std::size_t len_b : lengths) {
+        const uint32_t factor = crc32_length_factor(len_b);
+        EXPECT_EQ(factors[len_b], factor) << len_b;
+        for (std::size_t len_a : {0, 1, 13, 52, 96}) {
+            const uint8_t* a = buf.data();
+            const uint8_t* b = buf.data() + len_a;
+            const auto whole = static_cast<uint32_t>(crc32(0, a, static_cast<uInt>(len_a + len_b)));
+            const uint32_t crc_a = crc32_ieee(0, a, len_a);
+            const uint32_t crc_b = crc32_ieee(0, b, len_b);
+            EXPECT_EQ(crc32_join(crc_a, crc_b, factor), whole) << len_a << " " << len_b;
+            EXPECT_EQ(crc32_join_portable(crc_a, crc_b, factor), whole) << len_a << " " << len_b;
+        }
+    }
+}
+
 // The definition, written out with zlib over a masked copy: what compute_icrc must give
 // for any parse, including IPv6 extension headers (which the builder never writes).
 uint32_t reference_icrc(std::vector<uint8_t> f, const ParsedPacket& p) {
