@@ -8,9 +8,13 @@
 // (pipeline/resident_memory.hpp); --lazy-tables leaves them to fault in page by page on first
 // touch, as replay does, which puts the kernel's zero-filling into the workers' time.
 //
+// The workload's shape (bench/micro/workload.hpp): small messages one at a time by default;
+// --message-packets 64 --active 64 for line-rate traffic (mostly full 1 KB frames of long
+// messages, 64 in flight, interleaved).
+//
 //   insert-pipeline-bench [--endpoints 1000,100000,1000000] [--workers 1,2]
-//                         [--messages-per-endpoint 4] [--repeat 3] [--lazy-tables]
-//                         [-- EAL options]
+//                         [--messages-per-endpoint 4] [--message-packets 4] [--active 1]
+//                         [--repeat 3] [--lazy-tables] [-- EAL options]
 #include <fmt/format.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -104,6 +108,8 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> endpoint_counts = {1000, 100000, 1000000};
     std::vector<uint64_t> worker_counts = {1, 2};
     uint64_t per_endpoint = 4;
+    uint64_t message_packets = 4;
+    uint64_t active = 1;
     uint64_t repeat = 3;
     bool lazy_tables = false;
     std::vector<std::string> eal_args;
@@ -123,6 +129,12 @@ int main(int argc, char** argv) {
         else if (a == "--messages-per-endpoint") {
             value(one);
             per_endpoint = one[0];
+        } else if (a == "--message-packets") {
+            value(one);
+            message_packets = one[0];
+        } else if (a == "--active") {
+            value(one);
+            active = one[0];
         } else if (a == "--repeat") {
             value(one);
             repeat = one[0];
@@ -134,8 +146,8 @@ int main(int argc, char** argv) {
         } else if (a == "-h" || a == "--help") {
             std::printf(
                 "usage: insert-pipeline-bench [--endpoints 1000,100000,1000000] "
-                "[--workers 1,2] [--messages-per-endpoint 4] [--repeat 3] [--lazy-tables] "
-                "[-- EAL options]\n");
+                "[--workers 1,2] [--messages-per-endpoint 4] [--message-packets 4] "
+                "[--active 1] [--repeat 3] [--lazy-tables] [-- EAL options]\n");
             return 0;
         } else {
             std::fprintf(stderr, "insert-pipeline-bench: unknown option %s\n", a.c_str());
@@ -151,6 +163,7 @@ int main(int argc, char** argv) {
     req.user_args = eal_args;
     pipeline::EalSession eal;
     std::string error;
+    const std::size_t machine_cpus = pipeline::allowed_cpus().size();  // before EAL pins us
     if (!eal.start(req, error)) {
         std::fprintf(stderr, "insert-pipeline-bench: %s\n", error.c_str());
         return 1;
@@ -163,9 +176,11 @@ int main(int argc, char** argv) {
     // After EAL (its memory stays as it is), before any engine maps its tables.
     const bool resident = !lazy_tables && pipeline::lock_future_memory("insert-pipeline-bench");
     std::printf("# EAL: %s, %u lcores on %zu cpus; engine tables %s\n",
-                eal.plan().hugepages ? "hugepages" : "4 KB pages", rte_lcore_count(),
-                pipeline::allowed_cpus().size(),
+                eal.plan().hugepages ? "hugepages" : "4 KB pages", rte_lcore_count(), machine_cpus,
                 resident ? "resident (locked at creation)" : "faulted in on first touch");
+    std::printf("# workload: messages of up to %llu packets, %llu on the wire at once\n",
+                static_cast<unsigned long long>(message_packets),
+                static_cast<unsigned long long>(active));
     std::printf("%-10s %-8s %10s %12s %14s %14s %9s\n", "endpoints", "workers", "frames", "msgs",
                 "Mpps/worker", "Mpps total", "balance");
     for (uint64_t endpoints : endpoint_counts) {
@@ -173,6 +188,8 @@ int main(int argc, char** argv) {
         spec.endpoints = static_cast<uint32_t>(endpoints);
         spec.hosts = 1024;
         spec.messages = endpoints * per_endpoint;
+        spec.max_message_packets = static_cast<uint32_t>(message_packets);
+        spec.active = static_cast<uint32_t>(active);
         const bench::CompactWorkload w = bench::build_compact_workload(spec);
         std::vector<pipeline::MemoryFrame> frames(w.frames());
         for (std::size_t i = 0; i < w.frames(); ++i)

@@ -28,6 +28,13 @@ constexpr unsigned kMaxWorkers = 64;
 // Frames per pass: long enough that set-up is noise (~0.2-1 s per pass), small enough that
 // the compact workload (128 B per frame) stays far from the machine's memory.
 constexpr uint64_t kMessagesPerPass = 400'000;
+// Line-rate traffic: messages up to 64 packets, 64 in flight (bench/micro/workload.hpp), and
+// a quarter as many messages per pass (about 8x the frames of small ones each).
+constexpr uint32_t kLineRateMessagePackets = 64;
+constexpr uint32_t kLineRateActive = 64;
+constexpr uint64_t kLineRateMessagesPerPass = kMessagesPerPass / 4;
+
+enum class Traffic { small, line_rate };
 
 struct BenchOptions {
     unsigned workers = 1;
@@ -35,6 +42,7 @@ struct BenchOptions {
     double seconds = 3;
     uint32_t mtu = 1024;
     uint64_t seed = 1;
+    Traffic traffic = Traffic::small;
     bool only = false;  // only N workers, not 1..N
     std::vector<std::string> eal_args;
 };
@@ -48,6 +56,12 @@ Examples:
       but then the workers share cores: compare busy-Mpps, the rate per busy core)
   insert-dp bench --workers 2 --only -- --no-huge -m 2048
       just two workers, EAL options after `--`
+  insert-dp bench --traffic line-rate
+      long messages, mostly full 1 KB frames (what a busy 100 GbE port carries)
+
+Traffic: `small` is messages of 1-4 packets, each answered, one at a time - a message
+every ~3 frames, the heaviest load per frame; `line-rate` is messages of up to 64 packets,
+64 of them interleaved on the wire.
 
 Gb/s counts whole frames as on the wire (headers, payload, ICRC; no preamble or gap).
 busy-Mpps is frames per second of time a worker spent on non-empty bursts.
@@ -77,13 +91,26 @@ int run_bench(int argc, char** argv) {
     app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")
         ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     app.add_option("--seed", opt.seed, "workload seed");
+    std::string traffic = "small";
+    app.add_option("--traffic", traffic, "small (default) or line-rate: see below")
+        ->check(CLI::IsMember({"small", "line-rate"}));
     app.add_flag("--only", opt.only, "run N workers only, not 1..N");
     if (const int rc = parse_args(app, args, kName); rc != 0) return rc == 1 ? 0 : rc;
+    opt.traffic = traffic == "line-rate" ? Traffic::line_rate : Traffic::small;
 
     bench::WorkloadSpec spec;
     spec.endpoints = opt.endpoints;
     spec.hosts = std::max<uint32_t>(2, std::min<uint32_t>(opt.endpoints / 4, 4096));
-    spec.messages = std::max<uint64_t>(kMessagesPerPass, opt.endpoints);  // every endpoint appears
+    // Every endpoint appears (messages go to every connection once before repeating); at
+    // line rate, each connection carries two messages or more, so that a pass is not all
+    // first messages (endpoints are paired during their first).
+    if (opt.traffic == Traffic::line_rate) {
+        spec.max_message_packets = kLineRateMessagePackets;
+        spec.active = kLineRateActive;
+        spec.messages = std::max<uint64_t>(kLineRateMessagesPerPass, uint64_t{opt.endpoints});
+    } else {
+        spec.messages = std::max<uint64_t>(kMessagesPerPass, opt.endpoints);
+    }
     spec.mtu = opt.mtu;
     spec.seed = opt.seed;
     const bench::CompactWorkload w = bench::build_compact_workload(spec);
@@ -94,6 +121,8 @@ int run_bench(int argc, char** argv) {
         total_bytes += w.lengths[f];
     }
 
+    // Before EAL pins this thread to the main lcore's CPU.
+    const std::size_t machine_cpus = pipeline::allowed_cpus().size();
     pipeline::EalRequest req;
     req.lcores = opt.workers + 1;
     req.memory_bytes = (64u << 20) + uint64_t{opt.workers} * (16u << 20);
@@ -112,11 +141,11 @@ int run_bench(int argc, char** argv) {
     }
     const std::vector<unsigned> cpus = pipeline::allowed_cpus();
     std::printf(
-        "%s: %u endpoints, %u B MTU mixed RC workload, %zu frames per pass, mean frame %.0f B, "
-        "%s, %zu CPUs\n",
-        kName, opt.endpoints, opt.mtu, frames.size(),
-        static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
-        eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", cpus.size());
+        "%s: %u endpoints, %u B MTU mixed RC workload (%s traffic), %zu frames per pass, mean "
+        "frame %.0f B, %s, %zu CPUs\n",
+        kName, opt.endpoints, opt.mtu, opt.traffic == Traffic::line_rate ? "line-rate" : "small",
+        frames.size(), static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
+        eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", machine_cpus);
     std::printf("%-8s %-7s %10s %10s %10s\n", "workers", "worker", "Mpps", "Gb/s", "busy-Mpps");
 
     for (unsigned n = opt.only ? opt.workers : 1; n <= opt.workers; ++n) {
