@@ -123,8 +123,9 @@ uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noex
     // when both endpoints exist"): its partner must try again on its next packet. Without
     // this, the partner retried only after some unrelated change, and when that came
     // depended on the other traffic of the worker - 1 and 2 workers paired at different
-    // packets (insert-gen stress_pairing seed 7010, an endpoint first seen by a CNP).
-    ++pair_generation_;
+    // packets (insert-gen stress_pairing seed 7010, an endpoint first seen by a CNP). The
+    // sport/ip rules see a new endpoint only once it has a source (note_source).
+    if (cm_pairs_.size() > 0) ++pair_generation_;
     return idx;
 }
 
@@ -175,10 +176,10 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
 
     note_source(idx, pkt);
     if (!info.request && !ep.got_response) {
-        ep.got_response = true;
-        ++pair_generation_;  // it may now complete a sport/ip pair
+        ep.got_response = true;  // it may now complete a sport/ip pair
+        pairing_changed(ep);
     }
-    if (ep.pair_by == PairBy::none && ep.pair_generation != pair_generation_) try_pair(idx, ts);
+    if (ep.pair_by == PairBy::none && ep.pair_generation != pairing_version(ep)) try_pair(idx, ts);
     if (info.request)
         handle_request(idx, pkt, ts);
     else

@@ -4,6 +4,7 @@
 // reports, eviction, end of input).
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "dataplane/proto/parser.hpp"
@@ -47,6 +48,9 @@ struct CmRequestKeyHash {
         return hash_ip(k.sender, k.comm_id);
     }
 };
+
+// Counters of pairing-input changes, one per slot of host pairs (EngineImpl::pair_slots_).
+constexpr uint32_t kPairSlots = 4096;
 
 class EngineImpl final : public Engine {
   public:
@@ -117,6 +121,11 @@ class EngineImpl final : public Engine {
     bool can_be_peers(const Endpoint& e, const Endpoint& f) const noexcept;
     void make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept;
     void forget_source(Endpoint& ep) noexcept;
+    // An input of the sport/ip rules changed for `ep`'s host pair (its source, flags,
+    // pairing or liveness): the unpaired endpoints of that pair try again.
+    void pairing_changed(const Endpoint& ep) noexcept;
+    // What an endpoint's last pairing attempt saw: it tries again once this differs.
+    uint64_t pairing_version(const Endpoint& ep) const noexcept;
 
     // engine_records.cpp
     void freeze(Endpoint& ep, uint32_t m, MsgStatus status, bool acked, uint64_t t_ack) noexcept;
@@ -134,9 +143,13 @@ class EngineImpl final : public Engine {
     LazyArray<Endpoint> endpoints_;  // [0, high_water_) constructed
     LazyArray<uint32_t> free_endpoints_;
     uint32_t free_count_ = 0;
-    uint32_t high_water_ = 0;       // endpoints_[0, high_water_) have been used
-    uint64_t pair_generation_ = 0;  // bumped whenever a pairing rule's inputs change
-    uint32_t incarnations_ = 0;     // endpoints created so far (Endpoint::incarnation)
+    uint32_t high_water_ = 0;  // endpoints_[0, high_water_) have been used
+    // Pairing attempts are repeated only when their inputs may have changed (docs/pipeline.md
+    // "Pairing attempts"): a change bumps the counter of its host pair's slot, or with CM
+    // pairs known (their endpoints need not share host pairs) the global one.
+    uint64_t pair_generation_ = 0;
+    std::array<uint64_t, kPairSlots> pair_slots_{};
+    uint32_t incarnations_ = 0;  // endpoints created so far (Endpoint::incarnation)
     Lookahead ahead_;
     FixedHashMap<EndpointKey, IndexEntry, EndpointKeyHash> index_;
     FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;

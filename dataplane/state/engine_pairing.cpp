@@ -8,23 +8,45 @@ constexpr uint32_t kSmallestPathMtu = 256;
 // The psn rule looks at every endpoint between two hosts on a response; past this many
 // it gives up rather than spend unbounded time per packet.
 constexpr uint32_t kMaxPsnCandidates = 64;
+
+// A symmetric hash of the host pair, so that both ends of a connection share a slot:
+// an endpoint at x receiving from y pairs with one at y receiving from x.
+uint32_t pair_slot(const proto::IpAddress& a, const proto::IpAddress& b) {
+    return static_cast<uint32_t>(hash_ip(a, 0) ^ hash_ip(b, 0)) & (kPairSlots - 1);
+}
+
 }  // namespace
+
+void EngineImpl::pairing_changed(const Endpoint& ep) noexcept {
+    // The rules of an endpoint look at endpoints of its own host pair only, except CM's.
+    // A slot shared by several host pairs only makes more attempts, never fewer.
+    if (cm_pairs_.size() > 0)
+        ++pair_generation_;
+    else
+        ++pair_slots_[pair_slot(ep.key.ip, ep.src_ip)];
+}
+
+uint64_t EngineImpl::pairing_version(const Endpoint& ep) const noexcept {
+    // Both counters only grow: the sum changes whenever either does.
+    return pair_generation_ + pair_slots_[pair_slot(ep.key.ip, ep.src_ip)];
+}
 
 void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
     Endpoint& ep = endpoints_[idx];
     if (ep.has_source) {
         if (!ep.multi_source_ip && !ep.same_source_ip(pkt.src_ip)) {
             ep.multi_source_ip = true;
-            ++pair_generation_;
+            pairing_changed(ep);
         }
         if (!ep.multi_source_port && ep.src_port != pkt.src_port) {
             ep.multi_source_port = true;
-            ++pair_generation_;
+            pairing_changed(ep);
         }
         return;
     }
     ep.set_source(pkt.src_ip, pkt.src_port);
-    ++pair_generation_;
+    pairing_changed(ep);
+    ep.pair_generation = UINT64_MAX;  // now in another slot: try on this packet
     for (const uint32_t sport : {0u, kPortKeyFlag | pkt.src_port}) {
         PairCount* pc = hosts_.insert({ep.key.ip, pkt.src_ip, sport}, PairCount{});
         if (!pc) {
@@ -59,7 +81,7 @@ void EngineImpl::forget_source(Endpoint& ep) noexcept {
         else
             pc->rep = kNoIndex;  // the survivor is unknown here; it stays unpaired by these rules
     }
-    ++pair_generation_;
+    pairing_changed(ep);
 }
 
 bool EngineImpl::eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept {
@@ -78,7 +100,7 @@ bool EngineImpl::can_be_peers(const Endpoint& e, const Endpoint& f) const noexce
 
 void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     Endpoint& ep = endpoints_[idx];
-    ep.pair_generation = pair_generation_;
+    ep.pair_generation = pairing_version(ep);
     // host: needs QP attributes from the host tracer (not wired into the dataplane yet).
     // cm: a REQ/REP exchange named both endpoints; no other rule may override it.
     if (const EndpointKey* partner = cm_pairs_.find(ep.key)) {
@@ -162,7 +184,8 @@ void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexc
     // Prefetch hints: a packet to either one fetches the other's lines at once.
     if (IndexEntry* entry = index_.find(a.key)) entry->peer_hint = f;
     if (IndexEntry* entry = index_.find(b.key)) entry->peer_hint = e;
-    ++pair_generation_;
+    pairing_changed(a);
+    pairing_changed(b);
     bump(counters_.connections);
     Record r;
     r.type = RecordType::event;
