@@ -1,4 +1,6 @@
 // Pairing rules (SPEC.md section 3; docs/semantics.md "Pairing").
+#include <cstring>
+
 #include "dataplane/state/engine_impl.hpp"
 
 namespace insert::state {
@@ -9,10 +11,18 @@ constexpr uint32_t kSmallestPathMtu = 256;
 // it gives up rather than spend unbounded time per packet.
 constexpr uint32_t kMaxPsnCandidates = 64;
 
-// A symmetric hash of the host pair, so that both ends of a connection share a slot:
-// an endpoint at x receiving from y pairs with one at y receiving from x.
+// A hash of the unordered host pair, so that both ends of a connection share a slot (an
+// endpoint at x receiving from y pairs with one at y receiving from x). Computed on every
+// packet of an unpaired endpoint, so from the addresses' last 4 bytes only (an IPv4
+// address, the interface part of an IPv6 one): a collision only costs attempts.
 uint32_t pair_slot(const proto::IpAddress& a, const proto::IpAddress& b) {
-    return static_cast<uint32_t>(hash_ip(a, 0) ^ hash_ip(b, 0)) & (kPairSlots - 1);
+    uint32_t x, y;
+    std::memcpy(&x, a.bytes.data() + 12, 4);
+    std::memcpy(&y, b.bytes.data() + 12, 4);
+    const uint64_t ordered = x < y ? uint64_t{x} << 32 | y : uint64_t{y} << 32 | x;
+    constexpr unsigned kSlotBits = 12;  // the multiplication's top bits are its best
+    static_assert(kPairSlots == 1u << kSlotBits);
+    return static_cast<uint32_t>((ordered * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
 }
 
 }  // namespace

@@ -13,8 +13,9 @@
 //                   which line)
 //   stage_messages  request: the window's bits if this PSN needs them, the newest open
 //                   message or the pool slot a new message will take; response: the
-//                   peer's oldest open message (what an ACK completes); an endpoint not
-//                   paired yet (or new): the pairing tables' entries it will look up
+//                   peer's oldest open message (what an ACK completes); a new endpoint:
+//                   the pairing tables' entries it will look up; one not paired yet:
+//                   line 4, which says whether it tries again (rarely: docs/state.md)
 //   process_one     the work, on cached lines
 // A stage reads what the previous stage fetched a whole group's work earlier, and the
 // group's misses are all in flight at once. (Running the stages two packets apart, as
@@ -92,9 +93,8 @@ void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noex
     }
     const Endpoint& ep = endpoints_[idx];
     if (ep.pair_by == PairBy::none && !ep.multi_source_ip) {
-        // Not paired yet: the pairing attempt reads line 4 and the pairing tables.
+        // Not paired yet: whether to try again is on line 4 (and the attempt's tables).
         prefetch_line(&ep.src_ip);
-        prefetch_pairing(pkt);
     }
     const proto::OpcodeInfo& info = pkt.info();
     if (info.request) {
