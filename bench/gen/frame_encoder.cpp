@@ -33,12 +33,12 @@ const std::array<uint8_t, kMaxFrameBytes>& payload_pattern() {
     return pattern;
 }
 
+}  // namespace
+
 // For each payload length n, the CRC of the pattern's first n bytes, and the factor that
 // joins a CRC to n following bytes (n up to the largest payload plus 3 pad bytes): a
 // frame's ICRC then costs a CRC pass over its headers only (~60 bytes of ~350 on `large`,
 // where the CRC of whole frames was 6% of the run), joined with its payload's.
-}  // namespace
-
 struct PayloadCrcs {
     std::vector<uint32_t> pattern;
     std::vector<uint32_t> factor;

@@ -144,7 +144,7 @@ class EngineImpl final : public Engine {
     LazyArray<uint32_t> free_endpoints_;
     uint32_t free_count_ = 0;
     uint32_t high_water_ = 0;  // endpoints_[0, high_water_) have been used
-    // Pairing attempts are repeated only when their inputs may have changed (docs/pipeline.md
+    // Pairing attempts are repeated only when their inputs may have changed (docs/state.md
     // "Pairing attempts"): a change bumps the counter of its host pair's slot, or with CM
     // pairs known (their endpoints need not share host pairs) the global one.
     uint64_t pair_generation_ = 0;

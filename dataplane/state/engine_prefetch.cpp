@@ -93,7 +93,8 @@ void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noex
     }
     const Endpoint& ep = endpoints_[idx];
     if (ep.pair_by == PairBy::none && !ep.multi_source_ip) {
-        // Not paired yet: whether to try again is on line 4 (and the attempt's tables).
+        // Not paired yet: line 4 says whether it tries again. It rarely does (only after a
+        // change in its host pair), so the pairing tables are left to the attempt itself.
         prefetch_line(&ep.src_ip);
     }
     const proto::OpcodeInfo& info = pkt.info();

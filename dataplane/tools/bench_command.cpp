@@ -34,16 +34,14 @@ constexpr uint32_t kLineRateMessagePackets = 64;
 constexpr uint32_t kLineRateActive = 64;
 constexpr uint64_t kLineRateMessagesPerPass = kMessagesPerPass / 4;
 
-enum class Traffic { small, line_rate };
-
 struct BenchOptions {
     unsigned workers = 1;
     uint32_t endpoints = 100'000;
     double seconds = 3;
     uint32_t mtu = 1024;
     uint64_t seed = 1;
-    Traffic traffic = Traffic::small;
-    bool only = false;  // only N workers, not 1..N
+    std::string traffic = "small";  // or "line-rate"
+    bool only = false;              // only N workers, not 1..N
     std::vector<std::string> eal_args;
 };
 
@@ -91,12 +89,10 @@ int run_bench(int argc, char** argv) {
     app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")
         ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     app.add_option("--seed", opt.seed, "workload seed");
-    std::string traffic = "small";
-    app.add_option("--traffic", traffic, "small (default) or line-rate: see below")
+    app.add_option("--traffic", opt.traffic, "small (default) or line-rate: see below")
         ->check(CLI::IsMember({"small", "line-rate"}));
     app.add_flag("--only", opt.only, "run N workers only, not 1..N");
     if (const int rc = parse_args(app, args, kName); rc != 0) return rc == 1 ? 0 : rc;
-    opt.traffic = traffic == "line-rate" ? Traffic::line_rate : Traffic::small;
 
     bench::WorkloadSpec spec;
     spec.endpoints = opt.endpoints;
@@ -104,7 +100,7 @@ int run_bench(int argc, char** argv) {
     // Every endpoint appears (messages go to every connection once before repeating); at
     // line rate, each connection carries two messages or more, so that a pass is not all
     // first messages (endpoints are paired during their first).
-    if (opt.traffic == Traffic::line_rate) {
+    if (opt.traffic == "line-rate") {
         spec.max_message_packets = kLineRateMessagePackets;
         spec.active = kLineRateActive;
         spec.messages = std::max<uint64_t>(kLineRateMessagesPerPass, uint64_t{opt.endpoints});
@@ -143,8 +139,8 @@ int run_bench(int argc, char** argv) {
     std::printf(
         "%s: %u endpoints, %u B MTU mixed RC workload (%s traffic), %zu frames per pass, mean "
         "frame %.0f B, %s, %zu CPUs\n",
-        kName, opt.endpoints, opt.mtu, opt.traffic == Traffic::line_rate ? "line-rate" : "small",
-        frames.size(), static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
+        kName, opt.endpoints, opt.mtu, opt.traffic.c_str(), frames.size(),
+        static_cast<double>(total_bytes) / static_cast<double>(frames.size()),
         eal.plan().hugepages ? "hugepages" : "4 KB pages (--no-huge)", machine_cpus);
     std::printf("%-8s %-7s %10s %10s %10s\n", "workers", "worker", "Mpps", "Gb/s", "busy-Mpps");
 
