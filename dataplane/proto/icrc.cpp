@@ -130,12 +130,15 @@ __attribute__((target("pclmul,sse2"))) uint32_t crc_clmul(uint32_t c, const uint
     return crc_tables(crc_tables(0, rest, sizeof(rest)), p, n);
 }
 
-using CrcFn = uint32_t (*)(uint32_t, const uint8_t*, std::size_t);
-// Chosen once, at start-up (static initialisation may run before libgcc's CPU probe).
-const CrcFn kCrcImpl = [] {
+// Whether the CPU has carry-less multiplication. Asked during static initialisation,
+// which may run before libgcc's CPU probe.
+bool cpu_has_pclmul() {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("pclmul") ? crc_clmul : crc_tables;
-}();
+    return __builtin_cpu_supports("pclmul");
+}
+
+using CrcFn = uint32_t (*)(uint32_t, const uint8_t*, std::size_t);
+const CrcFn kCrcImpl = cpu_has_pclmul() ? crc_clmul : crc_tables;  // chosen once
 
 #else
 
@@ -194,10 +197,7 @@ __attribute__((target("pclmul,sse2"))) uint32_t multiply_clmul(uint32_t a, uint3
 }
 
 using MultiplyFn = uint32_t (*)(uint32_t, uint32_t);
-const MultiplyFn kMultiply = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("pclmul") ? multiply_clmul : multiply_portable;
-}();
+const MultiplyFn kMultiply = cpu_has_pclmul() ? multiply_clmul : multiply_portable;
 #else
 constexpr auto kMultiply = multiply_portable;
 #endif
