@@ -10,11 +10,13 @@
 //
 // The workload's shape (bench/micro/workload.hpp): small messages one at a time by default;
 // --message-packets 64 --active 64 for line-rate traffic (mostly full 1 KB frames of long
-// messages, 64 in flight, interleaved).
+// messages, 64 in flight, interleaved). --engine none replaces the state engine with one
+// that only counts packets (parse_only_engine.hpp): the rate of everything else.
 //
 //   insert-pipeline-bench [--endpoints 1000,100000,1000000] [--workers 1,2]
 //                         [--messages-per-endpoint 4] [--message-packets 4] [--active 1]
-//                         [--repeat 3] [--lazy-tables] [-- EAL options]
+//                         [--repeat 3] [--lazy-tables] [--engine state|none]
+//                         [-- EAL options]
 #include <fmt/format.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/micro/parse_only_engine.hpp"
 #include "bench/micro/workload.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/memory_source.hpp"
@@ -69,13 +72,13 @@ struct RunResult {
 };
 
 bool run_once(const std::vector<pipeline::MemoryFrame>& frames, unsigned workers,
-              uint32_t endpoints, const pipeline::MbufTimestamp& ts, RunResult& out,
-              std::string& error) {
+              uint32_t endpoints, pipeline::EngineFactory make_engine,
+              const pipeline::MbufTimestamp& ts, RunResult& out, std::string& error) {
     auto source =
         pipeline::MemorySource::create(frames, workers, pipeline::ShardPolicy::ip_pair, ts, error);
     if (!source) return false;
     pipeline::PipelineConfig config;
-    config.make_engine = &state::Engine::create;
+    config.make_engine = make_engine;
     // Each worker's share of the endpoints plus 25% for an uneven hash split.
     config.engine.max_endpoints = endpoints / workers + endpoints / workers / 4 + 1024;
     auto pipe = pipeline::Pipeline::create(config, *source, ts, error);
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
     uint64_t active = 1;
     uint64_t repeat = 3;
     bool lazy_tables = false;
+    pipeline::EngineFactory make_engine = &state::Engine::create;
     std::vector<std::string> eal_args;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -140,6 +144,19 @@ int main(int argc, char** argv) {
             repeat = one[0];
         } else if (a == "--lazy-tables") {
             lazy_tables = true;
+        } else if (a == "--engine") {
+            const std::string v = i + 1 < argc ? argv[++i] : "";
+            if (v == "state") {
+                make_engine = &state::Engine::create;
+            } else if (v == "none") {
+                make_engine = &bench::ParseOnlyEngine::create;
+            } else {
+                std::fprintf(stderr,
+                             "insert-pipeline-bench: bad value for --engine: '%s' (state or "
+                             "none)\n",
+                             v.c_str());
+                return 2;
+            }
         } else if (a == "--") {
             eal_args.assign(argv + i + 1, argv + argc);
             break;
@@ -147,7 +164,8 @@ int main(int argc, char** argv) {
             std::printf(
                 "usage: insert-pipeline-bench [--endpoints 1000,100000,1000000] "
                 "[--workers 1,2] [--messages-per-endpoint 4] [--message-packets 4] "
-                "[--active 1] [--repeat 3] [--lazy-tables] [-- EAL options]\n");
+                "[--active 1] [--repeat 3] [--lazy-tables] [--engine state|none] "
+                "[-- EAL options]\n");
             return 0;
         } else {
             std::fprintf(stderr, "insert-pipeline-bench: unknown option %s\n", a.c_str());
@@ -181,6 +199,8 @@ int main(int argc, char** argv) {
     std::printf("# workload: messages of up to %llu packets, %llu on the wire at once\n",
                 static_cast<unsigned long long>(message_packets),
                 static_cast<unsigned long long>(active));
+    if (make_engine != &state::Engine::create)
+        std::printf("# engine: none (packets are only counted: the rest of the path's rate)\n");
     std::printf("%-10s %-8s %10s %12s %14s %14s %9s\n", "endpoints", "workers", "frames", "msgs",
                 "Mpps/worker", "Mpps total", "balance");
     for (uint64_t endpoints : endpoint_counts) {
@@ -198,8 +218,8 @@ int main(int argc, char** argv) {
             std::vector<double> per_worker, total, balance;
             RunResult r;
             for (uint64_t k = 0; k < repeat; ++k) {
-                if (!run_once(frames, static_cast<unsigned>(workers), spec.endpoints, ts, r,
-                              error)) {
+                if (!run_once(frames, static_cast<unsigned>(workers), spec.endpoints, make_engine,
+                              ts, r, error)) {
                     std::fprintf(stderr, "insert-pipeline-bench: %s\n", error.c_str());
                     return 1;
                 }

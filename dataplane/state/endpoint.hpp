@@ -157,6 +157,13 @@ struct alignas(64) Endpoint {
         std::memcpy(&v4, ip.bytes.data() + 12, 4);
         return v4 == src_v4 && ip.is_v4();
     }
+    // Whether note_source() would change nothing for a packet from ip:port: the endpoint
+    // has its source, and the packet's IP and port are that source's or already counted
+    // as a second one.
+    bool source_noted(const proto::IpAddress& ip, uint16_t port) const {
+        return has_source && (multi_source_ip || same_source_ip(ip)) &&
+               (multi_source_port || src_port == port);
+    }
     void set_orphans(uint32_t block) {
         orphans = block;
         has_orphans = block != kNoIndex;

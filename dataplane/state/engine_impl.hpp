@@ -83,6 +83,8 @@ class EngineImpl final : public Engine {
     void process_one(const proto::ParsedPacket& pkt, uint64_t ts, unsigned k) noexcept;
     uint32_t create_endpoint(const EndpointKey& key, uint64_t hash) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
+    // The next PSN of the newest message, in order: attributed at once (true), or false.
+    bool continue_tail(Endpoint& ep, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void handle_response(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void handle_cm(const proto::ParsedPacket& pkt) noexcept;
     Endpoint* peer_of(Endpoint& ep) noexcept;
