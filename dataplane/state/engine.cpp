@@ -187,13 +187,14 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
         handle_response(idx, pkt, ts);
 }
 
-// Most packets of a long message are its next PSN, in order, with nothing held or
-// pending: what the general path below would decide for them (a fresh PSN that opens no
-// gap, owned by the newest message, not past a hole) is checked here in a few loads of
-// lines already fetched, and the packet is attributed directly. Anything else - a READ
-// before it, a hole, a held packet, a message whose range ends earlier - goes the general
-// way. The results are the same either way (the ground-truth and determinism tests run
-// both paths); this one is ~12% of a worker's time on long messages (docs/performance.md).
+// Most packets of a long message are its next PSN, in order, with nothing held: what the
+// general path below would decide for them (a fresh PSN that opens no gap, owned by the
+// newest message, not past a hole) is checked here in a few loads of lines already
+// fetched, and the packet is attributed directly. Anything else - a READ before it, a
+// hole, a held packet, a message whose range ends earlier - goes the general way. The
+// results are the same either way (the ground-truth and determinism tests run both
+// paths); this one saves ~10% of a worker's time on line-rate traffic
+// (docs/performance.md, session 8).
 bool EngineImpl::continue_tail(Endpoint& ep, const ParsedPacket& pkt, uint64_t ts) noexcept {
     const proto::OpcodeInfo& info = pkt.info();
     if (info.position != Position::middle && info.position != Position::last) return false;
