@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh: everything CI checks. Installs packages (setup.sh), configures and builds
-# build/, runs every meson test suite (unit, differential, fuzz, ...), then checks the
-# formatting of the project's C/C++ sources against .clang-format. Exits non-zero if any
-# step fails; the format check runs even when tests failed, so one run shows both.
+# build/ (build.sh: with profile feedback), runs every meson test suite (unit, differential,
+# fuzz, ...), then checks the formatting of the project's C/C++ sources against
+# .clang-format. Exits non-zero if any step fails; the format check runs even when tests
+# failed, so one run shows both.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,12 +12,9 @@ build=${INSERT_BUILD_DIR:-build}
 
 scripts/setup.sh
 
-if [ -f "$build/build.ninja" ]; then
-    meson setup --reconfigure "$build"
-else
-    meson setup "$build"
-fi
-ninja -C "$build"
+# Configures and builds build/ with profile feedback (the binaries a user runs and
+# benchmarks; INSERT_PGO=off for a plain build).
+scripts/build.sh "$build"
 
 status=0
 meson test -C "$build" --print-errorlogs || status=1

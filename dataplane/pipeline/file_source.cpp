@@ -68,7 +68,7 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
 FileSource::~FileSource() {
     for (Staging& s : staging_) rte_pktmbuf_free_bulk(s.pkts, s.count);
     for (rte_ring* r : rings_) {
-        rte_mbuf* m;
+        rte_mbuf* m = nullptr;
         while (rte_ring_dequeue(r, reinterpret_cast<void**>(&m)) == 0) rte_pktmbuf_free(m);
         rte_ring_free(r);
     }

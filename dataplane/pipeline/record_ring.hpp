@@ -58,7 +58,7 @@ class RecordRing final : public state::RecordSink {
         unsigned n_ = 0;
     };
     Peek peek(unsigned n) noexcept {
-        rte_ring_zc_data zcd;
+        rte_ring_zc_data zcd{};  // set by the call; zeroed for GCC's flow analysis
         Peek p;
         p.n_ = rte_ring_dequeue_zc_burst_elem_start(ring_, sizeof(state::Record), n, &zcd, nullptr);
         p.first_ = static_cast<state::Record*>(zcd.ptr1);
