@@ -25,17 +25,13 @@ RecordRing::~RecordRing() {
 }
 
 bool RecordRing::push(const state::Record& record) {
-    if (rte_ring_sp_enqueue_elem(ring_, const_cast<state::Record*>(&record),
-                                 sizeof(state::Record)) == 0)
-        return true;
+    if (enqueue(record)) return true;
     full_events_.fetch_add(1, std::memory_order_relaxed);
     if (policy_ == FullPolicy::drop) return false;
     Backoff backoff;
     while (!closed_.load(std::memory_order_acquire)) {
         backoff.pause();
-        if (rte_ring_sp_enqueue_elem(ring_, const_cast<state::Record*>(&record),
-                                     sizeof(state::Record)) == 0)
-            return true;
+        if (enqueue(record)) return true;
     }
     return false;
 }

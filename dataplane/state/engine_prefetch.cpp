@@ -12,7 +12,8 @@
 //                   messages it completes (Endpoint's layout says which packets need
 //                   which line)
 //   stage_messages  request: the window's bits if this PSN needs them, the newest open
-//                   message or the pool slot a new message will take; response: the
+//                   message (its first line unless a Last) or the pool slot a new
+//                   message will take; response: the
 //                   peer's oldest open message (what an ACK completes); a new endpoint:
 //                   the pairing tables' entries it will look up; one not paired yet:
 //                   line 4, which says whether it tries again (rarely: docs/state.md)
@@ -103,8 +104,15 @@ void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noex
             prefetch_line(ep.window_bits.word_of(pkt.t.bth.psn));
         // The packets of the group before this one open messages first.
         if (opens_message(pkt)) messages_.prefetch_next(ahead_.opening++);
-        // Middle/Last packets join the newest message; a First is linked after it.
-        if (ep.msg_tail != kNoIndex) messages_.prefetch_slot(ep.msg_tail);
+        // Middle/Last packets join the newest message; a First or Only is linked after it.
+        // All of them use its first line only (OpenMessage's layout), but a Last, which also
+        // writes the second (immediate data, invalidate key).
+        if (ep.msg_tail != kNoIndex) {
+            if (info.position == proto::Position::last)
+                messages_.prefetch_slot(ep.msg_tail);
+            else
+                messages_.prefetch_first_line(ep.msg_tail);
+        }
         return;
     }
     if (ep.peer_index == kNoIndex) return;

@@ -66,6 +66,10 @@ class SlotPool {
     [[gnu::always_inline]] void prefetch_slot(uint32_t i) const {
         prefetch_range(&slots_[i], sizeof(T));
     }
+    // Prefetches the first cache line of slot i only.
+    [[gnu::always_inline]] void prefetch_first_line(uint32_t i) const {
+        __builtin_prefetch(&slots_[i]);
+    }
     T& operator[](uint32_t i) { return slots_[i]; }
     const T& operator[](uint32_t i) const { return slots_[i]; }
 
