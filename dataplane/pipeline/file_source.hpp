@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dataplane/capture/capture_file.hpp"
+#include "dataplane/pipeline/borrowed_mbuf.hpp"
 #include "dataplane/pipeline/mbuf_timestamp.hpp"
 #include "dataplane/pipeline/packet_source.hpp"
 #include "dataplane/pipeline/shard.hpp"
@@ -37,6 +38,10 @@ class FileSource final : public PacketSource {
 
     unsigned queues() const override { return static_cast<unsigned>(rings_.size()); }
     uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
+    // The worker's mbufs, all this source's own borrowed ones, straight back to its pool.
+    void release(unsigned, rte_mbuf** pkts, uint16_t n) noexcept override {
+        give_back(pool_, pkts, n);
+    }
     bool drained(unsigned q) const noexcept override {
         return done_.load(std::memory_order_acquire) && rte_ring_empty(rings_[q]);
     }

@@ -57,7 +57,7 @@ uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcep
     const std::size_t pos = queue.pos.load(std::memory_order_relaxed);
     const std::size_t left = queue.frames.size() - std::min(pos, queue.frames.size());
     const unsigned take = static_cast<unsigned>(std::min<std::size_t>({left, n, kMaxBurst}));
-    if (take == 0 || rte_pktmbuf_alloc_bulk(pool_, pkts, take) != 0) return 0;
+    if (take == 0 || !get_bulk(pool_, pkts, take)) return 0;
     for (unsigned i = 0; i < take; ++i) {
         const MemoryFrame& f = queue.frames[pos + i];
         rte_mbuf* m = pkts[i];
@@ -78,6 +78,10 @@ uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcep
         rte_prefetch0(descriptors + off);
     queue.pos.store(next, std::memory_order_relaxed);
     return static_cast<uint16_t>(take);
+}
+
+void MemorySource::release(unsigned, rte_mbuf** pkts, uint16_t n) noexcept {
+    give_back(pool_, pkts, n);
 }
 
 SourceProgress MemorySource::progress() const noexcept {

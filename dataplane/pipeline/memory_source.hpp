@@ -35,6 +35,8 @@ class MemorySource final : public PacketSource {
 
     unsigned queues() const override { return static_cast<unsigned>(queues_.size()); }
     uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
+    // The worker's mbufs, all this source's own borrowed ones, straight back to its pool.
+    void release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override;
     bool drained(unsigned q) const noexcept override {
         return queues_[q]->pos.load(std::memory_order_relaxed) >= queues_[q]->frames.size() ||
                stop_.load(std::memory_order_relaxed);

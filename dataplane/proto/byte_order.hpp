@@ -13,7 +13,7 @@ inline uint16_t load_be16(const uint8_t* p) {
     return __builtin_bswap16(v);
 }
 inline uint32_t load_be24(const uint8_t* p) {
-    return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
+    return uint32_t{load_be16(p)} << 8 | p[2];
 }
 inline uint32_t load_be32(const uint8_t* p) {
     uint32_t v;

@@ -105,6 +105,7 @@ L3Result parse_ipv6(const uint8_t* p, std::size_t len, std::size_t off, ParsedPa
 // Decodes the extension headers in wire order; the caller has checked they fit.
 void parse_extensions(const uint8_t* h, uint16_t ext, TransportHeaders& t) {
     t.ext = ext;
+    if (ext == 0) return;  // most packets: the Middles of long messages
     if (ext & kXrcEth) {
         t.xrc_srqn = load_be24(h + 1);
         h += 4;
@@ -204,9 +205,10 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     b.pkey = load_be16(bth + 2);
     b.fecn = (bth[4] & 0x80) != 0;
     b.becn = (bth[4] & 0x40) != 0;
-    b.dest_qp = load_be24(bth + 5);
+    // 24-bit fields each after a byte of flags: one 32-bit load, the flags masked off.
+    b.dest_qp = load_be32(bth + 4) & 0xFFFFFF;
     b.ack_req = (bth[8] & 0x80) != 0;
-    b.psn = load_be24(bth + 9);
+    b.psn = load_be32(bth + 8) & 0xFFFFFF;
 
     const OpcodeInfo& info = opcode_info(b.opcode);
     if (!info.valid) return set_malformed(out, Malformed::reserved_opcode);
