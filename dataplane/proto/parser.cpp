@@ -150,6 +150,74 @@ Verdict set_malformed(ParsedPacket& out, Malformed why) {
     return out.verdict;
 }
 
+// The BTH and what follows it, in a datagram whose UDP length (out.udp_len) agrees with its
+// IP header and frame and holds at least a BTH; out.udp_len set.
+Verdict parse_transport(const uint8_t* p, std::size_t l4_offset, ParsedPacket& out) {
+    const std::size_t bth_off = l4_offset + kUdpHeaderLen;
+    const uint8_t* bth = p + bth_off;
+    out.bth_offset = static_cast<uint16_t>(bth_off);
+    Bth& b = out.t.bth;
+    b.opcode = bth[0];
+    b.se = (bth[1] & 0x80) != 0;
+    b.migreq = (bth[1] & 0x40) != 0;
+    b.pad = (bth[1] >> 4) & 0x3;
+    b.tver = bth[1] & 0x0F;
+    b.pkey = load_be16(bth + 2);
+    b.fecn = (bth[4] & 0x80) != 0;
+    b.becn = (bth[4] & 0x40) != 0;
+    // 24-bit fields each after a byte of flags: one 32-bit load, the flags masked off.
+    b.dest_qp = load_be32(bth + 4) & 0xFFFFFF;
+    b.ack_req = (bth[8] & 0x80) != 0;
+    b.psn = load_be32(bth + 8) & 0xFFFFFF;
+
+    const OpcodeInfo& info = opcode_info(b.opcode);
+    if (!info.valid) return set_malformed(out, Malformed::reserved_opcode);
+
+    const int64_t payload =
+        static_cast<int64_t>(out.udp_len) -
+        static_cast<int64_t>(kUdpHeaderLen + kBthLen + info.ext_len + b.pad + kIcrcLen);
+    if (payload < 0) return set_malformed(out, Malformed::truncated);
+
+    parse_extensions(bth + kBthLen, info.ext, out.t);
+    out.payload_offset = static_cast<uint32_t>(bth_off + kBthLen + info.ext_len);
+    out.payload_len = static_cast<int32_t>(payload);
+    out.icrc_offset = static_cast<uint32_t>(l4_offset + out.udp_len - kIcrcLen);
+    out.verdict = Verdict::roce;
+    return out.verdict;
+}
+
+// Nearly every RoCE frame: untagged IPv4 with a 20-byte header, not a fragment, UDP to
+// port 4791, the IP and UDP lengths agreeing with each other and the frame and leaving room
+// for a BTH. Checked with fixed offsets, and `out` filled up to the UDP header, or false
+// (nothing decided: the general path takes the frame, and decides the same for these).
+constexpr std::size_t kPlainIpv4 = kEthHeaderLen;
+constexpr std::size_t kPlainUdp = kPlainIpv4 + kIpv4MinHeaderLen;
+bool parse_plain_ipv4_udp(const uint8_t* p, std::size_t len, ParsedPacket& out) {
+    if (len < kPlainUdp + kUdpHeaderLen + kBthLen || load_be16(p + 12) != kEtherTypeIpv4)
+        return false;
+    const uint8_t* ip = p + kPlainIpv4;
+    const uint8_t* udp = p + kPlainUdp;
+    if (ip[0] != 0x45 || ip[9] != kIpProtoUdp || (load_be16(ip + 6) & 0x3FFF) != 0 ||
+        load_be16(udp + 2) != kRoceV2Port)
+        return false;
+    const std::size_t total = load_be16(ip + 2);
+    const std::size_t udp_len = load_be16(udp + 4);
+    if (total > len - kPlainIpv4 || udp_len != total - kIpv4MinHeaderLen ||
+        udp_len < kUdpHeaderLen + kBthLen)
+        return false;
+    out.l3_offset = kPlainIpv4;
+    out.ipv6 = false;
+    out.dscp = ip[1] >> 2;
+    out.ecn = ip[1] & 0x3;
+    out.src_ip = IpAddress::v4_bytes(ip + 12);
+    out.dst_ip = IpAddress::v4_bytes(ip + 16);
+    out.l4_offset = kPlainUdp;
+    out.src_port = load_be16(udp);
+    out.dst_port = kRoceV2Port;
+    out.udp_len = static_cast<uint32_t>(udp_len);
+    return true;
+}
+
 }  // namespace
 
 Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept {
@@ -160,6 +228,7 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     out.frame_len = static_cast<uint32_t>(frame.size());
     const uint8_t* p = frame.data();
     const std::size_t len = frame.size();
+    if (parse_plain_ipv4_udp(p, len, out)) return parse_transport(p, kPlainUdp, out);
     if (len < kEthHeaderLen) return out.verdict;
 
     std::size_t off = 12;
@@ -192,38 +261,7 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     if (l3.beyond_frame || static_cast<int64_t>(out.udp_len) != l3.ip_payload_len)
         return set_malformed(out, Malformed::length_mismatch);
     if (out.udp_len < kUdpHeaderLen + kBthLen) return set_malformed(out, Malformed::truncated);
-
-    const std::size_t bth_off = l3.l4_offset + kUdpHeaderLen;
-    const uint8_t* bth = p + bth_off;
-    out.bth_offset = static_cast<uint16_t>(bth_off);
-    Bth& b = out.t.bth;
-    b.opcode = bth[0];
-    b.se = (bth[1] & 0x80) != 0;
-    b.migreq = (bth[1] & 0x40) != 0;
-    b.pad = (bth[1] >> 4) & 0x3;
-    b.tver = bth[1] & 0x0F;
-    b.pkey = load_be16(bth + 2);
-    b.fecn = (bth[4] & 0x80) != 0;
-    b.becn = (bth[4] & 0x40) != 0;
-    // 24-bit fields each after a byte of flags: one 32-bit load, the flags masked off.
-    b.dest_qp = load_be32(bth + 4) & 0xFFFFFF;
-    b.ack_req = (bth[8] & 0x80) != 0;
-    b.psn = load_be32(bth + 8) & 0xFFFFFF;
-
-    const OpcodeInfo& info = opcode_info(b.opcode);
-    if (!info.valid) return set_malformed(out, Malformed::reserved_opcode);
-
-    const int64_t payload =
-        static_cast<int64_t>(out.udp_len) -
-        static_cast<int64_t>(kUdpHeaderLen + kBthLen + info.ext_len + b.pad + kIcrcLen);
-    if (payload < 0) return set_malformed(out, Malformed::truncated);
-
-    parse_extensions(bth + kBthLen, info.ext, out.t);
-    out.payload_offset = static_cast<uint32_t>(bth_off + kBthLen + info.ext_len);
-    out.payload_len = static_cast<int32_t>(payload);
-    out.icrc_offset = static_cast<uint32_t>(l3.l4_offset + out.udp_len - kIcrcLen);
-    out.verdict = Verdict::roce;
-    return out.verdict;
+    return parse_transport(p, l3.l4_offset, out);
 }
 
 }  // namespace insert::proto
