@@ -467,6 +467,77 @@ TEST(MayBeRoce, agrees_with_the_parser_on_every_prefix_and_header_byte_value) {
     EXPECT_GT(rejected, 10000u);  // the filter does reject most of these
 }
 
+// Everything parse_frame reports, but for the offsets a VLAN tag moves by 4 bytes.
+std::string decoded(Verdict v, const ParsedPacket& p, std::size_t shift) {
+    const TransportHeaders& t = p.t;
+    const Bth& b = t.bth;
+    std::string s = std::to_string(static_cast<int>(v)) + " " +
+                    std::string(malformed_name(p.malformed)) + " " + p.src_ip.to_string() + " " +
+                    p.dst_ip.to_string() + " " + std::to_string(p.src_port) + " " +
+                    std::to_string(p.dscp) + " " + std::to_string(p.ecn);
+    if (v == Verdict::non_roce) return s;
+    s += " udp " + std::to_string(p.udp_len);
+    if (p.malformed == Malformed::length_mismatch ||
+        (p.malformed == Malformed::truncated && p.udp_len < kUdpHeaderLen + kBthLen))
+        return s;
+    for (const uint32_t x : {uint32_t{b.opcode}, uint32_t{b.se}, uint32_t{b.migreq},
+                             uint32_t{b.pad}, uint32_t{b.tver}, uint32_t{b.pkey}, uint32_t{b.fecn},
+                             uint32_t{b.becn}, b.dest_qp, uint32_t{b.ack_req}, b.psn})
+        s += " " + std::to_string(x);
+    if (v != Verdict::roce) return s;
+    s += " " + std::to_string(p.payload_offset - shift) + " " + std::to_string(p.payload_len) +
+         " " + std::to_string(p.icrc_offset - shift) + " ext " + std::to_string(t.ext);
+    if (t.ext & kReth)
+        s += " reth " + std::to_string(t.reth.va) + " " + std::to_string(t.reth.dma_len);
+    if (t.ext & kAeth)
+        s += " aeth " + std::to_string(t.aeth.syndrome) + " " + std::to_string(t.aeth.msn);
+    if (t.ext & kImmDt) s += " imm " + std::to_string(t.imm);
+    if (t.ext & kIeth) s += " ieth " + std::to_string(t.ieth_rkey);
+    if (t.ext & kDeth) s += " deth " + std::to_string(t.deth.src_qp);
+    return s;
+}
+
+TEST(Parser, untagged_ipv4_fast_path_decides_as_the_general_path) {
+    // Untagged IPv4 frames take a fast path with fixed offsets; the same frame with a VLAN
+    // tag takes the general one. Every header byte of IP and UDP, and the BTH's first,
+    // set to values that matter (and some that do not), on frames of every opcode family
+    // and cut at lengths around the headers: both paths must report the same.
+    std::size_t compared = 0, roce = 0, malformed = 0;
+    for (const uint8_t opcode : {op::kWriteOnly, op::kSendMiddle, op::kAck, op::kUdSendOnlyImm,
+                                 op::kReadRequest, op::kCnp}) {
+        const FrameSpec plain = distinctive_spec(opcode, opcode == op::kCnp ? 0 : 16);
+        FrameSpec spec_tagged = plain;
+        spec_tagged.vlan_count = 1;
+        spec_tagged.vlan_tci[0] = 0x0123;
+        const std::vector<uint8_t> base = build(plain);
+        const std::vector<uint8_t> base_tagged = build(spec_tagged);
+        for (std::size_t at = kL3; at <= kBth; ++at) {
+            for (const unsigned v : {0x00u, 0x01u, 0x06u, 0x11u, 0x12u, 0x14u, 0x20u, 0x40u, 0x45u,
+                                     0x46u, 0x55u, 0x7Fu, 0x80u, 0xB7u, 0xFFu}) {
+                std::vector<uint8_t> f = base;
+                std::vector<uint8_t> g = base_tagged;
+                f[at] = g[at + kVlanTagLen] = static_cast<uint8_t>(v);
+                for (const std::size_t n :
+                     {f.size(), f.size() - 1, std::size_t{kBth + 12}, std::size_t{kBth + 11},
+                      std::size_t{kL4 + 8}, std::size_t{kL4 + 7}, std::size_t{kL4}}) {
+                    ParsedPacket p, q;
+                    const Verdict a = parse_frame({f.data(), n}, p);
+                    const Verdict b = parse_frame({g.data(), n + kVlanTagLen}, q);
+                    ASSERT_EQ(decoded(a, p, 0), decoded(b, q, kVlanTagLen))
+                        << "opcode " << unsigned{opcode} << " byte " << at << " = " << v
+                        << " length " << n;
+                    ++compared;
+                    roce += a == Verdict::roce;
+                    malformed += a == Verdict::malformed;
+                }
+            }
+        }
+    }
+    EXPECT_GT(roce, 1000u);  // both outcomes were exercised, not only rejections
+    EXPECT_GT(malformed, 1000u);
+    EXPECT_GT(compared, roce + malformed);
+}
+
 TEST(Parser, ethernet_padding_after_the_datagram_is_ignored) {
     std::vector<uint8_t> f = build(distinctive_spec(op::kAck, 0));
     const std::size_t datagram_end = f.size();
