@@ -54,6 +54,9 @@ echo "per frame, by function (self):"
 callgrind_annotate --auto=no --show-percs=no "$work/callgrind.out" 2>/dev/null |
     awk -v f="$frames" '$1 ~ /^[0-9,]+$/ && NF >= 2 && !/PROGRAM TOTALS/ {
         n = $1; gsub(",", "", n); name = $0
-        sub(/^( *([0-9,]+|\.))+ +/, "", name); sub(/^[^:]*:/, "", name); gsub(/\(anonymous namespace\)/, "{anon}", name); sub(/\(.*/, "", name)
+        sub(/^( *([0-9,]+|\.))+ +/, "", name)         # the event columns
+        sub(/^[^:]*:/, "", name)                         # the file
+        gsub(/\(anonymous namespace\)/, "{anon}", name)
+        sub(/\(.*/, "", name)                            # the parameter list
         sum[name] += n } END { for (k in sum) if (sum[k] / f >= 2) printf "%8.1f  %s\n", sum[k] / f, k }' |
     sort -rn | head -20

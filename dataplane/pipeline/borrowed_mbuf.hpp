@@ -24,22 +24,6 @@ inline rte_mempool* create_borrowing_pool(const char* name, unsigned count, unsi
     return rte_pktmbuf_pool_create(name, count, cache, /*priv_size=*/0, /*data_room=*/0, socket);
 }
 
-// Takes n mbufs from such a pool, reset, or returns false when it has fewer. For a
-// producer whose mbufs come back freed by other cores (the replay reader's, freed by the
-// workers): their first two lines are fetched for writing all at once before any is
-// written, where rte_pktmbuf_alloc_bulk resets one after another, each a miss on a line
-// another core holds (two thirds of the reader's own time).
-inline bool take_bulk(rte_mempool* pool, rte_mbuf** mbufs, unsigned n) {
-    if (rte_mempool_get_bulk(pool, reinterpret_cast<void**>(mbufs), n) != 0) return false;
-    for (unsigned i = 0; i < n; ++i) {
-        const char* m = reinterpret_cast<const char*>(mbufs[i]);
-        __builtin_prefetch(m, /*rw=*/1);
-        __builtin_prefetch(m + RTE_CACHE_LINE_SIZE, /*rw=*/1);
-    }
-    for (unsigned i = 0; i < n; ++i) rte_pktmbuf_reset(mbufs[i]);
-    return true;
-}
-
 // Takes n mbufs of such a pool on the lcore that fills them, as a NIC PMD refills its
 // receive ring: a plain mempool get, without rte_pktmbuf_alloc_bulk's reset of every field
 // (~15 stores a packet). The fields borrow() does not set keep the values the pool's
@@ -47,6 +31,22 @@ inline bool take_bulk(rte_mempool* pool, rte_mbuf** mbufs, unsigned n) {
 // pool is direct, single-segment, with a reference count of 1 (give_back() keeps it so).
 inline bool get_bulk(rte_mempool* pool, rte_mbuf** mbufs, unsigned n) {
     return rte_mempool_get_bulk(pool, reinterpret_cast<void**>(mbufs), n) == 0;
+}
+
+// Takes n mbufs from such a pool, reset, or returns false when it has fewer. For a
+// producer whose mbufs come back freed by other cores (the replay reader's, freed by the
+// workers): their first two lines are fetched for writing all at once before any is
+// written, where rte_pktmbuf_alloc_bulk resets one after another, each a miss on a line
+// another core holds (two thirds of the reader's own time).
+inline bool take_bulk(rte_mempool* pool, rte_mbuf** mbufs, unsigned n) {
+    if (!get_bulk(pool, mbufs, n)) return false;
+    for (unsigned i = 0; i < n; ++i) {
+        const char* m = reinterpret_cast<const char*>(mbufs[i]);
+        __builtin_prefetch(m, /*rw=*/1);
+        __builtin_prefetch(m + RTE_CACHE_LINE_SIZE, /*rw=*/1);
+    }
+    for (unsigned i = 0; i < n; ++i) rte_pktmbuf_reset(mbufs[i]);
+    return true;
 }
 
 // Returns mbufs of such a pool after use. They are as borrow() left them - direct, one
