@@ -1,6 +1,7 @@
 #include "hosttrace/trace_options.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -81,6 +82,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     app.add_option("--scan-ms", out.scan_ms,
                    "look for processes mapping other libibverbs copies every N ms (0: off)");
     app.add_option("--duration", out.duration_s, "stop after this many seconds");
+    app.add_option("--host", out.host,
+                   "name of this host in every record (default: the hostname); the "
+                   "correlator keys processes and clocks by it");
     app.add_flag("-v,--verbose", out.verbose, "libbpf diagnostics on stderr");
     try {
         app.parse(argc, argv);
@@ -119,6 +123,14 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     if (out.duration_s < 0) {
         error = "--duration: negative";
         return 2;
+    }
+    if (out.host.empty()) {
+        char name[256] = {};
+        if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+            error = "--host: the hostname is unknown here; give a name";
+            return 2;
+        }
+        out.host = name;
     }
     if (out.pid && !out.libraries.empty()) {
         error = "--pid and --lib: the library of a process is the one it maps; give one of them";

@@ -22,6 +22,9 @@ struct TraceOptions {
     uint32_t scan_ms = 1000;  // look for new libibverbs copies; 0 off
     double duration_s = 0;    // 0: until SIGINT/SIGTERM
     bool verbose = false;
+    // Names the clock domain of every record (`host` field): the correlator keys processes
+    // and clock offsets by it. Default: this machine's hostname.
+    std::string host;
 };
 
 // Returns -1 to go on, 0 after --help, 2 with `error` set for a bad option.

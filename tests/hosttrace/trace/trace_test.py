@@ -92,7 +92,10 @@ class Tracer:
         self.path = os.path.join(tmp, f"trace-{time.monotonic_ns()}.jsonl")
         self.err_path = self.path + ".err"
         self.err = open(self.err_path, "w")
-        self.proc = spawn([TRACER, "-o", self.path, *args], stdout=subprocess.DEVNULL, stderr=self.err)
+        # Every record names its host (the correlator's clock domain).
+        self.host = "trace-test-host"
+        self.proc = spawn([TRACER, "-o", self.path, "--host", self.host, *args],
+                          stdout=subprocess.DEVNULL, stderr=self.err)
         wait_until(lambda: self._started(), "trace_start record")
 
     def _started(self):
@@ -128,6 +131,8 @@ class Tracer:
         check(rc == 0, f"insert-trace exit status {rc}: {self.stderr()}")
         final = [r for r in self.records() if r.get("type") == "trace_stats" and r.get("final")]
         check(len(final) == 1, "no final trace_stats record")
+        unnamed = [r for r in self.records() if r.get("host") != self.host]
+        check(not unnamed, f"records without host {self.host!r}: {unnamed[:2]}")
         return final[0]
 
 
