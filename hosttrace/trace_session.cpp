@@ -207,15 +207,20 @@ void Session::housekeeping(bool final) {
     const std::vector<pid_t> dead = table_.exited();
     if (!dead.empty()) tracer_->drain();
     const Counters c = tracer_->counters();
+    const uint64_t now = monotonic_ns();
+    // wall_ns as on verb records: the correlator places these on the host's clock.
+    const int64_t wall_now = static_cast<int64_t>(now) + wall_offset_;
     if (c.ringbuf_drops != reported_.ringbuf_drops)
         emit({{"type", "lost"},
-              {"t_ns", monotonic_ns()},
+              {"t_ns", now},
+              {"wall_ns", wall_now},
               {"ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops},
               {"ringbuf_drops_total", c.ringbuf_drops}});
     reported_ = c;
     for (const ExitedProcess& p : table_.reap(dead))
         emit({{"type", "process_exit"},
-              {"t_ns", monotonic_ns()},
+              {"t_ns", now},
+              {"wall_ns", wall_now},
               {"pid", p.pid},
               {"comm", p.comm},
               {"open_qps", p.open_qps},

@@ -1,0 +1,87 @@
+#include "correlator/input/field_names.hpp"
+
+#include <utility>
+
+namespace insert::correlate {
+
+namespace {
+
+constexpr std::pair<std::string_view, Field> kNames[] = {
+    {"type", Field::type},
+    {"src_ip", Field::src_ip},
+    {"dst_ip", Field::dst_ip},
+    {"dst_qpn", Field::dst_qpn},
+    {"src_qpn", Field::src_qpn},
+    {"op", Field::op},
+    {"imm", Field::imm},
+    {"psn_first", Field::psn_first},
+    {"psn_last", Field::psn_last},
+    {"pkts", Field::pkts},
+    {"bytes", Field::bytes},
+    {"va", Field::va},
+    {"rkey", Field::rkey},
+    {"dma_len", Field::dma_len},
+    {"t_first_ns", Field::t_first_ns},
+    {"t_last_ns", Field::t_last_ns},
+    {"t_ack_ns", Field::t_ack_ns},
+    {"retx_pkts", Field::retx_pkts},
+    {"naks", Field::naks},
+    {"rnr_naks", Field::rnr_naks},
+    {"status", Field::status},
+    {"ip", Field::ip},
+    {"qpn", Field::qpn},
+    {"peer_ip", Field::peer_ip},
+    {"peer_qpn", Field::peer_qpn},
+    {"pair_by", Field::pair_by},
+    {"cnps", Field::cnps},
+    {"ecn_ce", Field::ecn_ce},
+    {"final", Field::final},
+    {"verb", Field::verb},
+    {"host", Field::host},
+    {"pid", Field::pid},
+    {"tid", Field::tid},
+    {"comm", Field::comm},
+    {"cgroup", Field::cgroup},
+    {"wall_ns", Field::wall_ns},
+    {"qp", Field::qp},
+    {"mr", Field::mr},
+    {"ret", Field::ret},
+    {"qp_type", Field::qp_type},
+    {"pd", Field::pd},
+    {"state", Field::state},
+    {"dest_qpn", Field::dest_qpn},
+    {"sq_psn", Field::sq_psn},
+    {"rq_psn", Field::rq_psn},
+    {"qp_access", Field::qp_access},
+    {"addr", Field::addr},
+    {"length", Field::length},
+    {"access", Field::access},
+    {"wr_id", Field::wr_id},
+    {"opcode", Field::opcode},
+    {"signaled", Field::signaled},
+    {"len", Field::len},
+    {"remote_addr", Field::remote_addr},
+    {"chain_index", Field::chain_index},
+    {"status_code", Field::status_code},
+    {"byte_len", Field::byte_len},
+    {"ringbuf_drops", Field::ringbuf_drops},
+};
+static_assert(std::size(kNames) + 1 == static_cast<std::size_t>(Field::count),
+              "every Field has its name");
+
+}  // namespace
+
+FieldTable::FieldTable() {
+    for (const auto& [name, field] : kNames) {
+        uint32_t slot = hash(name);
+        while (slots_[slot].field != Field::unknown) slot = (slot + 1) & (kSlots - 1);
+        slots_[slot] = {name, field};
+    }
+}
+
+const FieldTable& field_table() {
+    static const FieldTable table;
+    return table;
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,242 @@
+#include "correlator/input/ingest.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace insert::correlate {
+
+namespace {
+
+// Blocks of ~1 MiB: large enough that a parser thread's work dwarfs the hand-off, small
+// enough that 2 per thread in flight stay in cache-friendly memory.
+constexpr std::size_t kBlockBytes = 1 << 20;
+
+struct Block {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;  // bytes of whole lines (plus an unterminated last line)
+    uint32_t input = 0;
+    uint64_t first_line = 1;
+    bool last_unterminated = false;
+    Ingested parsed;
+};
+
+// Cuts the inputs, one after the other, into blocks that end at a newline; the bytes after
+// a block's last newline start the next block.
+class BlockReader {
+  public:
+    BlockReader(const std::vector<std::string>& inputs, std::string& error)
+        : inputs_(inputs), error_(error) {}
+    ~BlockReader() { close_current(); }
+
+    // nullptr at the end of the last input, or on an error (error_ set).
+    Block* next() {
+        while (true) {
+            if (fd_ < 0 && !open_next()) return nullptr;
+            auto block = std::make_unique<Block>();
+            std::size_t capacity = std::max(kBlockBytes, carry_.size() * 2);
+            block->data.reset(new char[capacity + simdjson::SIMDJSON_PADDING]);
+            std::memcpy(block->data.get(), carry_.data(), carry_.size());
+            std::size_t size = carry_.size();
+            carry_.clear();
+            bool eof = false;
+            while (size < capacity) {
+                const ssize_t n = ::read(fd_, block->data.get() + size, capacity - size);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) {
+                    error_ = inputs_[index_] + ": " + std::strerror(errno);
+                    return nullptr;
+                }
+                if (n == 0) {
+                    eof = true;
+                    break;
+                }
+                size += static_cast<std::size_t>(n);
+                bytes_ += static_cast<std::size_t>(n);
+                // A line longer than the block: grow it (the pipe may hold more).
+                if (size == capacity && !std::memchr(block->data.get(), '\n', size)) {
+                    auto bigger =
+                        std::make_unique<char[]>(capacity * 2 + simdjson::SIMDJSON_PADDING);
+                    std::memcpy(bigger.get(), block->data.get(), size);
+                    block->data = std::move(bigger);
+                    capacity *= 2;
+                }
+            }
+            std::size_t whole = size;
+            if (!eof) {
+                const char* last = static_cast<const char*>(memrchr(block->data.get(), '\n', size));
+                whole = last ? static_cast<std::size_t>(last - block->data.get()) + 1 : 0;
+                carry_.assign(block->data.get() + whole, size - whole);
+            }
+            block->size = whole;
+            block->input = static_cast<uint32_t>(index_);
+            block->first_line = line_;
+            block->last_unterminated = eof && whole > 0 && block->data[whole - 1] != '\n';
+            line_ += static_cast<uint64_t>(
+                std::count(block->data.get(), block->data.get() + whole, '\n'));
+            std::memset(block->data.get() + whole, 0, simdjson::SIMDJSON_PADDING);
+            if (eof) close_current();
+            if (whole == 0 && eof) continue;  // an empty input, or one ending in a newline
+            return block.release();
+        }
+    }
+    uint64_t bytes() const { return bytes_; }
+
+  private:
+    bool open_next() {
+        if (next_input_ >= inputs_.size()) return false;
+        index_ = next_input_++;
+        const std::string& name = inputs_[index_];
+        fd_ = name == "-" ? 0 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) {
+            error_ = name + ": " + std::strerror(errno);
+            return false;
+        }
+        line_ = 1;
+        return true;
+    }
+    void close_current() {
+        if (fd_ > 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    const std::vector<std::string>& inputs_;
+    std::string& error_;
+    std::size_t next_input_ = 0;
+    std::size_t index_ = 0;
+    int fd_ = -1;
+    uint64_t line_ = 1;
+    uint64_t bytes_ = 0;
+    std::string carry_;
+};
+
+void append(Ingested& into, Ingested&& from) {
+    const auto move_all = [](auto& to, auto& src) {
+        if (to.empty())
+            to = std::move(src);
+        else
+            to.insert(to.end(), src.begin(), src.end());
+    };
+    move_all(into.msgs, from.msgs);
+    move_all(into.qps, from.qps);
+    move_all(into.events, from.events);
+    into.counts.add(from.counts);
+    for (BadLine& b : from.first_bad)
+        if (into.first_bad.size() < kMaxReported) into.first_bad.push_back(std::move(b));
+}
+
+}  // namespace
+
+void IngestCounts::add(const IngestCounts& o) {
+    lines += o.lines;
+    msg += o.msg;
+    qp += o.qp;
+    host += o.host;
+    ignored += o.ignored;
+    not_json += o.not_json;
+    truncated += o.truncated;
+    bad_field += o.bad_field;
+    unknown_type += o.unknown_type;
+    bytes += o.bytes;
+}
+
+void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
+                 uint64_t first_line, bool last_unterminated, Ingested& out) {
+    const char* const end = data + size;
+    const char* p = data;
+    uint64_t line_no = first_line;
+    WireMsg msg;
+    WireQp qp;
+    HostEvent event;
+    std::string reason;
+    while (p < end) {
+        const char* nl =
+            static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+        const bool unterminated = nl == nullptr;
+        const char* line_end = unterminated ? end : nl;
+        const std::size_t len = static_cast<std::size_t>(line_end - p);
+        // Everything after the line up to the buffer's padding is readable.
+        const std::size_t capacity = static_cast<std::size_t>(end - p) + simdjson::SIMDJSON_PADDING;
+        const LineKind kind = parser.parse(p, len, capacity, msg, qp, event, reason);
+        ++out.counts.lines;
+        switch (kind) {
+            case LineKind::wire_msg:
+                ++out.counts.msg;
+                out.msgs.push_back(msg);
+                break;
+            case LineKind::wire_qp:
+                ++out.counts.qp;
+                out.qps.push_back(qp);
+                break;
+            case LineKind::host_event:
+                ++out.counts.host;
+                out.events.push_back(event);
+                break;
+            case LineKind::ignored:
+                ++out.counts.ignored;
+                break;
+            case LineKind::blank:
+                --out.counts.lines;
+                break;
+            case LineKind::not_json:
+            case LineKind::bad_field:
+            case LineKind::unknown_type: {
+                const bool cut = unterminated && last_unterminated && kind == LineKind::not_json;
+                if (cut) {
+                    ++out.counts.truncated;
+                    reason = "truncated last line (no newline)";
+                } else if (kind == LineKind::not_json) {
+                    ++out.counts.not_json;
+                } else if (kind == LineKind::bad_field) {
+                    ++out.counts.bad_field;
+                } else {
+                    ++out.counts.unknown_type;
+                }
+                if (out.first_bad.size() < kMaxReported)
+                    out.first_bad.push_back({input, line_no, reason});
+                break;
+            }
+        }
+        ++line_no;
+        p = line_end + 1;
+    }
+}
+
+bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
+            std::string& error) {
+    BlockReader reader(inputs, error);
+    tbb::enumerable_thread_specific<LineParser> parsers([&] { return LineParser(hosts); });
+    const std::size_t tokens =
+        2 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, Block*>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> Block* {
+                                           Block* b = reader.next();
+                                           if (!b) fc.stop();
+                                           return b;
+                                       }) &
+            tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
+                                             [&](Block* b) {
+                                                 parse_block(parsers.local(), b->data.get(),
+                                                             b->size, b->input, b->first_line,
+                                                             b->last_unterminated, b->parsed);
+                                                 b->data.reset();
+                                                 return b;
+                                             }) &
+            tbb::make_filter<Block*, void>(tbb::filter_mode::serial_in_order, [&](Block* b) {
+                std::unique_ptr<Block> owned(b);
+                append(out, std::move(owned->parsed));
+            }));
+    out.counts.bytes = reader.bytes();
+    return error.empty();
+}
+
+}  // namespace insert::correlate

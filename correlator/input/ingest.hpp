@@ -1,0 +1,59 @@
+// Reads every input to its end and decodes it in parallel (oneTBB parallel_pipeline: one
+// serial reader cutting the inputs into blocks of whole lines, parallel parsers, one
+// serial collector in input order). Bad lines are counted; the first ones are kept, with
+// their input and line number, for the message on stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "correlator/input/line_parser.hpp"
+#include "correlator/input/records.hpp"
+
+namespace insert::correlate {
+
+struct IngestCounts {
+    uint64_t lines = 0;
+    uint64_t msg = 0;
+    uint64_t qp = 0;
+    uint64_t host = 0;  // host records used (verbs, process_exit, lost)
+    uint64_t ignored = 0;
+    uint64_t not_json = 0;
+    uint64_t truncated = 0;
+    uint64_t bad_field = 0;
+    uint64_t unknown_type = 0;
+    uint64_t bytes = 0;
+
+    void add(const IngestCounts& o);
+    uint64_t bad() const { return not_json + truncated + bad_field + unknown_type; }
+};
+
+struct BadLine {
+    uint32_t input = 0;
+    uint64_t line = 0;
+    std::string reason;
+};
+
+struct Ingested {
+    std::vector<WireMsg> msgs;
+    std::vector<WireQp> qps;
+    std::vector<HostEvent> events;
+    IngestCounts counts;
+    std::vector<BadLine> first_bad;  // the first kMaxReported, in input order
+};
+
+inline constexpr std::size_t kMaxReported = 10;
+
+// `inputs`: paths, "-" for standard input. Returns false with `error` (naming the input)
+// when one cannot be opened or read.
+bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
+            std::string& error);
+
+// Decodes whole lines of one block (shared with the live reader). `data` must have
+// SIMDJSON_PADDING readable bytes after `size`. `last_unterminated`: the block ends with
+// an input's last line, which had no newline (a failure to parse it is `truncated`).
+void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
+                 uint64_t first_line, bool last_unterminated, Ingested& out);
+
+}  // namespace insert::correlate

@@ -1,0 +1,644 @@
+#include "correlator/input/line_parser.hpp"
+
+#include <charconv>
+
+#include "correlator/input/field_names.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+using simdjson::SUCCESS;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+// Field readers: false when the JSON value has another type (the caller reports the key).
+bool read_u64(value& v, uint64_t& out) {
+    return v.get_uint64().get(out) == SUCCESS;
+}
+
+bool read_u32(value& v, uint32_t& out) {
+    uint64_t x;
+    if (!read_u64(v, x) || x > UINT32_MAX) return false;
+    out = static_cast<uint32_t>(x);
+    return true;
+}
+
+bool read_i64(value& v, int64_t& out) {
+    return v.get_int64().get(out) == SUCCESS;
+}
+
+// Unsigned, or null (kNone). Values above INT64_MAX (a 64-bit VA or wr_id) keep their bits.
+bool read_opt_u64(value& v, int64_t& out) {
+    bool null = false;
+    if (v.is_null().get(null) == SUCCESS && null) {
+        out = kNone;
+        return true;
+    }
+    uint64_t x;
+    if (!read_u64(v, x)) return false;
+    out = static_cast<int64_t>(x);
+    return true;
+}
+
+bool read_opt_i64(value& v, int64_t& out) {
+    bool null = false;
+    if (v.is_null().get(null) == SUCCESS && null) {
+        out = kNone;
+        return true;
+    }
+    return read_i64(v, out);
+}
+
+bool read_str(value& v, std::string_view& out) {
+    return v.get_string().get(out) == SUCCESS;
+}
+
+// A string or null (empty view).
+bool read_opt_str(value& v, std::string_view& out) {
+    bool null = false;
+    if (v.is_null().get(null) == SUCCESS && null) {
+        out = {};
+        return true;
+    }
+    return read_str(v, out);
+}
+
+bool read_bool(value& v, bool& out) {
+    return v.get_bool().get(out) == SUCCESS;
+}
+
+// IP text or null; false for a string that is no address.
+bool read_opt_ip(value& v, Ip& out, bool& present) {
+    std::string_view text;
+    if (!read_opt_str(v, text)) return false;
+    present = !text.empty();
+    if (!present) return true;
+    const auto ip = Ip::parse(text);
+    if (!ip) return false;
+    out = *ip;
+    return true;
+}
+
+bool read_ip(value& v, Ip& out) {
+    bool present = false;
+    return read_opt_ip(v, out, present) && present;
+}
+
+// insert-trace's pointers: "0x7f..." (hex) or null (0).
+bool read_pointer(value& v, uint64_t& out) {
+    std::string_view text;
+    if (!read_opt_str(v, text)) return false;
+    out = 0;
+    if (text.empty()) return true;
+    if (text.size() < 3 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return false;
+    const auto [end, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), out, 16);
+    return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool parse_op(std::string_view s, Op& op) {
+    for (std::size_t i = 0; i < kOpNames.size(); ++i)
+        if (kOpNames[i] == s) {
+            op = static_cast<Op>(i);
+            return true;
+        }
+    return false;
+}
+
+bool parse_status(std::string_view s, MsgStatus& status) {
+    for (std::size_t i = 0; i < kStatusNames.size(); ++i)
+        if (kStatusNames[i] == s) {
+            status = static_cast<MsgStatus>(i);
+            return true;
+        }
+    return false;
+}
+
+PairBy parse_pair_by(std::string_view s) {
+    if (s.empty()) return PairBy::none;
+    for (std::size_t i = 1; i + 1 < kPairByNames.size(); ++i)
+        if (kPairByNames[i] == s) return static_cast<PairBy>(i);
+    return PairBy::other;
+}
+
+WrOpcode parse_wr_opcode(std::string_view s) {
+    static constexpr std::pair<std::string_view, WrOpcode> kNames[] = {
+        {"RDMA_WRITE", WrOpcode::rdma_write},
+        {"RDMA_WRITE_WITH_IMM", WrOpcode::rdma_write_with_imm},
+        {"SEND", WrOpcode::send},
+        {"SEND_WITH_IMM", WrOpcode::send_with_imm},
+        {"RDMA_READ", WrOpcode::rdma_read},
+        {"ATOMIC_CMP_AND_SWP", WrOpcode::atomic_cmp_and_swp},
+        {"ATOMIC_FETCH_AND_ADD", WrOpcode::atomic_fetch_and_add},
+        {"SEND_WITH_INV", WrOpcode::send_with_inv}};
+    for (const auto& [name, op] : kNames)
+        if (name == s) return op;
+    return WrOpcode::other;
+}
+
+WcOpcode parse_wc_opcode(std::string_view s) {
+    if (s == "RECV") return WcOpcode::recv;
+    if (s == "RECV_RDMA_WITH_IMM") return WcOpcode::recv_rdma_with_imm;
+    return WcOpcode::send_side;
+}
+
+uint32_t access_bit(std::string_view name) {
+    if (name == "REMOTE_WRITE") return kAccessRemoteWrite;
+    if (name == "REMOTE_READ") return kAccessRemoteRead;
+    if (name == "REMOTE_ATOMIC") return kAccessRemoteAtomic;
+    return 0;
+}
+
+bool read_access_names(value& v, uint32_t& bits) {
+    simdjson::ondemand::array names;
+    if (v.get_array().get(names) != SUCCESS) return false;
+    bits = 0;
+    for (auto element : names) {
+        std::string_view name;
+        if (element.get_string().get(name) != SUCCESS) return false;
+        bits |= access_bit(name);
+    }
+    return true;
+}
+
+bool parse_host_kind(std::string_view verb, HostKind& kind) {
+    static constexpr std::pair<std::string_view, HostKind> kVerbs[] = {
+        {"post_send", HostKind::post_send}, {"poll_cq", HostKind::poll_cq},
+        {"post_recv", HostKind::post_recv}, {"create_qp", HostKind::create_qp},
+        {"modify_qp", HostKind::modify_qp}, {"destroy_qp", HostKind::destroy_qp},
+        {"reg_mr", HostKind::reg_mr},       {"dereg_mr", HostKind::dereg_mr},
+    };
+    for (const auto& [name, k] : kVerbs)
+        if (name == verb) {
+            kind = k;
+            return true;
+        }
+    return false;
+}
+
+LineKind bad(std::string& reason, std::string_view key, std::string_view what) {
+    reason.assign(key);
+    reason += ": ";
+    reason += what;
+    return LineKind::bad_field;
+}
+
+// Required fields of each record, as bits of a 64-bit mask indexed by Field.
+constexpr uint64_t bit(Field f) {
+    return uint64_t{1} << static_cast<unsigned>(f);
+}
+static_assert(static_cast<unsigned>(Field::count) <= 64);
+
+LineKind missing(std::string& reason, uint64_t seen, uint64_t required,
+                 std::initializer_list<std::pair<Field, std::string_view>> names) {
+    for (const auto& [f, name] : names)
+        if ((required & bit(f)) && !(seen & bit(f))) {
+            reason = std::string(name) + ": missing";
+            return LineKind::bad_field;
+        }
+    reason = "a required field is missing";
+    return LineKind::bad_field;
+}
+
+}  // namespace
+
+uint32_t HostNames::intern(std::string_view name) {
+    std::lock_guard lock(mutex_);
+    const auto [it, inserted] = ids_.try_emplace(std::string(name), names_.size());
+    if (inserted) names_.emplace_back(name);
+    return it->second;
+}
+
+std::string HostNames::name(uint32_t id) const {
+    std::lock_guard lock(mutex_);
+    return id < names_.size() ? names_[id] : std::string();
+}
+
+std::size_t HostNames::size() const {
+    std::lock_guard lock(mutex_);
+    return names_.size();
+}
+
+uint32_t LineParser::host_id(std::string_view name) {
+    if (last_host_id_ != UINT32_MAX && name == last_host_) return last_host_id_;
+    last_host_.assign(name);
+    last_host_id_ = hosts_.intern(name);
+    return last_host_id_;
+}
+
+LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capacity, WireMsg& msg,
+                           WireQp& qp, HostEvent& event, std::string& reason) {
+    std::size_t first = 0;
+    while (first < len && (line[first] == ' ' || line[first] == '\t' || line[first] == '\r'))
+        ++first;
+    if (first == len) return LineKind::blank;
+    // simdjson's on-demand parser reads only what it is asked for: a record line must end
+    // with its object's closing brace, so that text after it is not silently accepted.
+    std::size_t last = len;
+    while (last > first &&
+           (line[last - 1] == ' ' || line[last - 1] == '\t' || line[last - 1] == '\r'))
+        --last;
+    if (line[first] != '{' || line[last - 1] != '}') {
+        reason = "not a JSON object";
+        return LineKind::not_json;
+    }
+    simdjson::ondemand::document doc;
+    if (parser_.iterate(line, len, capacity).get(doc) != SUCCESS) {
+        reason = "not JSON";
+        return LineKind::not_json;
+    }
+    object obj;
+    if (doc.get_object().get(obj) != SUCCESS) {
+        reason = "not a JSON object";
+        return LineKind::not_json;
+    }
+    std::string_view type;
+    {
+        value v;
+        const auto error = obj.find_field_unordered("type").get(v);
+        if (error == simdjson::NO_SUCH_FIELD) {
+            reason = "no \"type\"";
+            return LineKind::unknown_type;
+        }
+        if (error != SUCCESS) {
+            reason = "not JSON";
+            return LineKind::not_json;
+        }
+        if (!read_str(v, type)) return bad(reason, "type", "not a string");
+    }
+    // The view points into the parser's string buffer, which later strings do not reuse.
+    LineKind kind;
+    if (type == "msg") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_msg(obj, msg, reason);
+    } else if (type == "qp") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_qp(obj, qp, reason);
+    } else if (type == "verb") {
+        value v;
+        std::string_view verb;
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        const auto error = obj.find_field_unordered("verb").get(v);
+        if (error == simdjson::NO_SUCH_FIELD) return bad(reason, "verb", "missing");
+        if (error != SUCCESS) return LineKind::not_json;
+        if (!read_str(v, verb)) return bad(reason, "verb", "not a string");
+        HostKind host_kind;
+        if (!parse_host_kind(verb, host_kind)) return LineKind::ignored;
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_host(obj, host_kind, event, reason);
+    } else if (type == "process_exit" || type == "lost") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_host(obj, type == "lost" ? HostKind::lost : HostKind::process_exit, event,
+                          reason);
+    } else if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
+               type == "trace_stats") {
+        return LineKind::ignored;
+    } else {
+        reason = "unknown record type \"" + std::string(type) + "\"";
+        return LineKind::unknown_type;
+    }
+    return kind;
+}
+
+// Iterates the object's fields; `body(field, value)` returns false to stop with a bad field.
+#define INSERT_FOR_EACH_FIELD(obj, seen, body)                        \
+    for (auto field_result : obj) {                                   \
+        simdjson::ondemand::field field_;                             \
+        if (std::move(field_result).get(field_) != SUCCESS) {         \
+            reason = "not JSON";                                      \
+            return LineKind::not_json;                                \
+        }                                                             \
+        std::string_view key_;                                        \
+        if (field_.unescaped_key().get(key_) != SUCCESS) {            \
+            reason = "not JSON";                                      \
+            return LineKind::not_json;                                \
+        }                                                             \
+        const Field f_ = field_table().find(key_);                    \
+        if (f_ == Field::unknown) continue;                           \
+        value v_ = field_.value();                                    \
+        seen |= bit(f_);                                              \
+        if (!(body)) return bad(reason, key_, "wrong type or value"); \
+    }
+
+LineKind LineParser::parse_msg(object& obj, WireMsg& m, std::string& reason) {
+    m = WireMsg{};
+    uint64_t seen = 0;
+    std::string_view text;
+    INSERT_FOR_EACH_FIELD(obj, seen, ([&] {
+                              switch (f_) {
+                                  case Field::src_ip:
+                                      return read_ip(v_, m.src_ip);
+                                  case Field::dst_ip:
+                                      return read_ip(v_, m.dst_ip);
+                                  case Field::dst_qpn:
+                                      return read_u32(v_, m.dst_qpn);
+                                  case Field::src_qpn:
+                                      return read_opt_u64(v_, m.src_qpn);
+                                  case Field::op:
+                                      return read_str(v_, text) && parse_op(text, m.op);
+                                  case Field::imm:
+                                      return read_opt_u64(v_, m.imm);
+                                  case Field::psn_first:
+                                      return read_u32(v_, m.psn_first);
+                                  case Field::psn_last:
+                                      return read_u32(v_, m.psn_last);
+                                  case Field::pkts:
+                                      return read_u32(v_, m.pkts);
+                                  case Field::bytes:
+                                      return read_u64(v_, m.bytes);
+                                  case Field::va:
+                                      return read_opt_u64(v_, m.va);
+                                  case Field::rkey:
+                                      return read_opt_u64(v_, m.rkey);
+                                  case Field::dma_len:
+                                      return read_opt_u64(v_, m.dma_len);
+                                  case Field::t_first_ns:
+                                      return read_i64(v_, m.t_first);
+                                  case Field::t_last_ns:
+                                      return read_i64(v_, m.t_last);
+                                  case Field::t_ack_ns:
+                                      return read_opt_i64(v_, m.t_ack);
+                                  case Field::retx_pkts:
+                                      return read_u32(v_, m.retx_pkts);
+                                  case Field::naks:
+                                      return read_u32(v_, m.naks);
+                                  case Field::rnr_naks:
+                                      return read_u32(v_, m.rnr_naks);
+                                  case Field::status:
+                                      return read_str(v_, text) && parse_status(text, m.status);
+                                  default:
+                                      return true;
+                              }
+                          }()));
+    constexpr uint64_t kRequired = bit(Field::src_ip) | bit(Field::dst_ip) | bit(Field::dst_qpn) |
+                                   bit(Field::op) | bit(Field::psn_first) | bit(Field::bytes) |
+                                   bit(Field::t_first_ns) | bit(Field::status);
+    if ((seen & kRequired) != kRequired)
+        return missing(reason, seen, kRequired,
+                       {{Field::src_ip, "src_ip"},
+                        {Field::dst_ip, "dst_ip"},
+                        {Field::dst_qpn, "dst_qpn"},
+                        {Field::op, "op"},
+                        {Field::psn_first, "psn_first"},
+                        {Field::bytes, "bytes"},
+                        {Field::t_first_ns, "t_first_ns"},
+                        {Field::status, "status"}});
+    if (!(seen & bit(Field::psn_last))) m.psn_last = m.psn_first;
+    if (!(seen & bit(Field::t_last_ns))) m.t_last = m.t_first;
+    return LineKind::wire_msg;
+}
+
+LineKind LineParser::parse_qp(object& obj, WireQp& q, std::string& reason) {
+    q = WireQp{};
+    uint64_t seen = 0;
+    std::string_view text;
+    int64_t t_first = kNone, t_last = kNone;
+    INSERT_FOR_EACH_FIELD(obj, seen, ([&] {
+                              switch (f_) {
+                                  case Field::ip:
+                                      return read_ip(v_, q.ip);
+                                  case Field::qpn:
+                                      return read_u32(v_, q.qpn);
+                                  case Field::peer_ip:
+                                      return read_opt_ip(v_, q.peer_ip, q.has_peer_ip);
+                                  case Field::peer_qpn:
+                                      return read_opt_u64(v_, q.peer_qpn);
+                                  case Field::pair_by:
+                                      if (!read_opt_str(v_, text)) return false;
+                                      q.pair_by = parse_pair_by(text);
+                                      return true;
+                                  case Field::pkts:
+                                      return read_u64(v_, q.pkts);
+                                  case Field::cnps:
+                                      return read_u64(v_, q.cnps);
+                                  case Field::ecn_ce:
+                                      return read_u64(v_, q.ecn_ce);
+                                  case Field::t_first_ns:
+                                      return read_opt_i64(v_, t_first);
+                                  case Field::t_last_ns:
+                                      return read_opt_i64(v_, t_last);
+                                  case Field::final:
+                                      return read_bool(v_, q.final);
+                                  default:
+                                      return true;
+                              }
+                          }()));
+    constexpr uint64_t kRequired = bit(Field::ip) | bit(Field::qpn) | bit(Field::t_first_ns);
+    if ((seen & kRequired) != kRequired || t_first == kNone)
+        return missing(reason, seen | (t_first == kNone ? 0 : bit(Field::t_first_ns)), kRequired,
+                       {{Field::ip, "ip"}, {Field::qpn, "qpn"}, {Field::t_first_ns, "t_first_ns"}});
+    q.t_first = t_first;
+    q.t_last = t_last == kNone ? t_first : t_last;
+    return LineKind::wire_qp;
+}
+
+LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::string& reason) {
+    e = HostEvent{};
+    e.kind = kind;
+    uint64_t seen = 0;
+    std::string_view text;
+    auto& mod = e.u.modify;
+    if (kind == HostKind::reg_mr || kind == HostKind::dereg_mr) e.u.mr.rkey = kNone;
+    if (kind == HostKind::post_send) e.u.post.remote_addr = e.u.post.rkey = kNone;
+    bool has_peer = false;
+    INSERT_FOR_EACH_FIELD(
+        obj, seen, ([&] {
+            switch (f_) {
+                case Field::host:
+                    if (!read_str(v_, text)) return false;
+                    e.host = host_id(text);
+                    return true;
+                case Field::pid: {
+                    int64_t x;
+                    if (!read_i64(v_, x)) return false;
+                    e.pid = static_cast<int32_t>(x);
+                    return true;
+                }
+                case Field::tid: {
+                    int64_t x;
+                    if (!read_i64(v_, x)) return false;
+                    e.tid = static_cast<int32_t>(x);
+                    return true;
+                }
+                case Field::comm:
+                    if (!read_str(v_, text)) return false;
+                    e.comm.len = static_cast<uint8_t>(std::min(text.size(), e.comm.chars.size()));
+                    std::copy_n(text.data(), e.comm.len, e.comm.chars.data());
+                    return true;
+                case Field::cgroup: {
+                    int64_t x;
+                    if (!read_opt_u64(v_, x)) return false;
+                    e.cgroup = x == kNone ? 0 : static_cast<uint64_t>(x);
+                    return true;
+                }
+                case Field::ip:
+                    return read_opt_ip(v_, e.ip, e.has_ip);
+                case Field::wall_ns:
+                    return read_i64(v_, e.wall);
+                case Field::qp:
+                case Field::mr:
+                    return read_pointer(v_, e.obj);
+                case Field::qpn: {
+                    int64_t x;
+                    if (!read_opt_u64(v_, x)) return false;
+                    e.qpn = x == kNone ? 0 : static_cast<uint32_t>(x);
+                    return true;
+                }
+                case Field::ret: {
+                    int64_t x;
+                    if (!read_i64(v_, x)) return false;
+                    e.ret = static_cast<int32_t>(x);
+                    return true;
+                }
+                default:
+                    break;
+            }
+            switch (kind) {
+                case HostKind::create_qp:
+                    if (f_ == Field::qp_type) {
+                        if (!read_opt_str(v_, text)) return false;
+                        e.u.create.rc_family = text == "RC" || text == "UC" || text == "XRC_SEND";
+                        e.u.create.uc = text == "UC";
+                    } else if (f_ == Field::pd) {
+                        return read_pointer(v_, e.u.create.pd);
+                    }
+                    return true;
+                case HostKind::modify_qp:
+                    switch (f_) {
+                        case Field::state:
+                            if (!read_opt_str(v_, text)) return false;
+                            mod.state = text == "RTR"   ? QpState::rtr
+                                        : text == "RTS" ? QpState::rts
+                                                        : QpState::other;
+                            return true;
+                        case Field::dest_qpn:
+                            mod.has_dest_qpn = true;
+                            return read_u32(v_, mod.dest_qpn);
+                        case Field::sq_psn:
+                            mod.has_sq_psn = true;
+                            return read_u32(v_, mod.sq_psn);
+                        case Field::rq_psn:
+                            mod.has_rq_psn = true;
+                            return read_u32(v_, mod.rq_psn);
+                        case Field::peer_ip:
+                            if (!read_opt_ip(v_, e.peer_ip, has_peer)) return false;
+                            mod.has_peer_ip = has_peer;
+                            return true;
+                        case Field::qp_access:
+                            mod.has_access = true;
+                            return read_access_names(v_, mod.access);
+                        default:
+                            return true;
+                    }
+                case HostKind::reg_mr:
+                case HostKind::dereg_mr:
+                    switch (f_) {
+                        case Field::pd:
+                            return read_pointer(v_, e.u.mr.pd);
+                        case Field::addr:
+                            return read_u64(v_, e.u.mr.addr);
+                        case Field::length:
+                            return read_u64(v_, e.u.mr.length);
+                        case Field::access:
+                            return read_u32(v_, e.u.mr.access);
+                        case Field::rkey:
+                            return read_opt_u64(v_, e.u.mr.rkey);
+                        default:
+                            return true;
+                    }
+                case HostKind::post_send:
+                case HostKind::post_recv:
+                    switch (f_) {
+                        case Field::wr_id:
+                            return read_u64(v_, e.u.post.wr_id);
+                        case Field::opcode:
+                            if (!read_str(v_, text)) return false;
+                            e.u.post.opcode = parse_wr_opcode(text);
+                            return true;
+                        case Field::signaled:
+                            return read_bool(v_, e.u.post.signaled);
+                        case Field::len:
+                            return read_u64(v_, e.u.post.len);
+                        case Field::remote_addr:
+                            return read_opt_u64(v_, e.u.post.remote_addr);
+                        case Field::rkey:
+                            return read_opt_u64(v_, e.u.post.rkey);
+                        case Field::chain_index:
+                            return read_u32(v_, e.u.post.chain_index);
+                        default:
+                            return true;
+                    }
+                case HostKind::poll_cq:
+                    switch (f_) {
+                        case Field::wr_id:
+                            return read_u64(v_, e.u.poll.wr_id);
+                        case Field::status_code: {
+                            uint32_t code;
+                            if (!read_u32(v_, code)) return false;
+                            e.u.poll.status_code = static_cast<uint16_t>(code);
+                            return true;
+                        }
+                        case Field::opcode:
+                            if (!read_str(v_, text)) return false;
+                            e.u.poll.opcode = parse_wc_opcode(text);
+                            return true;
+                        case Field::byte_len:
+                            return read_u32(v_, e.u.poll.byte_len);
+                        default:
+                            return true;
+                    }
+                case HostKind::lost:
+                    if (f_ == Field::ringbuf_drops) return read_u64(v_, e.u.lost.drops);
+                    return true;
+                default:
+                    return true;
+            }
+        }()));
+    uint64_t required = bit(Field::wall_ns) | bit(Field::pid);
+    switch (kind) {
+        case HostKind::create_qp:
+        case HostKind::modify_qp:
+        case HostKind::destroy_qp:
+            required |= bit(Field::qp) | bit(Field::qpn);
+            break;
+        case HostKind::reg_mr:
+        case HostKind::dereg_mr:
+            required |= bit(Field::mr);
+            break;
+        case HostKind::post_send:
+            required |= bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id) | bit(Field::opcode) |
+                        bit(Field::len);
+            break;
+        case HostKind::post_recv:
+            required |= bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id);
+            break;
+        case HostKind::poll_cq:
+            required |=
+                bit(Field::qpn) | bit(Field::wr_id) | bit(Field::status_code) | bit(Field::opcode);
+            break;
+        case HostKind::lost:
+            required = bit(Field::wall_ns);
+            break;
+        case HostKind::process_exit:
+            break;
+    }
+    if ((seen & required) != required)
+        return missing(reason, seen, required,
+                       {{Field::wall_ns, "wall_ns"},
+                        {Field::pid, "pid"},
+                        {Field::qp, "qp"},
+                        {Field::qpn, "qpn"},
+                        {Field::mr, "mr"},
+                        {Field::wr_id, "wr_id"},
+                        {Field::opcode, "opcode"},
+                        {Field::len, "len"},
+                        {Field::status_code, "status_code"}});
+    // Signaled defaults to true for records that do not say (every WR of insert-trace has it).
+    if (kind == HostKind::post_send && !(seen & bit(Field::signaled))) e.u.post.signaled = true;
+    if (!(seen & bit(Field::host))) e.host = host_id("");
+    return LineKind::host_event;
+}
+
+#undef INSERT_FOR_EACH_FIELD
+
+}  // namespace insert::correlate

@@ -1,0 +1,66 @@
+#include "correlator/join/completions.hpp"
+
+#include <unordered_map>
+
+#include "correlator/join/align.hpp"
+
+namespace insert::correlate {
+
+void complete_work_requests(Incarnation& q) {
+    // Completions of each wr_id in canonical order, consumed front to back: work requests
+    // are visited in post order, so a completion older than one post is older than every
+    // later post too and can be passed over for good.
+    struct Queue {
+        std::vector<uint32_t> items;
+        std::size_t next = 0;
+    };
+    std::unordered_map<uint64_t, Queue> by_wr_id;
+    for (uint32_t i = 0; i < q.send_completions.size(); ++i)
+        by_wr_id[q.send_completions[i].wr_id].items.push_back(i);
+    for (WorkRequest& w : q.wrs) {
+        w.t_poll = kNone;
+        w.wc_status = 0;
+        if (!w.signaled) continue;
+        const auto it = by_wr_id.find(w.wr_id);
+        if (it == by_wr_id.end()) continue;
+        Queue& queue = it->second;
+        while (queue.next < queue.items.size() &&
+               q.send_completions[queue.items[queue.next]].wall < w.wall)
+            ++queue.next;
+        if (queue.next == queue.items.size()) continue;
+        const Completion& c = q.send_completions[queue.items[queue.next++]];
+        w.t_poll = c.wall;
+        w.wc_status = c.status;
+    }
+    // Unsignaled: the next signaled work request with a completion, walking back.
+    int64_t next_poll = kNone;
+    uint16_t next_status = 0;
+    for (auto it = q.wrs.rbegin(); it != q.wrs.rend(); ++it) {
+        if (it->signaled) {
+            if (it->t_poll != kNone) {
+                next_poll = it->t_poll;
+                next_status = it->wc_status;
+            }
+        } else {
+            it->t_poll = next_poll;
+            it->wc_status = next_status;
+        }
+    }
+}
+
+std::vector<int64_t> match_receive_completions(const Incarnation& q,
+                                               const std::vector<const WireMsg*>& sends) {
+    std::vector<int64_t> out(sends.size(), kNone);
+    const auto& recvs = q.recv_completions;
+    const auto agree = [&](std::size_t i, std::size_t j) {
+        const WireMsg& m = *sends[i];
+        const Completion& c = recvs[j];
+        if (m.op == Op::send) return c.opcode == WcOpcode::recv && c.byte_len == m.bytes;
+        return c.opcode == WcOpcode::recv_rdma_with_imm;
+    };
+    const Alignment a = align(sends.size(), recvs.size(), agree);
+    for (const AlignedPair& p : a.pairs) out[p.a] = recvs[p.b].wall;
+    return out;
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,300 @@
+#include "correlator/join/correlation.hpp"
+
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <atomic>
+#include <tuple>
+
+#include "correlator/input/line_parser.hpp"
+#include "correlator/join/align.hpp"
+#include "correlator/join/completions.hpp"
+#include "correlator/join/qp_index.hpp"
+#include "dataplane/proto/psn.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+// docs/correlation.md 1: the canonical order of messages, with duplicates adjacent.
+auto msg_key(const WireMsg& m) {
+    return std::tie(m.src_ip.bytes, m.dst_ip.bytes, m.dst_qpn, m.psn_first, m.op, m.t_first,
+                    m.t_last, m.t_ack, m.bytes, m.psn_last, m.status, m.src_qpn, m.va, m.rkey,
+                    m.dma_len, m.imm, m.pkts, m.retx_pkts, m.naks, m.rnr_naks);
+}
+
+bool same_message(const WireMsg& a, const WireMsg& b) {
+    return a.src_ip == b.src_ip && a.dst_ip == b.dst_ip && a.dst_qpn == b.dst_qpn &&
+           a.psn_first == b.psn_first && a.op == b.op;
+}
+
+uint64_t dedupe(std::vector<WireMsg>& msgs) {
+    tbb::parallel_sort(msgs.begin(), msgs.end(),
+                       [](const WireMsg& a, const WireMsg& b) { return msg_key(a) < msg_key(b); });
+    const auto end = std::unique(msgs.begin(), msgs.end(), same_message);
+    const uint64_t removed = static_cast<uint64_t>(msgs.end() - end);
+    msgs.erase(end, msgs.end());
+    return removed;
+}
+
+// What a work request or a message says about the operation, in one comparable form
+// (docs/correlation.md 4, Agree): family, length, and for RDMA/atomics address and key.
+struct Signature {
+    Op op = Op::send;
+    uint64_t len = 0;
+    int64_t va = kNone;
+    int64_t rkey = kNone;
+    friend bool operator==(const Signature&, const Signature&) = default;
+};
+
+constexpr uint64_t kNoLength = UINT64_MAX;  // agrees with nothing a request can say
+
+Signature signature(const WorkRequest& w) {
+    Signature s{w.family, w.len, kNone, kNone};
+    if (w.family != Op::send) {
+        s.va = w.remote_addr;
+        s.rkey = w.rkey;
+    }
+    return s;
+}
+
+Signature signature(const WireMsg& m) {
+    Signature s{m.op, m.bytes, kNone, kNone};
+    switch (m.op) {
+        case Op::send:
+            return s;
+        case Op::write:
+            // The RETH length: bytes can be short when packets were never observed.
+            if (m.dma_len != kNone) s.len = static_cast<uint64_t>(m.dma_len);
+            break;
+        case Op::read:
+            s.len = m.dma_len == kNone ? kNoLength : static_cast<uint64_t>(m.dma_len);
+            break;
+        case Op::cmp_swap:
+        case Op::fetch_add:
+            s.len = 8;
+            break;
+        case Op::count:
+            break;
+    }
+    s.va = m.va;
+    s.rkey = m.rkey;
+    return s;
+}
+
+// The join's message order for one QP (docs/correlation.md 4): PSN distance from the
+// QP's starting PSN (else from its earliest message), then first observation.
+void order_by_psn(std::vector<uint32_t>& list, const std::vector<WireMsg>& msgs, bool has_base,
+                  uint32_t base) {
+    if (list.empty()) return;
+    if (!has_base) {
+        const auto first = *std::min_element(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+            return std::tie(msgs[a].t_first, msgs[a].psn_first, a) <
+                   std::tie(msgs[b].t_first, msgs[b].psn_first, b);
+        });
+        base = msgs[first].psn_first;
+    }
+    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+        const uint32_t da = (msgs[a].psn_first - base) & proto::kPsnMask;
+        const uint32_t db = (msgs[b].psn_first - base) & proto::kPsnMask;
+        return std::tie(da, msgs[a].t_first, a) < std::tie(db, msgs[b].t_first, b);
+    });
+}
+
+struct Assignment {
+    std::vector<int64_t> requester;  // per message
+    bool ambiguous = false;          // some message had several candidate QPNs
+    uint64_t src_untraced = 0;
+    uint64_t src_host_untraced = 0;
+    uint64_t pair_conflicts = 0;
+};
+
+// docs/correlation.md 3: the requester incarnation of every message, host times from the
+// observer's by `theta` (per host id).
+Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& model,
+                             const QpIndex& index, const std::vector<int64_t>& theta) {
+    Assignment a;
+    a.requester.assign(msgs.size(), -1);
+    std::atomic<uint64_t> untraced{0}, host_untraced{0}, conflicts{0};
+    std::atomic<bool> ambiguous{false};
+    tbb::parallel_for(std::size_t{0}, msgs.size(), [&](std::size_t i) {
+        const WireMsg& m = msgs[i];
+        const std::vector<uint32_t>* candidates = &index.with_peer(m.src_ip, m.dst_ip, m.dst_qpn);
+        if (candidates->empty() && m.src_qpn != kNone)
+            candidates = &index.at_endpoint(m.src_ip, static_cast<uint32_t>(m.src_qpn));
+        else if (!candidates->empty() && m.src_qpn != kNone &&
+                 std::none_of(candidates->begin(), candidates->end(),
+                              [&](uint32_t q) { return model.qps[q].qpn == m.src_qpn; }))
+            conflicts.fetch_add(1, std::memory_order_relaxed);
+        const int64_t host = index.host_of(m.src_ip);
+        if (candidates->empty()) {
+            (host >= 0 ? untraced : host_untraced).fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        for (uint32_t q : *candidates)
+            if (model.qps[q].qpn != model.qps[candidates->front()].qpn ||
+                model.qps[q].t_create != model.qps[candidates->front()].t_create) {
+                ambiguous.store(true, std::memory_order_relaxed);
+                break;
+            }
+        const uint32_t h = model.qps[candidates->front()].host;
+        const int64_t pick = index.pick(*candidates, m.t_first + theta[h]);
+        if (pick < 0) {
+            untraced.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        a.requester[i] = pick;
+    });
+    a.ambiguous = ambiguous.load();
+    a.src_untraced = untraced.load();
+    a.src_host_untraced = host_untraced.load();
+    a.pair_conflicts = conflicts.load();
+    return a;
+}
+
+struct RequesterJoin {
+    std::vector<std::vector<E2eMatch>> matches;  // per incarnation
+    std::vector<uint64_t> unmatched_wr;          // per incarnation
+    std::vector<uint64_t> wire_only;             // per incarnation
+    std::vector<ClockBounds> bounds;             // per host id
+};
+
+// Groups message indexes by their incarnation (counting sort: deterministic).
+std::vector<std::vector<uint32_t>> group_by(const std::vector<int64_t>& owner, std::size_t n) {
+    std::vector<std::vector<uint32_t>> groups(n);
+    for (uint32_t i = 0; i < owner.size(); ++i)
+        if (owner[i] >= 0) groups[static_cast<std::size_t>(owner[i])].push_back(i);
+    return groups;
+}
+
+RequesterJoin join_requesters(const HostModel& model, const std::vector<WireMsg>& msgs,
+                              const std::vector<int64_t>& requester, std::size_t hosts) {
+    const std::size_t n = model.qps.size();
+    RequesterJoin r;
+    r.matches.resize(n);
+    r.unmatched_wr.assign(n, 0);
+    r.wire_only.assign(n, 0);
+    std::vector<std::vector<uint32_t>> per_qp = group_by(requester, n);
+    tbb::parallel_for(std::size_t{0}, n, [&](std::size_t q) {
+        const Incarnation& inc = model.qps[q];
+        std::vector<uint32_t>& list = per_qp[q];
+        order_by_psn(list, msgs, inc.has_sq_psn, inc.sq_psn);
+        std::vector<Signature> wr_sig(inc.wrs.size()), msg_sig(list.size());
+        for (std::size_t i = 0; i < inc.wrs.size(); ++i) wr_sig[i] = signature(inc.wrs[i]);
+        for (std::size_t j = 0; j < list.size(); ++j) msg_sig[j] = signature(msgs[list[j]]);
+        const Alignment a = align(wr_sig.size(), msg_sig.size(), [&](std::size_t i, std::size_t j) {
+            return wr_sig[i] == msg_sig[j];
+        });
+        r.unmatched_wr[q] = a.unmatched_a.size();
+        r.wire_only[q] = a.unmatched_b.size();
+        r.matches[q].reserve(a.pairs.size());
+        for (const AlignedPair& p : a.pairs)
+            r.matches[q].push_back({list[p.b], static_cast<uint32_t>(q), p.a, p.resync});
+    });
+    r.bounds.resize(hosts);
+    for (std::size_t q = 0; q < n; ++q) {
+        const Incarnation& inc = model.qps[q];
+        for (const E2eMatch& e : r.matches[q]) {
+            const WorkRequest& w = inc.wrs[e.wr];
+            const WireMsg& m = msgs[e.msg];
+            r.bounds[inc.host].add(w.wall, m.t_first, w.t_poll, m.t_ack);
+        }
+    }
+    return r;
+}
+
+std::vector<ClockEstimate> estimate_all(const std::vector<ClockBounds>& bounds,
+                                        const HostNames& names, const ClockPolicy& policy) {
+    std::vector<ClockEstimate> out(bounds.size());
+    for (std::size_t h = 0; h < bounds.size(); ++h)
+        out[h] = estimate_clock(bounds[h], names.name(static_cast<uint32_t>(h)), policy);
+    return out;
+}
+
+std::vector<int64_t> offsets_of(const std::vector<ClockEstimate>& clocks) {
+    std::vector<int64_t> theta(clocks.size());
+    for (std::size_t h = 0; h < clocks.size(); ++h) theta[h] = clocks[h].offset;
+    return theta;
+}
+
+}  // namespace
+
+JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
+                      const ClockPolicy& policy) {
+    JoinResult result;
+    result.counts.duplicate_msgs = dedupe(msgs);
+    tbb::parallel_for(std::size_t{0}, model.qps.size(),
+                      [&](std::size_t q) { complete_work_requests(model.qps[q]); });
+    for (const Incarnation& q : model.qps) result.counts.qps_without_ip += !q.has_ip;
+    const QpIndex index(model);
+    const std::size_t hosts = names.size();
+
+    // Pass 1 with the offsets of the command line (else 0); pass 2, where a message had
+    // several candidate incarnations, with the offsets pass 1 estimated.
+    std::vector<int64_t> theta =
+        offsets_of(estimate_all(std::vector<ClockBounds>(hosts), names, policy));
+    Assignment assignment = assign_requesters(msgs, model, index, theta);
+    RequesterJoin joined = join_requesters(model, msgs, assignment.requester, hosts);
+    result.clocks = estimate_all(joined.bounds, names, policy);
+    if (assignment.ambiguous) {
+        theta = offsets_of(result.clocks);
+        assignment = assign_requesters(msgs, model, index, theta);
+        joined = join_requesters(model, msgs, assignment.requester, hosts);
+        result.clocks = estimate_all(joined.bounds, names, policy);
+    }
+    theta = offsets_of(result.clocks);
+    result.counts.src_untraced = assignment.src_untraced;
+    result.counts.src_host_untraced = assignment.src_host_untraced;
+    result.counts.pair_conflicts = assignment.pair_conflicts;
+    result.requester = std::move(assignment.requester);
+    result.unmatched_wr = joined.unmatched_wr;
+    for (std::size_t q = 0; q < model.qps.size(); ++q) {
+        result.counts.unmatched_wr += joined.unmatched_wr[q];
+        result.counts.wire_only += joined.wire_only[q];
+        for (const E2eMatch& e : joined.matches[q]) result.matches.push_back(e);
+    }
+    std::sort(
+        result.matches.begin(), result.matches.end(), [&](const E2eMatch& a, const E2eMatch& b) {
+            const WireMsg& x = msgs[a.msg];
+            const WireMsg& y = msgs[b.msg];
+            return std::tie(x.t_first, x.src_ip.bytes, model.qps[a.qp].qpn, x.psn_first, a.msg) <
+                   std::tie(y.t_first, y.src_ip.bytes, model.qps[b.qp].qpn, y.psn_first, b.msg);
+        });
+
+    // Responders, with the final offsets, and their receive completions.
+    result.responder.assign(msgs.size(), -1);
+    tbb::parallel_for(std::size_t{0}, msgs.size(), [&](std::size_t i) {
+        const WireMsg& m = msgs[i];
+        const auto& candidates = index.at_endpoint(m.dst_ip, m.dst_qpn);
+        if (candidates.empty()) return;
+        const uint32_t h = model.qps[candidates.front()].host;
+        result.responder[i] = index.pick(candidates, m.t_first + theta[h]);
+    });
+    result.t_recv_poll.assign(msgs.size(), kNone);
+    std::vector<std::vector<uint32_t>> per_responder = group_by(result.responder, model.qps.size());
+    std::atomic<uint64_t> recv_matched{0};
+    tbb::parallel_for(std::size_t{0}, model.qps.size(), [&](std::size_t q) {
+        const Incarnation& inc = model.qps[q];
+        std::vector<uint32_t>& list = per_responder[q];
+        std::erase_if(list, [&](uint32_t i) {
+            return !(msgs[i].op == Op::send || (msgs[i].op == Op::write && msgs[i].imm != kNone));
+        });
+        if (list.empty() || inc.recv_completions.empty()) return;
+        order_by_psn(list, msgs, inc.has_rq_psn, inc.rq_psn);
+        std::vector<const WireMsg*> sends;
+        sends.reserve(list.size());
+        for (uint32_t i : list) sends.push_back(&msgs[i]);
+        const std::vector<int64_t> polls = match_receive_completions(inc, sends);
+        uint64_t matched = 0;
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            result.t_recv_poll[list[k]] = polls[k];
+            matched += polls[k] != kNone;
+        }
+        recv_matched.fetch_add(matched, std::memory_order_relaxed);
+    });
+    result.counts.recv_matched = recv_matched.load();
+    return result;
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,51 @@
+// The batch join of SPEC 10 / docs/correlation.md 3-5: wire messages to requester and
+// responder QP incarnations, work requests to messages (with resynchronisation),
+// completions, receive completions, and the host clock offsets. The result is a function
+// of the input records alone - not of their order, the thread count or how the inputs
+// were split - because every step sorts into a canonical order first.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "correlator/join/clock.hpp"
+#include "correlator/join/host_model.hpp"
+
+namespace insert::correlate {
+
+class HostNames;
+
+struct E2eMatch {
+    uint32_t msg = 0;  // index into the (deduplicated, sorted) messages
+    uint32_t qp = 0;   // requester incarnation
+    uint32_t wr = 0;   // index into that incarnation's work requests
+    bool resync = false;
+};
+
+struct JoinCounts {
+    uint64_t unmatched_wr = 0;
+    uint64_t wire_only = 0;
+    uint64_t src_untraced = 0;       // source IP of a traced host, no QP there
+    uint64_t src_host_untraced = 0;  // source IP that no trace mentions
+    uint64_t duplicate_msgs = 0;
+    uint64_t pair_conflicts = 0;
+    uint64_t qps_without_ip = 0;
+    uint64_t recv_matched = 0;
+};
+
+struct JoinResult {
+    std::vector<E2eMatch> matches;       // by (t_first_ns, src_ip, src_qpn, psn_first)
+    std::vector<int64_t> requester;      // per message: incarnation or -1
+    std::vector<int64_t> responder;      // per message: incarnation or -1
+    std::vector<int64_t> t_recv_poll;    // per message: responder's host time or kNone
+    std::vector<uint64_t> unmatched_wr;  // per incarnation
+    std::vector<ClockEstimate> clocks;   // per host id
+    JoinCounts counts;
+};
+
+// `msgs` is deduplicated and sorted in place (docs/correlation.md 1); `model`'s work
+// requests get their completions.
+JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
+                      const ClockPolicy& policy);
+
+}  // namespace insert::correlate

@@ -1,0 +1,331 @@
+#include "correlator/join/host_model.hpp"
+
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include "correlator/input/line_parser.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+// Records of one thread at one instant: the object's creation and set-up before its use,
+// its use before its teardown.
+int kind_rank(HostKind k) {
+    switch (k) {
+        case HostKind::create_qp:
+            return 0;
+        case HostKind::modify_qp:
+            return 1;
+        case HostKind::reg_mr:
+            return 2;
+        case HostKind::post_recv:
+            return 3;
+        case HostKind::post_send:
+            return 4;
+        case HostKind::poll_cq:
+            return 5;
+        case HostKind::dereg_mr:
+            return 6;
+        case HostKind::destroy_qp:
+            return 7;
+        case HostKind::lost:
+            return 8;
+        case HostKind::process_exit:
+            return 9;
+    }
+    return 10;
+}
+
+uint64_t content_a(const HostEvent& e) {
+    switch (e.kind) {
+        case HostKind::post_send:
+        case HostKind::post_recv:
+            return e.u.post.wr_id;
+        case HostKind::poll_cq:
+            return e.u.poll.wr_id;
+        default:
+            return e.obj;
+    }
+}
+
+uint64_t content_b(const HostEvent& e) {
+    switch (e.kind) {
+        case HostKind::post_send:
+        case HostKind::post_recv:
+            return e.u.post.len ^ (uint64_t{e.u.post.chain_index} << 48);
+        case HostKind::poll_cq:
+            return e.u.poll.byte_len | (uint64_t{e.u.poll.status_code} << 32) |
+                   (uint64_t(e.u.poll.opcode) << 48);
+        default:
+            return e.qpn;
+    }
+}
+
+// docs/correlation.md 2: (wall_ns, tid, record kind, chain_index, wr_id), then the rest of
+// the content so that the order is total.
+bool canonical_less(const HostEvent& a, const HostEvent& b) {
+    const auto chain = [](const HostEvent& e) {
+        return (e.kind == HostKind::post_send || e.kind == HostKind::post_recv)
+                   ? e.u.post.chain_index
+                   : 0u;
+    };
+    return std::make_tuple(a.wall, a.tid, kind_rank(a.kind), chain(a), content_a(a), content_b(a),
+                           a.qpn, a.obj) < std::make_tuple(b.wall, b.tid, kind_rank(b.kind),
+                                                           chain(b), content_a(b), content_b(b),
+                                                           b.qpn, b.obj);
+}
+
+std::optional<Op> family_of(WrOpcode op) {
+    switch (op) {
+        case WrOpcode::send:
+        case WrOpcode::send_with_imm:
+        case WrOpcode::send_with_inv:
+            return Op::send;
+        case WrOpcode::rdma_write:
+        case WrOpcode::rdma_write_with_imm:
+            return Op::write;
+        case WrOpcode::rdma_read:
+            return Op::read;
+        case WrOpcode::atomic_cmp_and_swp:
+            return Op::cmp_swap;
+        case WrOpcode::atomic_fetch_and_add:
+            return Op::fetch_add;
+        case WrOpcode::other:
+            break;
+    }
+    return std::nullopt;
+}
+
+struct ProcessBuild {
+    Process process;
+    std::vector<Incarnation> qps;
+    uint64_t orphans = 0;
+};
+
+// Walks one process's records in canonical order.
+ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
+    ProcessBuild out;
+    Process& p = out.process;
+    p.host = begin->host;
+    p.pid = begin->pid;
+    std::unordered_map<uint64_t, std::size_t> live_by_obj;  // qp pointer -> incarnation
+    std::unordered_map<uint32_t, std::size_t> live_by_qpn;
+    std::unordered_map<uint64_t, std::size_t> live_mrs;  // mr pointer -> region
+    // QPs of other types (UD, ...) are tracked only to keep their records out of the join.
+    std::unordered_map<uint64_t, bool> other_type;
+    const auto end_qp = [&](std::size_t idx, int64_t t) {
+        Incarnation& q = out.qps[idx];
+        q.t_end = t;
+        live_by_obj.erase(q.qp_obj);
+        const auto it = live_by_qpn.find(q.qpn);
+        if (it != live_by_qpn.end() && it->second == idx) live_by_qpn.erase(it);
+    };
+    const auto fill_ip = [&](Incarnation& q, const HostEvent& e) {
+        if (!q.has_ip && e.has_ip) {
+            q.has_ip = true;
+            q.ip = e.ip;
+        }
+    };
+    for (const HostEvent* it = begin; it != end; ++it) {
+        const HostEvent& e = *it;
+        if (p.comm.len == 0 && e.comm.len) {
+            p.comm = e.comm;
+            p.cgroup = e.cgroup;
+        }
+        switch (e.kind) {
+            case HostKind::create_qp: {
+                if (e.ret != 0 || e.obj == 0) break;
+                if (!e.u.create.rc_family) {
+                    other_type[e.obj] = true;
+                    break;
+                }
+                other_type.erase(e.obj);
+                // A pointer reused without a destroy we saw: the old QP is gone.
+                if (auto old = live_by_obj.find(e.obj); old != live_by_obj.end())
+                    end_qp(old->second, e.wall);
+                if (auto old = live_by_qpn.find(e.qpn); old != live_by_qpn.end())
+                    end_qp(old->second, e.wall);
+                Incarnation q;
+                q.host = e.host;
+                q.pid = e.pid;
+                q.qp_obj = e.obj;
+                q.comm = e.comm;
+                q.cgroup = e.cgroup;
+                q.has_ip = e.has_ip;
+                q.ip = e.ip;
+                q.qpn = e.qpn;
+                q.pd = e.u.create.pd;
+                q.uc = e.u.create.uc;
+                q.t_create = e.wall;
+                out.qps.push_back(std::move(q));
+                live_by_obj[e.obj] = out.qps.size() - 1;
+                live_by_qpn[e.qpn] = out.qps.size() - 1;
+                break;
+            }
+            case HostKind::modify_qp: {
+                const auto found = live_by_obj.find(e.obj);
+                if (found == live_by_obj.end() || e.ret != 0) break;
+                Incarnation& q = out.qps[found->second];
+                fill_ip(q, e);
+                const auto& m = e.u.modify;
+                if (m.has_access) {
+                    q.has_access = true;
+                    q.qp_access = m.access;
+                }
+                if (m.state == QpState::rtr) {
+                    if (m.has_peer_ip && m.has_dest_qpn) {
+                        q.has_peer = true;
+                        q.peer_ip = e.peer_ip;
+                        q.dest_qpn = m.dest_qpn;
+                    }
+                    if (m.has_rq_psn) {
+                        q.has_rq_psn = true;
+                        q.rq_psn = m.rq_psn;
+                    }
+                }
+                if (m.state == QpState::rts && m.has_sq_psn) {
+                    q.has_sq_psn = true;
+                    q.sq_psn = m.sq_psn;
+                }
+                break;
+            }
+            case HostKind::destroy_qp: {
+                const auto found = live_by_obj.find(e.obj);
+                if (found != live_by_obj.end()) end_qp(found->second, e.wall);
+                break;
+            }
+            case HostKind::reg_mr: {
+                if (e.ret != 0 || e.obj == 0 || e.u.mr.rkey == kNone) break;
+                MemoryRegion r;
+                r.pd = e.u.mr.pd;
+                r.addr = e.u.mr.addr;
+                r.length = e.u.mr.length;
+                r.access = e.u.mr.access;
+                r.rkey = static_cast<uint32_t>(e.u.mr.rkey);
+                r.t_reg = e.wall;
+                if (auto old = live_mrs.find(e.obj); old != live_mrs.end())
+                    p.mrs[old->second].t_dereg = e.wall;
+                p.mrs.push_back(r);
+                live_mrs[e.obj] = p.mrs.size() - 1;
+                break;
+            }
+            case HostKind::dereg_mr: {
+                const auto found = live_mrs.find(e.obj);
+                if (found == live_mrs.end()) break;
+                p.mrs[found->second].t_dereg = e.wall;
+                live_mrs.erase(found);
+                break;
+            }
+            case HostKind::post_send:
+            case HostKind::post_recv: {
+                auto found = live_by_obj.find(e.obj);
+                if (found == live_by_obj.end()) {
+                    if (!other_type.count(e.obj)) ++out.orphans;
+                    break;
+                }
+                Incarnation& q = out.qps[found->second];
+                fill_ip(q, e);
+                if (e.kind == HostKind::post_recv) break;
+                const auto family = family_of(e.u.post.opcode);
+                if (!family) break;
+                WorkRequest w;
+                w.wall = e.wall;
+                w.wr_id = e.u.post.wr_id;
+                w.len = e.u.post.len;
+                w.remote_addr = e.u.post.remote_addr;
+                w.rkey = e.u.post.rkey;
+                w.tid = e.tid;
+                w.chain_index = e.u.post.chain_index;
+                w.family = *family;
+                w.opcode = e.u.post.opcode;
+                w.signaled = e.u.post.signaled;
+                q.wrs.push_back(w);
+                break;
+            }
+            case HostKind::poll_cq: {
+                const auto found = live_by_qpn.find(e.qpn);
+                if (found == live_by_qpn.end()) break;
+                Incarnation& q = out.qps[found->second];
+                Completion c;
+                c.wall = e.wall;
+                c.wr_id = e.u.poll.wr_id;
+                c.tid = e.tid;
+                c.byte_len = e.u.poll.byte_len;
+                c.status = e.u.poll.status_code;
+                c.opcode = e.u.poll.opcode;
+                if (c.opcode == WcOpcode::send_side)
+                    q.send_completions.push_back(c);
+                else if (c.status == 0)
+                    q.recv_completions.push_back(c);
+                break;
+            }
+            case HostKind::process_exit: {
+                p.t_exit = std::min(p.t_exit, e.wall);
+                std::vector<std::size_t> live;
+                for (const auto& [obj, idx] : live_by_obj) live.push_back(idx);
+                for (std::size_t idx : live) end_qp(idx, e.wall);
+                for (const auto& [obj, idx] : live_mrs) p.mrs[idx].t_dereg = e.wall;
+                live_mrs.clear();
+                break;
+            }
+            case HostKind::lost:
+                break;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& names) {
+    HostModel model;
+    for (const HostEvent& e : events)
+        if (e.kind == HostKind::lost) model.trace_drops += e.u.lost.drops;
+    // Group by process, canonical order inside.
+    tbb::parallel_sort(events.begin(), events.end(), [](const HostEvent& a, const HostEvent& b) {
+        if (a.host != b.host) return a.host < b.host;
+        if (a.pid != b.pid) return a.pid < b.pid;
+        return canonical_less(a, b);
+    });
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    for (std::size_t i = 0; i < events.size();) {
+        std::size_t j = i + 1;
+        while (j < events.size() && events[j].host == events[i].host &&
+               events[j].pid == events[i].pid)
+            ++j;
+        ranges.emplace_back(i, j);
+        i = j;
+    }
+    std::vector<ProcessBuild> built(ranges.size());
+    tbb::parallel_for(std::size_t{0}, ranges.size(), [&](std::size_t r) {
+        built[r] = build_process(events.data() + ranges[r].first, events.data() + ranges[r].second);
+    });
+    // Deterministic layout: processes by (host name, pid), QPs by (process, t_create, qp).
+    std::vector<std::string> host_names(names.size());
+    for (std::size_t i = 0; i < host_names.size(); ++i)
+        host_names[i] = names.name(static_cast<uint32_t>(i));
+    std::sort(built.begin(), built.end(), [&](const ProcessBuild& a, const ProcessBuild& b) {
+        return std::tie(host_names[a.process.host], a.process.pid) <
+               std::tie(host_names[b.process.host], b.process.pid);
+    });
+    for (ProcessBuild& b : built) {
+        const uint32_t index = static_cast<uint32_t>(model.processes.size());
+        model.orphan_records += b.orphans;
+        std::sort(b.qps.begin(), b.qps.end(), [](const Incarnation& x, const Incarnation& y) {
+            return std::tie(x.t_create, x.qp_obj) < std::tie(y.t_create, y.qp_obj);
+        });
+        for (Incarnation& q : b.qps) {
+            q.process = index;
+            model.qps.push_back(std::move(q));
+        }
+        model.processes.push_back(std::move(b.process));
+    }
+    return model;
+}
+
+}  // namespace insert::correlate

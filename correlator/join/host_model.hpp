@@ -1,0 +1,104 @@
+// The host side of the join (docs/correlation.md section 2): QP incarnations with their
+// owner, address, peer and lifetime, memory regions, and per QP the work requests and
+// completions the application posted and polled - built from one process's insert-trace
+// records in canonical order, whatever order they arrived in.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "correlator/input/records.hpp"
+
+namespace insert::correlate {
+
+inline constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
+struct WorkRequest {
+    int64_t wall = 0;  // host clock
+    uint64_t wr_id = 0;
+    uint64_t len = 0;
+    int64_t remote_addr = kNone;
+    int64_t rkey = kNone;
+    int32_t tid = 0;
+    uint32_t chain_index = 0;
+    Op family = Op::send;
+    WrOpcode opcode = WrOpcode::send;
+    bool signaled = true;
+    // Set by the completion rule (docs/correlation.md 4).
+    int64_t t_poll = kNone;  // host clock
+    uint16_t wc_status = 0;
+};
+
+struct Completion {
+    int64_t wall = 0;
+    uint64_t wr_id = 0;
+    int32_t tid = 0;
+    uint32_t byte_len = 0;
+    uint16_t status = 0;
+    WcOpcode opcode = WcOpcode::send_side;
+};
+
+struct Incarnation {
+    uint32_t host = 0;
+    int32_t pid = 0;
+    uint64_t qp_obj = 0;
+    Comm comm;
+    uint64_t cgroup = 0;
+    bool has_ip = false;
+    Ip ip;
+    uint32_t qpn = 0;
+    uint64_t pd = 0;
+    bool uc = false;
+    int64_t t_create = 0;
+    int64_t t_end = kForever;  // destroy_qp or process_exit
+    bool has_peer = false;
+    Ip peer_ip;
+    uint32_t dest_qpn = 0;
+    bool has_sq_psn = false;
+    uint32_t sq_psn = 0;
+    bool has_rq_psn = false;
+    uint32_t rq_psn = 0;
+    bool has_access = false;
+    uint32_t qp_access = 0;
+    uint32_t process = 0;                      // index into HostModel::processes
+    std::vector<WorkRequest> wrs;              // send work requests of SPEC 5 families
+    std::vector<Completion> send_completions;  // canonical order
+    std::vector<Completion> recv_completions;  // SUCCESS receive completions
+
+    bool alive_at(int64_t t) const { return t_create <= t && t < t_end; }
+};
+
+struct MemoryRegion {
+    uint64_t pd = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint32_t access = 0;
+    uint32_t rkey = 0;
+    int64_t t_reg = 0;
+    int64_t t_dereg = kForever;
+};
+
+struct Process {
+    uint32_t host = 0;
+    int32_t pid = 0;
+    Comm comm;
+    uint64_t cgroup = 0;
+    int64_t t_exit = kForever;
+    std::vector<MemoryRegion> mrs;
+};
+
+struct HostModel {
+    std::vector<Process> processes;
+    std::vector<Incarnation> qps;  // sorted by (host name, pid, t_create, qp object)
+    uint64_t trace_drops = 0;      // `lost` records' ringbuf_drops
+    uint64_t orphan_records = 0;   // data-path records of a QP the trace never created
+};
+
+class HostNames;
+
+// Builds the model from every host record of the input (consumed: sorted in place).
+// Processes are independent and built in parallel.
+HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& names);
+
+}  // namespace insert::correlate

@@ -1,0 +1,182 @@
+#include "correlator/output/record_writer.hpp"
+
+#include <iterator>
+
+#include "correlator/input/line_parser.hpp"
+#include "correlator/output/json_line.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+void append_part(JsonLine& line, std::string_view key, const PartStats& part) {
+    std::string nested;
+    JsonLine obj(nested);
+    const auto value = [&](std::string_view k, std::optional<int64_t> v) {
+        if (v)
+            obj.i(k, *v);
+        else
+            obj.null(k);
+    };
+    value("p50", part.percentile(50));
+    value("p99", part.percentile(99));
+    value("max", part.max());
+    nested += '}';
+    line.raw(key, nested);
+}
+
+void append_by_op(JsonLine& line, std::string_view key, const std::array<uint64_t, 5>& counts) {
+    std::string nested;
+    JsonLine obj(nested);
+    for (std::size_t i = 0; i < counts.size(); ++i) obj.u(kOpNames[i], counts[i]);
+    nested += '}';
+    line.raw(key, nested);
+}
+
+}  // namespace
+
+std::string_view wc_status_name(uint16_t code) {
+    // ibv_wc_status, in the names insert-trace prints (docs/insert-trace.md).
+    static constexpr std::string_view kNames[] = {"SUCCESS",
+                                                  "LOC_LEN_ERR",
+                                                  "LOC_QP_OP_ERR",
+                                                  "LOC_EEC_OP_ERR",
+                                                  "LOC_PROT_ERR",
+                                                  "WR_FLUSH_ERR",
+                                                  "MW_BIND_ERR",
+                                                  "BAD_RESP_ERR",
+                                                  "LOC_ACCESS_ERR",
+                                                  "REM_INV_REQ_ERR",
+                                                  "REM_ACCESS_ERR",
+                                                  "REM_OP_ERR",
+                                                  "RETRY_EXC_ERR",
+                                                  "RNR_RETRY_EXC_ERR",
+                                                  "LOC_RDD_VIOL_ERR",
+                                                  "REM_INV_RD_REQ_ERR",
+                                                  "REM_ABORT_ERR",
+                                                  "INV_EECN_ERR",
+                                                  "INV_EEC_STATE_ERR",
+                                                  "FATAL_ERR",
+                                                  "RESP_TIMEOUT_ERR",
+                                                  "GENERAL_ERR",
+                                                  "TM_ERR",
+                                                  "TM_RNDV_INCOMPLETE"};
+    return code < std::size(kNames) ? kNames[code] : "UNKNOWN";
+}
+
+void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
+    const WireMsg& m = *r.msg;
+    const Incarnation& q = *r.requester;
+    const WorkRequest& w = *r.wr;
+    JsonLine line(out);
+    line.s("type", "e2e")
+        .ip("src_ip", q.ip)
+        .u("src_qpn", q.qpn)
+        .ip("dst_ip", m.dst_ip)
+        .u("dst_qpn", m.dst_qpn)
+        .s("op", kOpNames[static_cast<std::size_t>(m.op)])
+        .u("bytes", w.len)
+        .u("psn_first", m.psn_first)
+        .u("wr_id", w.wr_id)
+        .i("pid", q.pid)
+        .s("comm", q.comm.view())
+        .u("cgroup", q.cgroup);
+    if (r.responder)
+        line.i("peer_pid", r.responder->pid).s("peer_comm", r.responder->comm.view());
+    else
+        line.null("peer_pid").null("peer_comm");
+    line.opt("t_post_ns", r.t_post)
+        .i("t_first_ns", m.t_first)
+        .opt("t_ack_ns", m.t_ack)
+        .opt("t_poll_ns", r.t_poll)
+        .opt("host_ns", r.host_ns)
+        .opt("net_ns", r.net_ns)
+        .opt("completion_ns", r.completion_ns)
+        .opt("total_ns", r.total_ns)
+        .u("retx_pkts", m.retx_pkts)
+        .u("naks", m.naks)
+        .s("status", kStatusNames[static_cast<std::size_t>(m.status)])
+        .s("match", r.resync ? "resync" : "exact")
+        .s("host", names.name(q.host));
+    if (r.responder)
+        line.s("peer_host", names.name(r.responder->host)).u("peer_cgroup", r.responder->cgroup);
+    else
+        line.null("peer_host").null("peer_cgroup");
+    line.b("signaled", w.signaled);
+    if (w.t_poll != kNone)
+        line.s("wc_status", wc_status_name(w.wc_status));
+    else
+        line.null("wc_status");
+    line.opt("t_recv_poll_ns", r.t_recv_poll);
+    line.end();
+}
+
+void append_app(std::string& out, const AppView& a, bool final) {
+    JsonLine line(out);
+    line.s("type", "app")
+        .s("host", a.host)
+        .ip("ip", a.ip)
+        .i("pid", a.pid)
+        .s("comm", a.comm.view())
+        .u("cgroup", a.cgroup)
+        .u("qps", a.qps);
+    append_by_op(line, "msgs", a.msgs);
+    append_by_op(line, "bytes", a.bytes);
+    append_part(line, "host_ns", a.host_ns);
+    append_part(line, "net_ns", a.net_ns);
+    append_part(line, "completion_ns", a.completion_ns);
+    append_part(line, "total_ns", a.total_ns);
+    line.u("retx_pkts", a.retx_pkts)
+        .u("naks", a.naks)
+        .u("cnps", a.cnps)
+        .u("ecn_ce", a.ecn_ce)
+        .u("ecn_ce_caused", a.ecn_ce_caused)
+        .u("unmatched_wr", a.unmatched_wr)
+        .b("final", final);
+    line.end();
+}
+
+void append_pair(std::string& out, const PairView& p, const HostNames& names) {
+    const Incarnation& q = *p.qp;
+    JsonLine line(out);
+    line.s("type", "pair")
+        .ip("ip", q.ip)
+        .u("qpn", q.qpn)
+        .ip("peer_ip", q.peer_ip)
+        .u("peer_qpn", q.dest_qpn)
+        .s("pair_by", "host");
+    const WireQp& d = *p.dataplane;
+    if (d.pair_by == PairBy::none)
+        line.null("dp_pair_by");
+    else
+        line.s("dp_pair_by", kPairByNames[static_cast<std::size_t>(d.pair_by)]);
+    if (d.has_peer_ip)
+        line.ip("dp_peer_ip", d.peer_ip);
+    else
+        line.null("dp_peer_ip");
+    line.opt_u("dp_peer_qpn", d.peer_qpn)
+        .i("pid", q.pid)
+        .s("comm", q.comm.view())
+        .s("host", names.name(q.host));
+    line.end();
+}
+
+void append_clock(std::string& out, std::string_view host, const ClockEstimate& c) {
+    JsonLine line(out);
+    line.s("type", "clock").s("host", host);
+    if (c.bounds.has_lo)
+        line.i("lo_ns", c.bounds.lo);
+    else
+        line.null("lo_ns");
+    if (c.bounds.has_hi)
+        line.i("hi_ns", c.bounds.hi);
+    else
+        line.null("hi_ns");
+    line.i("offset_ns", c.offset)
+        .s("source", clock_source_name(c.source))
+        .b("consistent", c.consistent)
+        .u("matches", c.bounds.matches);
+    line.end();
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,23 @@
+// The correlator's records as JSON Lines (SPEC 10 "Records", docs/correlation.md 6): field
+// names and order are the contract; every function appends one line to `out`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "correlator/join/clock.hpp"
+#include "correlator/output/views.hpp"
+
+namespace insert::correlate {
+
+class HostNames;
+
+void append_e2e(std::string& out, const E2eRow& row, const HostNames& names);
+void append_app(std::string& out, const AppView& app, bool final);
+void append_pair(std::string& out, const PairView& pair, const HostNames& names);
+void append_clock(std::string& out, std::string_view host, const ClockEstimate& clock);
+
+// The name insert-trace gives an ibv_wc_status code.
+std::string_view wc_status_name(uint16_t code);
+
+}  // namespace insert::correlate
