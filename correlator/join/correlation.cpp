@@ -24,7 +24,11 @@ auto msg_key(const WireMsg& m) {
                     m.dma_len, m.imm, m.pkts, m.retx_pkts, m.naks, m.rnr_naks);
 }
 
-bool same_message(const WireMsg& a, const WireMsg& b) {
+// Two observers see one message within microseconds; the same key later is the QPN and
+// PSN used again (docs/correlation.md 1).
+constexpr int64_t kDuplicateWindowNs = 1'000'000'000;
+
+bool same_key(const WireMsg& a, const WireMsg& b) {
     return a.src_ip == b.src_ip && a.dst_ip == b.dst_ip && a.dst_qpn == b.dst_qpn &&
            a.psn_first == b.psn_first && a.op == b.op;
 }
@@ -32,9 +36,14 @@ bool same_message(const WireMsg& a, const WireMsg& b) {
 uint64_t dedupe(std::vector<WireMsg>& msgs) {
     tbb::parallel_sort(msgs.begin(), msgs.end(),
                        [](const WireMsg& a, const WireMsg& b) { return msg_key(a) < msg_key(b); });
-    const auto end = std::unique(msgs.begin(), msgs.end(), same_message);
-    const uint64_t removed = static_cast<uint64_t>(msgs.end() - end);
-    msgs.erase(end, msgs.end());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+        const bool duplicate = kept > 0 && same_key(msgs[kept - 1], msgs[i]) &&
+                               msgs[i].t_first - msgs[kept - 1].t_first < kDuplicateWindowNs;
+        if (!duplicate) msgs[kept++] = msgs[i];
+    }
+    const uint64_t removed = msgs.size() - kept;
+    msgs.resize(kept);
     return removed;
 }
 
@@ -132,12 +141,13 @@ Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& 
             (host >= 0 ? untraced : host_untraced).fetch_add(1, std::memory_order_relaxed);
             return;
         }
-        for (uint32_t q : *candidates)
-            if (model.qps[q].qpn != model.qps[candidates->front()].qpn ||
-                model.qps[q].t_create != model.qps[candidates->front()].t_create) {
-                ambiguous.store(true, std::memory_order_relaxed);
-                break;
-            }
+        // One candidate: the message is its, whatever the clocks say (section 3's time
+        // rule chooses among several).
+        if (candidates->size() == 1) {
+            a.requester[i] = candidates->front();
+            return;
+        }
+        ambiguous.store(true, std::memory_order_relaxed);
         const uint32_t h = model.qps[candidates->front()].host;
         const int64_t pick = index.pick(*candidates, m.t_first + theta[h]);
         if (pick < 0) {

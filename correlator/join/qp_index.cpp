@@ -31,10 +31,11 @@ const std::vector<uint32_t>& QpIndex::with_peer(const Ip& ip, const Ip& peer, ui
 
 int64_t QpIndex::host_of(const Ip& ip) const {
     const auto it = host_by_ip_.find(ip);
-    return it == host_by_ip_.end() ? -1 : it->second;
+    return it == host_by_ip_.end() ? int64_t{-1} : int64_t{it->second};
 }
 
 int64_t QpIndex::pick(const std::vector<uint32_t>& candidates, int64_t t) const {
+    if (candidates.size() == 1) return candidates.front();  // no choice to make
     int64_t before = -1;
     for (uint32_t idx : candidates) {
         const Incarnation& q = model_.qps[idx];

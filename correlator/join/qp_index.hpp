@@ -59,8 +59,8 @@ class QpIndex {
     // The host whose QPs use this IP, or -1 (not a traced host).
     int64_t host_of(const Ip& ip) const;
 
-    // The incarnation of `candidates` alive at host time t, else the latest created before
-    // t, else -1.
+    // The only candidate; else the one alive at host time t, else the latest created
+    // before t, else -1.
     int64_t pick(const std::vector<uint32_t>& candidates, int64_t t) const;
 
   private:
