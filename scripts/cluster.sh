@@ -23,7 +23,7 @@
 #   cluster.sh dp NAME [OPTIONS...]    insert-dp inline in NAME-mid, in the foreground
 #   cluster.sh ip HOST [SLOT]          print HOST's address in slot SLOT (default 0)
 # Library: `source scripts/cluster.sh` defines the cluster_* functions below and runs
-# nothing. Knobs (environment): CLUSTER_MTU (9000), CLUSTER_TBF_RATE (300mbit),
+# nothing. Knobs (environment): CLUSTER_MTU (9000), CLUSTER_TBF_RATE (200mbit),
 # CLUSTER_TBF_BURST (64kb), CLUSTER_TBF_LIMIT (4mb: bytes queued before tbf drops),
 # INSERT_BUILD_ROOT (build) for insert-dp.
 
@@ -33,7 +33,7 @@ CLUSTER_INCAST_HOST="h4"
 CLUSTER_PREFIX="10.88.0"
 CLUSTER_SLOTS=3
 CLUSTER_MTU="${CLUSTER_MTU:-9000}"
-CLUSTER_TBF_RATE="${CLUSTER_TBF_RATE:-300mbit}"
+CLUSTER_TBF_RATE="${CLUSTER_TBF_RATE:-200mbit}"
 CLUSTER_TBF_BURST="${CLUSTER_TBF_BURST:-64kb}"
 CLUSTER_TBF_LIMIT="${CLUSTER_TBF_LIMIT:-4mb}"
 
@@ -200,6 +200,11 @@ cluster_dp_start() {
     local dp
     dp=$(cluster_dp_bin)
     [ -x "$dp" ] || { cluster_err "no insert-dp at $dp (build it, or set INSERT_BUILD_ROOT)"; return 1; }
+    # Two insert-dp on the same interfaces would each forward every frame: duplicates.
+    if [ -n "$(ip netns pids "$name-mid" 2>/dev/null)" ]; then
+        cluster_err "something already runs in $name-mid (pids $(ip netns pids "$name-mid" | tr '\n' ' '))"
+        return 1
+    fi
     ip netns exec "$name-mid" "$dp" inline --iface left --iface right --no-view \
         --max-endpoints 4096 "$@" -- --file-prefix="$(cluster_dp_prefix "$name")" \
         > "$log" 2>&1 &

@@ -1,23 +1,395 @@
 #!/usr/bin/env bash
-# scripts/demo.sh: the main job on the bundled default capture. Installs what is missing,
-# builds insert-dp if needed, then runs the telemetry pipeline (`insert-dp replay`) over
-# pcaps/rc_mixed.pcap (a small RC conversation: CM set-up, WRITEs, SENDs, READs with their
-# responses, ACKs, one FETCH_ADD) on two worker lcores: the terminal summary on stdout, the
-# JSON Lines records (SPEC.md section 7) in build/demo-records.jsonl.
-# Any other capture: scripts/demo.sh FILE.pcap
-set -euo pipefail
+# scripts/demo.sh: INSERT's main job on one machine (docs/demo.md). With no arguments (as
+# root): installs what is missing, builds what is missing, and runs an emulated cluster
+# (scripts/cluster.sh: five host namespaces, insert-dp inline as the only path between the
+# left hosts h1-h3 and the right hosts h4-h5, tbf toward h4) with
+#   - insert-dp inline in the middle writing its records (dp.jsonl),
+#   - insert-trace tracing every process of every host (trace.jsonl),
+#   - unmodified perftest over softverbs: ib_write_bw, ib_read_bw and ib_send_bw pairs
+#     across the box; an incast (h1, h2, h3 -> h4 at once through the tbf bottleneck,
+#     softverbs marking 5% of the senders' packets ECN-CE for it); a victim ib_write_bw
+#     server attacked by insert-attack rkey-guess, and another one (writing to its client
+#     on h1) whose QP receives packets injected by insert-attack inject from h2, first
+#     from h2's address, then spoofed as its client's,
+# then stops everything, deletes the cluster and leaves in the output directory dp.jsonl,
+# trace.jsonl, attacks.jsonl (one line per attacker run), workload.json (which pid ran what
+# where: the ground truth) and logs/. Finally, if insert-correlate is built, it joins them
+# and prints its report. About 30-60 s on a 2-core machine.
+#
+#   scripts/demo.sh [--out DIR] [--no-correlate]   the cluster (root); DIR default out/demo-TIME
+#   scripts/demo.sh --replay [FILE.pcap]           the offline pipeline over a capture
+#                                                  (default pcaps/rc_mixed.pcap; no root)
+# INSERT_BUILD_ROOT: the build directory (default build).
+set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-build=${INSERT_BUILD_DIR:-build}
-capture=${1:-pcaps/rc_mixed.pcap}
+build=${INSERT_BUILD_ROOT:-${INSERT_BUILD_DIR:-build}}
+export INSERT_BUILD_ROOT="$build"
 
-scripts/setup.sh >&2
-[ -f "$build/build.ninja" ] || meson setup "$build" >&2
-ninja -C "$build" dataplane/tools/insert-dp >&2
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 
-records=$build/demo-records.jsonl
-"$build/dataplane/tools/insert-dp" replay "$capture" --workers 2 --records "$records"
-echo
-echo "records: $records ($(grep -c '"type":"msg"' "$records") msg records); first message:"
-grep -m1 '"type":"msg"' "$records"
+mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --replay)
+            mode=replay
+            if [ $# -gt 1 ] && [ "${2#-}" = "$2" ]; then replay_file=$2; shift; fi
+            ;;
+        --out)
+            [ $# -gt 1 ] || { echo "demo: --out needs a directory" >&2; exit 2; }
+            out=$2
+            shift
+            ;;
+        --no-correlate) correlate=0 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "demo: unknown option '$1' (scripts/demo.sh --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# ---- the offline pipeline over a capture (the demo before the cluster) -------------------
+run_replay() {
+    scripts/setup.sh >&2 || exit 1
+    [ -f "$build/build.ninja" ] || meson setup "$build" >&2 || exit 1
+    ninja -C "$build" dataplane/tools/insert-dp >&2 || exit 1
+    local records=$build/demo-records.jsonl
+    "$build/dataplane/tools/insert-dp" replay "$replay_file" --workers 2 --records "$records" || exit 1
+    echo
+    echo "records: $records ($(grep -c '"type":"msg"' "$records") msg records); first message:"
+    grep -m1 '"type":"msg"' "$records"
+}
+if [ "$mode" = replay ]; then
+    run_replay
+    exit 0
+fi
+
+# ---- the cluster ---------------------------------------------------------------------------
+die() { echo "demo: $*" >&2; exit 1; }
+now_ns() { date +%s%N; }
+T0=$(now_ns)
+# Progress lines carry the seconds since the start.
+say() { printf 'demo: [%5.1fs] %s\n' "$(( ($(now_ns) - T0) / 1000000 ))e-3" "$*"; }
+[ "$(id -u)" -eq 0 ] || die "the cluster needs root (network namespaces, eBPF); 'scripts/demo.sh --replay' runs without"
+
+# shellcheck source=cluster.sh
+source scripts/cluster.sh
+
+DP_BIN=$build/dataplane/tools/insert-dp
+TRACE_BIN=$build/hosttrace/insert-trace
+ATTACK_BIN=$build/bench/attack/insert-attack
+CORRELATE_BIN=$build/correlator/insert-correlate
+SV_DIR=$build/hosttrace/softverbs
+NEEDED=(dataplane/tools/insert-dp hosttrace/insert-trace bench/attack/insert-attack
+    hosttrace/softverbs/libibverbs.so.1.14.44 hosttrace/softverbs/libmlx5.so.1.24.44
+    hosttrace/softverbs/libefa.so.1.2.44)
+
+# The workload (docs/demo.md). Perftest sizes are small: everything crosses one insert-dp
+# worker and softverbs on two shared cores.
+PAIR_ARGS=(-F -n 1000 -s 4096)
+INCAST_ARGS=(-F -n 600 -s 16384 -t 16)
+INCAST_ECN=0.05
+RKEY_GUESSES=10
+# The injection victim writes to its client, rate-limited (2 MiB/s, ~3 s), so its QP
+# receives no requests of its own while the injector targets it: the PSN it expects next
+# is the one its client announced.
+INJECT_PAIR_ARGS=(-F --reversed -n 1500 -s 4096 --rate_limit=2 --rate_units=M --rate_limit_type=SW)
+PHASE_DEADLINE_S=60
+
+ensure_built() {
+    scripts/setup.sh >&2 || die "scripts/setup.sh failed"
+    if [ ! -f "$build/build.ninja" ]; then
+        say "no build in $build: scripts/build.sh $build (a few minutes)"
+        scripts/build.sh "$build" >&2 || die "scripts/build.sh failed"
+    fi
+    local missing=() t
+    for t in "${NEEDED[@]}"; do [ -e "$build/$t" ] || missing+=("$t"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "building ${missing[*]}"
+        ninja -C "$build" "${missing[@]}" >&2 || die "ninja -C $build ${missing[*]} failed"
+    fi
+    command -v ib_write_bw >/dev/null || die "perftest is not installed (scripts/setup.sh)"
+}
+
+# ---- process table ---------------------------------------------------------------------------
+declare -A P_PID P_ROW P_START P_END P_STATUS P_ENV P_ARGS
+KEYS=()
+PHASE=""
+
+# spawn KEY HOST SLOT ROLE GROUP TARGET PEER_IP PORT "ENV..." TOOL ARGS...
+# Runs TOOL in host HOST's namespace on its address SLOT with softverbs, output line-buffered
+# into logs/KEY.log. `ip netns exec`, env and stdbuf all exec: $! is the tool's own pid, the
+# one insert-trace reports.
+spawn() {
+    local key=$1 host=$2 slot=$3 role=$4 group=$5 target=$6 peer=$7 port=$8 envs=$9
+    shift 9
+    local ip
+    ip=$(cluster_ip "$host" "$slot") || die "bad address slot $host/$slot"
+    # shellcheck disable=SC2086
+    ip netns exec "$NAME-$host" env LD_LIBRARY_PATH="$SV_DIR" SOFTVERBS_IPS="$ip" $envs \
+        stdbuf -oL "$@" > "$LOGS/$key.log" 2>&1 &
+    P_PID[$key]=$!
+    P_START[$key]=$(now_ns)
+    P_ROW[$key]="$1	$role	$host	$ip	$peer	$port	$PHASE	$group	$target"
+    P_ENV[$key]="$envs"
+    P_ARGS[$key]="${*:2}"
+    KEYS+=("$key")
+}
+
+# Waits (at most SECONDS) for every KEY to end; what is still running then is killed.
+# Records each exit status; returns 1 if any is not 0.
+wait_keys() {
+    local limit=$1 key pid alive deadline
+    shift
+    deadline=$(($(date +%s) + limit))
+    while :; do
+        alive=0
+        for key in "$@"; do kill -0 "${P_PID[$key]}" 2>/dev/null && alive=1; done
+        [ $alive -eq 0 ] && break
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            for key in "$@"; do
+                kill -0 "${P_PID[$key]}" 2>/dev/null || continue
+                echo "demo: $key (pid ${P_PID[$key]}) still running after ${limit} s: killed" >&2
+                kill -KILL "${P_PID[$key]}" 2>/dev/null
+            done
+            break
+        fi
+        sleep 0.1
+    done
+    local rc=0
+    for key in "$@"; do
+        pid=${P_PID[$key]}
+        wait "$pid" 2>/dev/null
+        P_STATUS[$key]=$?
+        P_END[$key]=$(now_ns)
+        if [ "${P_STATUS[$key]}" -ne 0 ]; then
+            echo "demo: $key exited ${P_STATUS[$key]}: $LOGS/$key.log: $(tail -2 "$LOGS/$key.log" | tr '\n' ' ')" >&2
+            rc=1
+        fi
+    done
+    return $rc
+}
+
+wait_listen() {  # HOST PORT KEY: bounded (20 s) wait until the server KEY listens
+    local host=$1 port=$2 key=$3
+    for _ in $(seq 200); do
+        ip netns exec "$NAME-$host" ss -ltn 2>/dev/null | grep -q ":$port " && return 0
+        kill -0 "${P_PID[$key]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    die "$key did not listen on $host:$port: $(tail -2 "$LOGS/$key.log" | tr '\n' ' ')"
+}
+
+wait_line() {  # KEY REGEX SECONDS: bounded wait for a line in KEY's log
+    local key=$1 re=$2 limit=$3
+    for _ in $(seq $((limit * 10))); do
+        grep -qE "$re" "$LOGS/$key.log" 2>/dev/null && return 0
+        kill -0 "${P_PID[$key]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    die "$key printed no '$re' within $limit s: $LOGS/$key.log"
+}
+
+declare -A PH_START PH_END
+PHASES=()
+phase_begin() { PHASE=$1; PHASES+=("$1"); PH_START[$1]=$(now_ns); }
+phase_end() { PH_END[$PHASE]=$(now_ns); say "  $PHASE: $(((PH_END[$PHASE] - PH_START[$PHASE]) / 1000000)) ms"; }
+
+# ---- the workload ----------------------------------------------------------------------------
+phase_pairs() {
+    phase_begin pairs
+    # Servers on h5's three addresses, clients on h1-h3: every pair crosses insert-dp.
+    local -a tools=(ib_write_bw ib_read_bw ib_send_bw) names=(write read send) clients=(h1 h2 h3)
+    local i
+    for i in 0 1 2; do
+        spawn "srv_${names[$i]}" h5 "$i" server "pair_${names[$i]}" "" "$(cluster_ip "${clients[$i]}")" \
+            $((18520 + i)) "" "${tools[$i]}" "${PAIR_ARGS[@]}" -p $((18520 + i))
+    done
+    for i in 0 1 2; do wait_listen h5 $((18520 + i)) "srv_${names[$i]}"; done
+    for i in 0 1 2; do
+        spawn "cli_${names[$i]}" "${clients[$i]}" 0 client "pair_${names[$i]}" "" "$(cluster_ip h5 "$i")" \
+            $((18520 + i)) "" "${tools[$i]}" "${PAIR_ARGS[@]}" -p $((18520 + i)) "$(cluster_ip h5 "$i")"
+    done
+    say "  pairs: ${tools[*]} from h1/h2/h3 to h5 (${PAIR_ARGS[*]:1})"
+    wait_keys "$PHASE_DEADLINE_S" srv_write srv_read srv_send cli_write cli_read cli_send ||
+        die "a perftest pair failed"
+    phase_end
+}
+
+phase_incast() {
+    phase_begin incast
+    # Three servers on h4 (one per address), three senders at once: the tbf on the link to
+    # h4 is the bottleneck. softverbs marks a fraction of the senders' packets CE (the
+    # kernel has no AQM that marks); h4 answers with CNPs.
+    local i h
+    for i in 0 1 2; do
+        spawn "incast_srv$((i + 1))" h4 "$i" server "incast$((i + 1))" "" "$(cluster_ip "h$((i + 1))")" \
+            $((18540 + i)) "" ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i))
+    done
+    for i in 0 1 2; do wait_listen h4 $((18540 + i)) "incast_srv$((i + 1))"; done
+    for i in 0 1 2; do
+        h=h$((i + 1))
+        spawn "incast_cli$((i + 1))" "$h" 0 client "incast$((i + 1))" "" "$(cluster_ip h4 "$i")" \
+            $((18540 + i)) "SOFTVERBS_ECN=$INCAST_ECN SOFTVERBS_SEED=$((i + 1))" \
+            ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i)) "$(cluster_ip h4 "$i")"
+    done
+    say "  incast: h1, h2, h3 -> h4 (${INCAST_ARGS[*]:1}) through tbf $CLUSTER_TBF_RATE, ECN-CE $INCAST_ECN"
+    wait_keys "$PHASE_DEADLINE_S" incast_srv1 incast_srv2 incast_srv3 incast_cli1 incast_cli2 incast_cli3 ||
+        die "an incast sender or receiver failed"
+    phase_end
+}
+
+phase_attacks() {
+    phase_begin attacks
+    local victim_ip client_ip
+    victim_ip=$(cluster_ip h5 0)
+    # 1. rkey guessing: a victim ib_write_bw server on h5; the attacker on h3 is its client.
+    spawn atk_rkey_victim h5 0 server rkey "" "$(cluster_ip h3)" 18530 "" ib_write_bw -F -p 18530
+    # 2. injection: an ib_write_bw server on h5 writing to its client on h1 (--reversed).
+    client_ip=$(cluster_ip h1)
+    spawn inj_victim h5 1 server inject "" "$client_ip" 18531 "" ib_write_bw "${INJECT_PAIR_ARGS[@]}" -p 18531
+    wait_listen h5 18530 atk_rkey_victim
+    wait_listen h5 18531 inj_victim
+    spawn atk_rkey h3 0 attacker "" atk_rkey_victim "$victim_ip" 18530 "" "$ATTACK_BIN" rkey-guess \
+        --server "$victim_ip" --port 18530 --count "$RKEY_GUESSES"
+    spawn inj_client h1 0 client inject "" "$(cluster_ip h5 1)" 18531 "" ib_write_bw \
+        "${INJECT_PAIR_ARGS[@]}" -p 18531 "$(cluster_ip h5 1)"
+    # The victim's QP, rkey and buffer as perftest printed them, and the PSN its client
+    # announced (the next one its QP expects); its data phase has begun at "#bytes".
+    wait_line inj_victim '#bytes' 30
+    local loc rem qpn rkey va psn
+    loc=$(grep -m1 'local address' "$LOGS/inj_victim.log")
+    rem=$(grep -m1 'remote address' "$LOGS/inj_victim.log")
+    qpn=$(echo "$loc" | sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p')
+    rkey=$(echo "$loc" | sed -n 's/.*RKey \(0x[0-9a-f]*\).*/\1/p')
+    va=$(echo "$loc" | sed -n 's/.*VAddr \(0x[0-9a-f]*\).*/\1/p')
+    psn=$(echo "$rem" | sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p')
+    [ -n "$qpn" ] && [ -n "$rkey" ] && [ -n "$va" ] && [ -n "$psn" ] ||
+        die "cannot read the injection victim's QP from $LOGS/inj_victim.log"
+    local inj=(inject --dst "$(cluster_ip h5 1)" --qpn "$qpn" --psn "$psn" --rkey "$rkey" --va "$va")
+    spawn atk_inject h2 0 attacker "" inj_victim "$(cluster_ip h5 1)" "" "" "$ATTACK_BIN" "${inj[@]}"
+    wait_keys 15 atk_inject || die "insert-attack inject failed"
+    spawn atk_spoof h2 0 attacker "" inj_victim "$(cluster_ip h5 1)" "" "" "$ATTACK_BIN" "${inj[@]}" \
+        --src "$client_ip"
+    wait_keys 15 atk_spoof || die "insert-attack inject --src failed"
+    say "  attacks: rkey-guess h3 -> ib_write_bw server $victim_ip ($RKEY_GUESSES rkeys);" \
+        "inject h2 -> ib_write_bw server $(cluster_ip h5 1) QPN $qpn PSN $psn, then spoofed as $client_ip"
+    wait_keys "$PHASE_DEADLINE_S" atk_rkey atk_rkey_victim inj_victim inj_client ||
+        die "an attack or its victim failed"
+    local key
+    for key in atk_rkey atk_inject atk_spoof; do grep -m1 '^{' "$LOGS/$key.log" >> "$OUT/attacks.jsonl"; done
+    phase_end
+}
+
+# ---- tracer -----------------------------------------------------------------------------------
+TRACE_PID=""
+start_tracer() {
+    # One tracer for every namespace (uprobes follow the library file, not the namespace):
+    # one host, one clock, several addresses. softverbs' library is probed from the start.
+    "$TRACE_BIN" -o "$OUT/trace.jsonl" --host "$NAME" -l "$SV_DIR/libibverbs.so.1" \
+        > "$LOGS/insert-trace.log" 2>&1 &
+    TRACE_PID=$!
+    for _ in $(seq 300); do
+        grep -q '"type":"trace_start"' "$OUT/trace.jsonl" 2>/dev/null && return 0
+        kill -0 "$TRACE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    die "insert-trace did not start: $(tail -2 "$LOGS/insert-trace.log" | tr '\n' ' ')"
+}
+stop_tracer() {
+    [ -n "$TRACE_PID" ] || return 0
+    kill -INT "$TRACE_PID" 2>/dev/null
+    for _ in $(seq 150); do kill -0 "$TRACE_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$TRACE_PID" 2>/dev/null
+    wait "$TRACE_PID" 2>/dev/null
+    local rc=$?
+    TRACE_PID=""
+    return $rc
+}
+
+# ---- the correlator (the lead adapts this step) ----------------------------------------------
+run_correlator() {
+    local dir=$1
+    if [ ! -x "$CORRELATE_BIN" ]; then
+        say "no $CORRELATE_BIN: the inputs are ready, correlation skipped"
+        return 0
+    fi
+    say "insert-correlate dp.jsonl trace.jsonl"
+    "$CORRELATE_BIN" "$dir/dp.jsonl" "$dir/trace.jsonl" --records "$dir/correlated.jsonl" \
+        2> "$dir/logs/insert-correlate.log" | tee "$dir/report.txt"
+    local rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || say "insert-correlate exited $rc: $dir/logs/insert-correlate.log"
+    return 0
+}
+
+# ---- run ----------------------------------------------------------------------------------------
+ensure_built
+NAME="dm$(($$ % 100000000))"
+OUT=${out:-out/demo-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/logs" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+LOGS=$OUT/logs
+: > "$OUT/attacks.jsonl"
+
+CLEANED=""
+cleanup() {
+    [ -n "$CLEANED" ] && return
+    CLEANED=1
+    local key
+    for key in "${KEYS[@]}"; do kill -KILL "${P_PID[$key]}" 2>/dev/null; done
+    stop_tracer
+    cluster_dp_stop
+    cluster_down "$NAME"
+}
+trap cleanup EXIT
+trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
+
+cluster_exists "$NAME" && cluster_down "$NAME"
+cluster_up "$NAME" || die "could not create the cluster"
+say "cluster $NAME: h1 h2 h3 = [insert-dp inline] = h4 h5 (tbf $CLUSTER_TBF_RATE toward h4); output $OUT"
+cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$OUT/dp.jsonl" --interval 1 ||
+    die "insert-dp inline did not start ($LOGS/insert-dp.log)"
+cluster_wait_reach "$NAME" h1 "$(cluster_ip h4)" "$(cluster_ip h5)" || die "no path through insert-dp"
+start_tracer
+say "insert-dp inline in $NAME-mid, insert-trace on every host: running the workload"
+
+phase_pairs
+phase_incast
+phase_attacks
+
+# softverbs reports a process's last trace records at its exit and insert-trace notices the
+# exit within 250 ms: give it that before stopping.
+sleep 0.6
+ip netns exec "$NAME-swr" tc -s qdisc show dev "p${CLUSTER_INCAST_HOST#h}" > "$LOGS/tbf.txt" 2>&1
+stop_tracer || say "insert-trace exited with an error: $LOGS/insert-trace.log"
+cluster_dp_stop || say "insert-dp exited with an error: $LOGS/insert-dp.log"
+cluster_down "$NAME"
+CLEANED=1
+T1=$(now_ns)
+
+{
+    printf 'cluster\t%s\n' "$NAME"
+    printf 'trace_host\t%s\n' "$NAME"
+    printf 'hosts\t%s\n' "$(cluster_hosts)"
+    printf 'left\t%s\n' "$CLUSTER_LEFT"
+    for h in $(cluster_hosts); do
+        printf 'ips_%s\t%s\n' "$h" "$(for s in $(seq 0 $((CLUSTER_SLOTS - 1))); do cluster_ip "$h" "$s"; done | tr '\n' ' ')"
+    done
+    printf 'incast_host\t%s\n' "$CLUSTER_INCAST_HOST"
+    printf 'incast_ecn\t%s\n' "$INCAST_ECN"
+    printf 'tbf_rate\t%s\ntbf_burst\t%s\ntbf_limit\t%s\n' "$CLUSTER_TBF_RATE" "$CLUSTER_TBF_BURST" "$CLUSTER_TBF_LIMIT"
+    printf 't_start_ns\t%s\nt_end_ns\t%s\n' "$T0" "$T1"
+} > "$LOGS/meta.tsv"
+for key in "${KEYS[@]}"; do
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "${P_PID[$key]}" "${P_ROW[$key]}" \
+        "${P_START[$key]}" "${P_END[$key]:-}" "${P_STATUS[$key]:-}" "${P_ENV[$key]}" "${P_ARGS[$key]}"
+done > "$LOGS/procs.tsv"
+for p in "${PHASES[@]}"; do printf '%s\t%s\t%s\n' "$p" "${PH_START[$p]}" "${PH_END[$p]:-}"; done > "$LOGS/phases.tsv"
+python3 scripts/demo-workload.py "$OUT" || die "could not write workload.json"
+
+msgs=$(grep -c '"type":"msg"' "$OUT/dp.jsonl")
+verbs=$(grep -c '"type":"verb"' "$OUT/trace.jsonl")
+say "done in $(((T1 - T0) / 1000000000)) s: dp.jsonl ($msgs msg records), trace.jsonl ($verbs verb records)," \
+    "attacks.jsonl ($(wc -l < "$OUT/attacks.jsonl") attacks), workload.json, logs/ in $OUT"
+[ "$correlate" -eq 1 ] && run_correlator "$OUT"
+exit 0
