@@ -87,6 +87,9 @@ NEEDED=(dataplane/tools/insert-dp hosttrace/insert-trace bench/attack/insert-att
 # The workload (docs/demo.md). Perftest sizes are small: everything crosses one insert-dp
 # worker and softverbs on two shared cores.
 PAIR_ARGS=(-F -n 1000 -s 4096)
+# Incast senders keep 16 x 16 KB in flight each (64 packets): the tbf queue (~0.8 MB, ~30 ms
+# at 200 Mbit/s) stays below its limit and below perftest's 67 ms retransmission timeout,
+# so the episode shows as queueing delay and ECN marks, without drops or timeouts.
 INCAST_ARGS=(-F -n 600 -s 16384 -t 16)
 INCAST_ECN=0.05
 RKEY_GUESSES=10
@@ -324,6 +327,7 @@ run_correlator() {
 
 # ---- run ----------------------------------------------------------------------------------------
 ensure_built
+say "packages and binaries ready"
 NAME="dm$(($$ % 100000000))"
 OUT=${out:-out/demo-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
@@ -362,9 +366,11 @@ phase_attacks
 sleep 0.6
 ip netns exec "$NAME-swr" tc -s qdisc show dev "p${CLUSTER_INCAST_HOST#h}" > "$LOGS/tbf.txt" 2>&1
 stop_tracer || say "insert-trace exited with an error: $LOGS/insert-trace.log"
+say "insert-trace stopped"
 cluster_dp_stop || say "insert-dp exited with an error: $LOGS/insert-dp.log"
 cluster_down "$NAME"
 CLEANED=1
+say "insert-dp stopped, cluster $NAME deleted"
 T1=$(now_ns)
 
 {
