@@ -22,6 +22,7 @@
 # INSERT_BUILD_ROOT: the build directory (default build).
 set -uo pipefail
 
+caller_dir=$PWD
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${INSERT_BUILD_ROOT:-${INSERT_BUILD_DIR:-build}}
@@ -34,11 +35,16 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --replay)
             mode=replay
-            if [ $# -gt 1 ] && [ "${2#-}" = "$2" ]; then replay_file=$2; shift; fi
+            if [ $# -gt 1 ] && [ "${2#-}" = "$2" ]; then
+                replay_file=$2
+                [ "${replay_file#/}" != "$replay_file" ] || replay_file=$caller_dir/$replay_file
+                shift
+            fi
             ;;
         --out)
             [ $# -gt 1 ] || { echo "demo: --out needs a directory" >&2; exit 2; }
             out=$2
+            [ "${out#/}" != "$out" ] || out=$caller_dir/$out  # relative to where it was run
             shift
             ;;
         --no-correlate) correlate=0 ;;
@@ -341,6 +347,7 @@ cleanup() {
     CLEANED=1
     local key
     for key in "${KEYS[@]}"; do kill -KILL "${P_PID[$key]}" 2>/dev/null; done
+    for key in "${KEYS[@]}"; do wait "${P_PID[$key]}" 2>/dev/null; done  # quietly: no "Killed"
     stop_tracer
     cluster_dp_stop
     cluster_down "$NAME"
