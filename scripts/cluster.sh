@@ -83,7 +83,7 @@ cluster_quiet_ns() {
 # made under temporary unique names in this namespace, then moved and renamed.
 cluster_link() {
     local name=$1 ns_a=$2 dev_a=$3 ns_b=$4 dev_b=$5
-    local tmp_a="${name}x$RANDOM" tmp_b="${name}y$RANDOM"
+    local tmp_a="${name:0:8}a$RANDOM" tmp_b="${name:0:8}b$RANDOM"  # at most 15 characters
     ip link add "$tmp_a" type veth peer name "$tmp_b" || return 1
     ip link set "$tmp_a" netns "$ns_a" name "$dev_a" &&
         ip link set "$tmp_b" netns "$ns_b" name "$dev_b" || {
@@ -259,6 +259,7 @@ cluster_main() {
         up | down | exec | dp)
             [ -n "$name" ] || { echo "usage: cluster.sh $cmd NAME ..." >&2; return 2; }
             [ "$(id -u)" -eq 0 ] || { cluster_err "needs root (network namespaces)"; return 2; }
+            cluster_check_name "$name" || return 2
             ;;
     esac
     case "$cmd" in
