@@ -70,6 +70,12 @@ Scenario mixed_ops(const ScaleOptions& o) {
                       op(OpType::read, 2, 0, 16384), op(OpType::cmp_swap, 1, 8, 8),
                       op(OpType::fetch_add, 1, 8, 8)};
     s.ud.count = scaled(50, o.scale);
+    // Host traces: a host without a tracer, one tracing the control path only, every third
+    // work request signaled, 1% of the data-path records lost.
+    s.host_trace.untraced_hosts = {7};
+    s.host_trace.datapath_off = {6};
+    s.host_trace.unsignaled_every = 3;
+    s.host_trace.loss = 0.01;
     return s;
 }
 
@@ -88,6 +94,7 @@ Scenario cm_pairing(const ScaleOptions& o) {
     s.workload.start_ns = 20'000;
     s.workload.ops = {op(OpType::write, 2, 0, 4096), op(OpType::send, 1, 0, 4096),
                       op(OpType::read, 1, 0, 8192)};
+    s.host_trace.unsignaled_every = 2;  // the host's view pairs what the dataplane cannot
     return s;
 }
 
@@ -117,6 +124,7 @@ Scenario losses(const ScaleOptions& o) {
     s.messages = {rnr_send, bad_write};
     s.imp.targets.push_back({Action::rnr, 1, k + 1, 0, 2});
     s.imp.targets.push_back({Action::access_error, 3, n / 2 + 1, 0, 1});
+    s.host_trace.loss = 0.02;  // the tracer loses records too: resynchronisation
     return s;
 }
 
@@ -131,6 +139,7 @@ Scenario reordering(const ScaleOptions& o) {
     s.imp.swap = 0.03;
     s.imp.spray_paths = 3;
     s.imp.spray_step_ns = 150;
+    s.host_trace.loss = 0.01;
     return s;
 }
 
@@ -168,6 +177,7 @@ Scenario ipv6_vlan_wrap(const ScaleOptions& o) {
     s.workload.ops = {op(OpType::write, 2, 0, 6000, 0.3), op(OpType::send, 1, 0, 3000, 0.2, 0.3),
                       op(OpType::read, 1, 0, 6000), op(OpType::fetch_add, 1, 8, 8)};
     s.ud.count = scaled(10, o.scale);
+    s.host_trace.unsignaled_every = 4;
     return s;
 }
 
@@ -186,6 +196,7 @@ Scenario malformed_background(const ScaleOptions& o) {
     const uint32_t k = scaled(5, o.scale);
     s.malformed = {k, k, k, k};
     s.ud.count = scaled(20, o.scale);
+    s.host_trace.datapath_off = {2};
     return s;
 }
 

@@ -72,12 +72,31 @@ Generation::Failed Generation::run_to_files(const std::string& pcap_path,
     };
     TruthJsonWriter truth_file(scenario_);
     if (!truth_file.open(truth_path, {scenario_.name, seed_}, error)) return fail(Failed::truth);
+    struct Keep : TruthMsgSink {
+        HugeVector<TruthMsg>& out;
+        explicit Keep(HugeVector<TruthMsg>& o) : out(o) {}
+        void on_msg(const TruthMsg& m) override { out.push_back(m); }
+    } keep(kept_msgs_);
+    if (keep_msgs_) {
+        kept_msgs_.reserve(sim_->messages().size());
+        truth_file.set_tap(&keep);
+    }
     Failed failed = Failed::nothing;
     const bool ran = run_stages(&pcap, &truth_file, {}, error, failed);
     if (ran && pcap.close()) return Failed::nothing;
     if (ran) error = pcap.error(), failed = Failed::pcap;
     std::remove(truth_path.c_str());  // finished or not (an unfinished one is removed anyway)
     return fail(failed);
+}
+
+void Generation::record_host_events() {
+    sim_->record_host_events();
+    keep_msgs_ = true;
+}
+
+std::span<const TruthMsg> Generation::msgs() const {
+    if (!kept_msgs_.empty()) return {kept_msgs_.data(), kept_msgs_.size()};
+    return {truth_->msgs().data(), truth_->msgs().size()};
 }
 
 bool Generation::write_truth(const std::string& path, std::string& error) const {

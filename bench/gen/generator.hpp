@@ -45,6 +45,12 @@ class Generation {
     bool write_truth(const std::string& path, std::string& error) const;
     // Three threads (the default) or all on the calling thread (pipeline.hpp); same bytes.
     void set_threaded(bool threaded) { threaded_ = threaded; }
+    // Before a run: the simulator records what the host traces need, and run_to_files()
+    // keeps the msg records it writes (msgs()).
+    void record_host_events();
+    // The truth's msg records: kept by the observer (run()), or by run_to_files() after
+    // record_host_events().
+    std::span<const TruthMsg> msgs() const;
 
     const Scenario& scenario() const { return scenario_; }
     const Simulator& sim() const { return *sim_; }
@@ -62,6 +68,8 @@ class Generation {
     std::unique_ptr<TruthObserver> truth_;
     uint64_t frames_ = 0;
     bool threaded_ = true;
+    bool keep_msgs_ = false;
+    HugeVector<TruthMsg> kept_msgs_;
 };
 
 }  // namespace insert::gen

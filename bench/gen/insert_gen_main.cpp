@@ -2,6 +2,8 @@
 //   insert-gen --scenario losses --seed 7 --out losses.pcap --truth losses.truth.json
 //   insert-gen --scenario my.json --seed 1 --out x.pcap --truth x.truth.json
 //   insert-gen --scenario large --qps 100000 --packets 2000000 --out big.pcap --truth big.json
+//   insert-gen --scenario mixed_ops --out m.pcap --truth m.json --host-traces m.hosts.jsonl
+//       --e2e-truth m.e2e.jsonl
 //   insert-gen --list-scenarios
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -11,6 +13,7 @@
 
 #include "bench/gen/builtin_scenarios.hpp"
 #include "bench/gen/generator.hpp"
+#include "bench/gen/host_outputs.hpp"
 #include "bench/gen/scenario_json.hpp"
 
 namespace {
@@ -31,9 +34,11 @@ int main(int argc, char** argv) {
         "  insert-gen --list-scenarios\n"
         "  insert-gen --scenario losses --seed 7 --out losses.pcap --truth losses.truth.json\n"
         "  insert-gen --scenario my.json --seed 1 --out x.pcap --truth x.truth.json\n"
+        "  insert-gen --scenario mixed_ops --out m.pcap --truth m.json --host-traces "
+        "m.hosts.jsonl --e2e-truth m.e2e.jsonl\n"
         "  insert-gen --scenario large --qps 100000 --packets 2000000 --out big.pcap --truth "
         "big.json");
-    std::string scenario_arg, out_path, truth_path;
+    std::string scenario_arg, out_path, truth_path, traces_path, e2e_path;
     uint64_t seed = 1;
     bool list = false, quiet = false;
     // Simulator, truth and output on three threads when there are two cores or more: about
@@ -45,6 +50,11 @@ int main(int argc, char** argv) {
     app.add_option("--seed", seed, "random seed (same seed, same bytes)");
     app.add_option("--out", out_path, "pcap to write (nanosecond timestamps)");
     app.add_option("--truth", truth_path, "ground-truth JSON to write");
+    app.add_option("--host-traces", traces_path,
+                   "also write every simulated host's insert-trace records (JSON Lines)");
+    app.add_option("--e2e-truth", e2e_path,
+                   "also write the exact insert-correlate output for those host traces "
+                   "(e2e, app, clock, pair records and an e2e_summary; JSON Lines)");
     app.add_option("--scale", scale.scale,
                    "multiply message/connection counts of a built-in scenario")
         ->check(CLI::Range(0.001, 1000.0));
@@ -99,6 +109,8 @@ int main(int argc, char** argv) {
         new insert::gen::Generation(std::move(*scenario), seed);
     insert::gen::Generation& gen = *kept;
     gen.set_threaded(threads > 1);
+    const bool hosts = !traces_path.empty() || !e2e_path.empty();
+    if (hosts) gen.record_host_events();  // costs nothing when not asked for
     std::string error;
     switch (gen.run_to_files(out_path, truth_path, error)) {
         case insert::gen::Generation::Failed::pcap:
@@ -107,6 +119,17 @@ int main(int argc, char** argv) {
             return usage_error("--truth: " + error);
         case insert::gen::Generation::Failed::nothing:
             break;
+    }
+    insert::gen::HostOutputStats hs;
+    if (hosts) {
+        const auto failed = insert::gen::write_host_outputs(gen, traces_path, e2e_path, error, hs);
+        if (failed != insert::gen::HostOutputFailed::nothing) {
+            std::remove(out_path.c_str());  // nothing half-done is left behind
+            std::remove(truth_path.c_str());
+            return usage_error((failed == insert::gen::HostOutputFailed::traces ? "--host-traces: "
+                                                                                : "--e2e-truth: ") +
+                               error);
+        }
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -120,6 +143,16 @@ int main(int argc, char** argv) {
                         s.malformed[0] + s.malformed[1] + s.malformed[2], s.endpoints,
                         s.connections, s.msgs, secs, secs > 0 ? s.pkts / secs / 1e6 : 0.0)
                 .c_str());
+        if (hosts)
+            std::fprintf(
+                stderr, "%s",
+                fmt::format("insert-gen: host traces: {} records ({} lost); e2e truth: {} "
+                            "matched ({} exact, {} resync), {} unmatched work requests, "
+                            "{} wire-only messages; rule check: {} mispaired, {} "
+                            "indistinguishable; {} QPN reuse overlaps\n",
+                            hs.records, hs.lost, hs.e2e, hs.exact, hs.resync, hs.unmatched_wr,
+                            hs.wire_only, hs.mispaired, hs.indistinguishable, hs.reuse_overlaps)
+                    .c_str());
     }
     return 0;
 }

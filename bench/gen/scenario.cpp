@@ -20,6 +20,45 @@ bool probability(double p) {
     return p >= 0.0 && p <= 1.0;
 }
 
+std::string validate_host_trace(const Scenario& s, const std::vector<uint32_t>& per_conn) {
+    const HostTraceSpec& h = s.host_trace;
+    const std::size_t nh = s.hosts.size();
+    constexpr int64_t kMaxOffset = 1'000'000'000'000;  // 1000 s: far beyond any real clock
+    if (h.clock_offset_max_ns < 0 || h.clock_offset_max_ns > kMaxOffset)
+        return "host_trace.clock_offset_max_ns: 0..10^12";
+    if (!h.clock_offsets_ns.empty() && h.clock_offsets_ns.size() != nh)
+        return "host_trace.clock_offsets_ns: one per host";
+    for (int64_t o : h.clock_offsets_ns)
+        if (o < -kMaxOffset || o > kMaxOffset)
+            return "host_trace.clock_offsets_ns: |offset| <= 10^12";
+    constexpr uint64_t kMaxDelay = 1'000'000'000;
+    if (h.post_to_tx_ns > kMaxDelay || h.post_to_tx_jitter_ns > kMaxDelay ||
+        h.poll_delay_ns > kMaxDelay || h.poll_jitter_ns > kMaxDelay ||
+        h.setup_lead_ns > kMaxDelay || h.reuse_gap_ns > kMaxDelay)
+        return "host_trace: delays are at most 10^9 ns";
+    if (h.setup_lead_ns < 20'000)
+        return "host_trace.setup_lead_ns: at least 20000 (a QP's set-up takes 8 us)";
+    if (h.unsignaled_every == 0) return "host_trace.unsignaled_every: at least 1";
+    if (!probability(h.loss) || !probability(h.exit_without_destroy) || !probability(h.qpn_reuse))
+        return "host_trace: loss, exit_without_destroy and qpn_reuse must be in [0, 1]";
+    if (h.processes_per_host == 0 || h.processes_per_host > 64)
+        return "host_trace.processes_per_host: 1..64";
+    if (h.tenants == 0 || h.tenants > 64) return "host_trace.tenants: 1..64";
+    if (h.mrs_per_process == 0 || h.mrs_per_process > 16)
+        return "host_trace.mrs_per_process: 1..16";
+    for (uint32_t x : h.untraced_hosts)
+        if (x >= nh) return "host_trace.untraced_hosts: no such host";
+    for (uint32_t x : h.datapath_off)
+        if (x >= nh) return "host_trace.datapath_off: no such host";
+    for (std::size_t i = 0; i < h.lost_records.size(); ++i) {
+        const TraceLoss& l = h.lost_records[i];
+        const std::string p = "host_trace.lost_records[" + std::to_string(i) + "]";
+        if (l.conn >= per_conn.size()) return p + ".conn: no such connection";
+        if (l.msg >= per_conn[l.conn]) return p + ".msg: the connection has fewer messages";
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string validate(const Scenario& s) {
@@ -135,7 +174,7 @@ std::string validate(const Scenario& s) {
         if (!ack && t.msg >= per_conn[t.conn]) return p + ".msg: the connection has fewer messages";
         if (t.count == 0 || t.count > 7) return p + ".count: 1..7 (the RNR retry limit)";
     }
-    return {};
+    return validate_host_trace(s, per_conn);
 }
 
 }  // namespace insert::gen

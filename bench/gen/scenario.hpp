@@ -129,6 +129,42 @@ struct UdFlows {
     uint32_t max_len = 1024;
 };
 
+// What a lost host-trace record is (host_trace.lost_records): the work request's post_send,
+// its send completion, the responder's post_recv or its receive completion.
+enum class TraceVerb : uint8_t { post_send, poll_cq, post_recv, poll_cq_recv };
+
+struct TraceLoss {
+    uint32_t conn = 0;
+    uint32_t msg = 0;  // message index within the connection
+    TraceVerb verb = TraceVerb::post_send;
+};
+
+// The simulated hosts as insert-trace would see them (docs/insert-gen.md "Host traces").
+// processes_per_host, mrs_per_process and qpn_reuse shape the traffic itself (which
+// process owns a QP decides the MRs a WRITE/READ/atomic targets, hence its va/rkey; a
+// reused QPN delays its connection), so they apply whether or not host traces are
+// written; the rest only shapes the traces.
+struct HostTraceSpec {
+    int64_t clock_offset_max_ns = 2'000'000;  // theta_h uniform in [-max, max]; host 0: 0
+    std::vector<int64_t> clock_offsets_ns;    // one per host, instead of drawn (if given)
+    uint64_t post_to_tx_ns = 1'000;           // the application's post_send -> the NIC takes the WR
+    uint64_t post_to_tx_jitter_ns = 1'000;
+    uint64_t poll_delay_ns = 1'500;  // the completion at the NIC -> the application polls it
+    uint64_t poll_jitter_ns = 3'000;
+    uint64_t setup_lead_ns = 200'000;  // create_qp this long before the QP's first traffic
+    uint32_t unsignaled_every = 1;     // every k-th WR (and a QP's last) is signaled
+    double loss = 0.0;                 // data-path records (post_*, poll_cq) lost at random
+    std::vector<TraceLoss> lost_records;
+    std::vector<uint32_t> untraced_hosts;  // no tracer at all
+    std::vector<uint32_t> datapath_off;    // control path only (insert-trace --datapath off)
+    double exit_without_destroy = 0.25;    // processes whose QPs end at process_exit
+    uint32_t processes_per_host = 3;
+    uint32_t tenants = 2;  // cgroups
+    uint32_t mrs_per_process = 3;
+    double qpn_reuse = 0.0;  // connections taking the QPN of an earlier, destroyed QP
+    uint64_t reuse_gap_ns = 1'000'000;
+};
+
 struct Scenario {
     std::string name;
     std::string description;
@@ -149,6 +185,7 @@ struct Scenario {
     // Malformed UDP-4791 frames: length_mismatch, truncated (< 12 B), reserved_opcode,
     // truncated (negative payload_len).
     std::array<uint32_t, 4> malformed{};
+    HostTraceSpec host_trace;
 };
 
 // Returns an error message naming the offending field, or empty when valid.

@@ -1,5 +1,7 @@
 #include "bench/gen/scenario_json.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -89,12 +91,88 @@ ConnTransport parse_transport(const std::string& s, const std::string& path) {
     fail(path, "transport must be \"RC\" or \"UC\"");
 }
 
+std::vector<uint32_t> host_list(const json& j, const std::string& path, const char* key) {
+    std::vector<uint32_t> out;
+    const auto it = j.find(key);
+    if (it == j.end()) return out;
+    const std::string p = path + "." + key;
+    if (!it->is_array()) fail(p, "expected an array of host indexes");
+    for (const json& v : *it) {
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFF) fail(p, "host indexes");
+        out.push_back(static_cast<uint32_t>(v.get<uint64_t>()));
+    }
+    return out;
+}
+
+TraceVerb parse_trace_verb(const std::string& s, const std::string& path) {
+    static constexpr std::pair<std::string_view, TraceVerb> kVerbs[] = {
+        {"post_send", TraceVerb::post_send},
+        {"poll_cq", TraceVerb::poll_cq},
+        {"post_recv", TraceVerb::post_recv},
+        {"poll_cq_recv", TraceVerb::poll_cq_recv}};
+    for (const auto& [name, v] : kVerbs)
+        if (s == name) return v;
+    fail(path, "unknown verb \"" + s + "\" (post_send poll_cq post_recv poll_cq_recv)");
+}
+
+void parse_host_trace(const json& h, HostTraceSpec& ht) {
+    const std::string p = "$.host_trace";
+    check_keys(h, p,
+               {"clock_offset_max_ns", "clock_offsets_ns", "post_to_tx_ns", "post_to_tx_jitter_ns",
+                "poll_delay_ns", "poll_jitter_ns", "setup_lead_ns", "unsignaled_every", "loss",
+                "lost_records", "untraced_hosts", "datapath_off", "exit_without_destroy",
+                "processes_per_host", "tenants", "mrs_per_process", "qpn_reuse", "reuse_gap_ns"});
+    uint64_t max_offset = 0;
+    if (h.contains("clock_offset_max_ns")) {
+        get(h, p, "clock_offset_max_ns", max_offset);
+        ht.clock_offset_max_ns = static_cast<int64_t>(std::min<uint64_t>(max_offset, INT64_MAX));
+    }
+    if (h.contains("clock_offsets_ns")) {
+        const json& o = h["clock_offsets_ns"];
+        if (!o.is_array()) fail(p + ".clock_offsets_ns", "expected an array of integers");
+        for (const json& v : o) {
+            if (!v.is_number_integer()) fail(p + ".clock_offsets_ns", "expected integers");
+            ht.clock_offsets_ns.push_back(v.get<int64_t>());
+        }
+    }
+    get(h, p, "post_to_tx_ns", ht.post_to_tx_ns);
+    get(h, p, "post_to_tx_jitter_ns", ht.post_to_tx_jitter_ns);
+    get(h, p, "poll_delay_ns", ht.poll_delay_ns);
+    get(h, p, "poll_jitter_ns", ht.poll_jitter_ns);
+    get(h, p, "setup_lead_ns", ht.setup_lead_ns);
+    get(h, p, "unsignaled_every", ht.unsignaled_every);
+    get(h, p, "loss", ht.loss);
+    if (h.contains("lost_records")) {
+        if (!h["lost_records"].is_array()) fail(p + ".lost_records", "expected an array");
+        for (std::size_t i = 0; i < h["lost_records"].size(); ++i) {
+            const json& l = h["lost_records"][i];
+            const std::string q = p + ".lost_records[" + std::to_string(i) + "]";
+            check_keys(l, q, {"conn", "msg", "verb"});
+            TraceLoss tl;
+            get(l, q, "conn", tl.conn);
+            get(l, q, "msg", tl.msg);
+            std::string verb = "post_send";
+            get(l, q, "verb", verb);
+            tl.verb = parse_trace_verb(verb, q + ".verb");
+            ht.lost_records.push_back(tl);
+        }
+    }
+    ht.untraced_hosts = host_list(h, p, "untraced_hosts");
+    ht.datapath_off = host_list(h, p, "datapath_off");
+    get(h, p, "exit_without_destroy", ht.exit_without_destroy);
+    get(h, p, "processes_per_host", ht.processes_per_host);
+    get(h, p, "tenants", ht.tenants);
+    get(h, p, "mrs_per_process", ht.mrs_per_process);
+    get(h, p, "qpn_reuse", ht.qpn_reuse);
+    get(h, p, "reuse_gap_ns", ht.reuse_gap_ns);
+}
+
 Scenario parse(const json& j) {
     Scenario s;
     check_keys(j, "$",
                {"name", "description", "link", "timing", "hosts", "sport_policy", "fixed_sport",
                 "connections", "random_connections", "workload", "messages", "impairments", "ud",
-                "background", "malformed"});
+                "background", "malformed", "host_trace"});
     get(j, "$", "name", s.name);
     get(j, "$", "description", s.description);
     if (j.contains("link")) {
@@ -288,6 +366,7 @@ Scenario parse(const json& j) {
         get(m, "$.malformed", "reserved_opcode", s.malformed[2]);
         get(m, "$.malformed", "truncated_headers", s.malformed[3]);
     }
+    if (j.contains("host_trace")) parse_host_trace(j["host_trace"], s.host_trace);
     return s;
 }
 

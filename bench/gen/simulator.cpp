@@ -111,7 +111,7 @@ proto::Position position_of(uint32_t i, uint32_t n) {
 }  // namespace
 
 Simulator::Simulator(const Scenario& scenario, uint64_t seed)
-    : sc_(scenario), rng_(seed ^ 0x494E53455254ull) {
+    : sc_(scenario), seed_(seed), rng_(seed ^ 0x494E53455254ull) {
     rate_mbps_ = static_cast<uint64_t>(std::llround(sc_.rate_gbps * 1000.0));
     if (rate_mbps_ == 0) rate_mbps_ = 1;
     setup();
@@ -162,6 +162,14 @@ void Simulator::setup() {
         specs.push_back(c);
     }
 
+    // Processes, their MRs and QPN reuse (host_layout.hpp): from streams of their own.
+    {
+        double weights = 0;
+        for (const OpWeight& o : sc_.workload.ops) weights += o.weight;
+        std::vector<uint32_t> counts(specs.size(), weights > 0 ? sc_.workload.msgs_per_conn : 0);
+        for (const MessageSpec& ms : sc_.messages) ++counts[ms.conn];
+        layout_.plan(sc_, seed_, specs, counts);
+    }
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
     cold_.resize(specs.size());
@@ -171,8 +179,17 @@ void Simulator::setup() {
     for (std::size_t i = 0; i < specs.size(); ++i) {
         ConnInfo& ci = conn_info_[i];
         ci.spec = specs[i];
-        ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
-        ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
+        const QpnReuse& reuse = layout_.reuse(static_cast<uint32_t>(i));
+        auto reused = [&](int side, uint32_t& qpn) {
+            if (!reuse.active() || reuse.side != side) return false;
+            const ConnInfo& from = conn_info_[reuse.from];
+            qpn = reuse.from_side == 0 ? from.qpn_a : from.qpn_b;
+            return true;
+        };
+        if (!reused(0, ci.qpn_a))
+            ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
+        if (!reused(1, ci.qpn_b))
+            ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
         ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a
                                  : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
         ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b
@@ -274,6 +291,20 @@ void Simulator::setup() {
     for (uint32_t c = 0; c < specs.size(); ++c) {
         ConnInfo& ci = conn_info_[c];
         sort_by_post_time(msgs_.data() + ci.first_msg, ci.num_msgs);
+        if (const QpnReuse& r = layout_.reuse(c); r.active()) {
+            // A reused QPN is free once the earlier QP is destroyed: this connection starts
+            // (its QPs created, CM exchanged) a generous gap after that QP's last post.
+            const ConnInfo& from = conn_info_[r.from];
+            const HostTraceSpec& ht = sc_.host_trace;
+            const uint64_t after = msgs_[from.first_msg + from.num_msgs - 1].post_ns +
+                                   ht.reuse_gap_ns + 4 * sc_.timing.retx_timeout_ns +
+                                   2 * ht.setup_lead_ns +
+                                   (ci.spec.cm ? 3 * sc_.timing.cm_delay_ns : 0);
+            const uint64_t first = msgs_[ci.first_msg].post_ns;
+            if (after > first)
+                for (uint32_t k = 0; k < ci.num_msgs; ++k)
+                    msgs_[ci.first_msg + k].post_ns += after - first;
+        }
         for (uint32_t k = 0; k < ci.num_msgs; ++k) {
             MsgInfo& m = msgs_[ci.first_msg + k];
             m.conn = c;
@@ -281,8 +312,18 @@ void Simulator::setup() {
             if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) m.len = 8;
             m.imm_value = static_cast<uint32_t>(rng_.next());
             m.inv_rkey = static_cast<uint32_t>(rng_.next());
-            m.va = 0x7F0000000000ull + rng_.between(0, 1u << 30) * 8;
-            m.rkey = static_cast<uint32_t>(rng_.next());
+            // The same draws as before the MR model; they now pick the MR of the responder's
+            // process a WRITE/READ/atomic lands in, and where (SEND carries neither).
+            const uint64_t r_va = rng_.between(0, 1u << 30);
+            const uint64_t r_key = rng_.next();
+            m.va = 0x7F0000000000ull + r_va * 8;
+            m.rkey = static_cast<uint32_t>(r_key);
+            if (m.op != OpType::send) {
+                const HostLayout::Target at =
+                    layout_.place(layout_.process_of(c, 1), m.op, m.len, r_va, r_key);
+                m.va = at.va;
+                m.rkey = at.rkey;
+            }
             m.atomic_orig = rng_.next();
             m.npkts = is_send_write(m.op) ? packets_for(m.len, ci.spec.mtu) : 1;
             m.npsn = m.op == OpType::read ? packets_for(m.len, ci.spec.mtu) : m.npkts;
@@ -305,9 +346,11 @@ void Simulator::setup() {
         MsgInfo& m = msgs_[ci.first_msg + t.msg];
         if (t.action == Action::rnr)
             progress_[ci.first_msg + t.msg].rnr_remaining = static_cast<uint8_t>(t.count);
-        else if (t.action == Action::access_error)
+        else if (t.action == Action::access_error) {
+            // An rkey its responder never registered: the attack-like case of the scenario.
             m.access_error = true;
-        else
+            m.rkey = layout_.unregistered_rkey(layout_.process_of(t.conn, 1), m.rkey);
+        } else
             pkt_targets_[(uint64_t{ci.first_msg + t.msg} << 24) | t.pkt] |= action_bit(t.action);
     }
 
@@ -386,6 +429,13 @@ void Simulator::on_tx(uint32_t idx) {
     const uint64_t ser = (bits * 1000 + rate_mbps_ - 1) / rate_mbps_;
     h.tx_free_ns = start + ser;
     ++stats_.sent;
+    // UC has no acknowledgement: the requester completes a message once its last packet
+    // has left the NIC.
+    if (!host_ev_.empty() && p.dir == 0 && p.msg_uid != kNone && conn_[p.conn].uc &&
+        p.index + 1 == msgs_[p.msg_uid].npkts && host_ev_[p.msg_uid].done_ns == kNoTime) {
+        host_ev_[p.msg_uid].done_ns = start + ser;
+        host_ev_[p.msg_uid].status = WcStatus::success;
+    }
     if (p.drop_before) {
         ++stats_.lost_before;
         free_packet(idx);
@@ -509,8 +559,10 @@ void Simulator::on_post(uint32_t conn, uint32_t uid) {
         return;
     }
     if (uid + 1 < cs.msgs_end) schedule(msgs_[uid + 1].post_ns, Ev::post, conn, uid + 1);
+    if (!host_ev_.empty()) host_ev_[uid].post_ns = now_;
     if (cs.error) {  // a QP in error flushes new work requests without sending them
         pg.done = true;
+        note_done(uid, WcStatus::wr_flush_err);
         return;
     }
     m.psn_first = cs.next_psn;
@@ -626,10 +678,12 @@ void Simulator::complete_before(uint32_t conn, uint32_t psn, bool inclusive) {
         MsgProgress& pg = progress_[uid];
         if (pg.done || !is_send_write(m.op)) continue;
         const uint32_t last = psn_add(m.psn_first, m.npsn - 1);
-        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last))
+        if (inclusive ? psn_not_older(psn, last) : psn_newer(psn, last)) {
             pg.done = true;
-        else
+            note_done(uid, WcStatus::success);
+        } else {
             break;
+        }
     }
 }
 
@@ -704,7 +758,15 @@ void Simulator::on_response(uint32_t conn, const Delivery& p) {
                     arm_retx(conn, true);
                 } else {  // fatal: the QP goes to error, outstanding work is flushed
                     cs.error = true;
-                    for (uint32_t uid : cs.sq.items()) progress_[uid].done = true;
+                    for (uint32_t uid : cs.sq.items()) {
+                        // The message the NAK names fails; the rest is flushed.
+                        if (!progress_[uid].done)
+                            note_done(uid,
+                                      proto::psn_sub(psn, msgs_[uid].psn_first) < msgs_[uid].npsn
+                                          ? WcStatus::rem_access_err
+                                          : WcStatus::wr_flush_err);
+                        progress_[uid].done = true;
+                    }
                     cs.sq.clear();
                     arm_retx(conn, true);
                 }
@@ -723,14 +785,17 @@ void Simulator::on_response(uint32_t conn, const Delivery& p) {
             if (psn != pg.resp_next) return;  // out of order: wait for the timeout
             pg.resp_next = psn_add(pg.resp_next, 1);
             complete_before(conn, m.psn_first, false);
-            if (info.position == proto::Position::last || info.position == proto::Position::only)
+            if (info.position == proto::Position::last || info.position == proto::Position::only) {
                 pg.done = true;
+                note_done(uid, WcStatus::success);
+            }
             break;
         }
         if (info.kind == proto::OpKind::atomic_ack &&
             (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) && m.psn_first == psn) {
             complete_before(conn, psn, false);
             pg.done = true;
+            note_done(uid, WcStatus::success);
             break;
         }
     }
@@ -743,6 +808,7 @@ void Simulator::on_response(uint32_t conn, const Delivery& p) {
 void Simulator::on_request(uint32_t conn, const Delivery& p) {
     ConnState& cs = conn_[conn];
     if (p.ecn == proto::kEcnCe) maybe_send_cnp(conn);
+    if (cs.uc && !host_ev_.empty()) note_uc_request(conn, p);
     if (cs.uc || cs.resp_error) return;
     const uint32_t psn = p.psn;
     const MsgInfo& m = msgs_[p.msg_uid];
@@ -762,6 +828,7 @@ void Simulator::on_request(uint32_t conn, const Delivery& p) {
             }
         }
         cs.nak_state = false;
+        if (!host_ev_.empty() && p.index + 1 == m.npkts) host_ev_[p.msg_uid].delivered_ns = now_;
         switch (m.op) {
             case OpType::read:
                 cs.e_psn = psn_add(cs.e_psn, m.npsn);
@@ -972,6 +1039,30 @@ void Simulator::prefetch(const Event& e) {
     const char* cs = reinterpret_cast<const char*>(&conn_[conn]);
     __builtin_prefetch(cs);
     __builtin_prefetch(cs + 64);
+}
+
+void Simulator::record_host_events() {
+    host_ev_.assign(msgs_.size(), MsgHostEvents{});
+    uc_rx_.assign(conn_.size(), {kNone, 0});
+}
+
+// A UC responder (IBTA 9.7.5.1: no retransmission, no NAK) delivers a message whose packets
+// arrive in order from its First/Only; a packet out of that order drops the message in
+// progress, and a First/Only starts the next one.
+void Simulator::note_uc_request(uint32_t conn, const Delivery& p) {
+    auto& [uid, next] = uc_rx_[conn];
+    if (p.index == 0) {
+        uid = p.msg_uid;
+        next = 0;
+    }
+    if (uid != p.msg_uid || next != p.index) {
+        uid = kNone;
+        return;
+    }
+    if (++next == msgs_[uid].npkts) {
+        host_ev_[uid].delivered_ns = now_;
+        uid = kNone;
+    }
 }
 
 void Simulator::run(ObservedSink& sink) {

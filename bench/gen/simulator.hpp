@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "bench/gen/event_queue.hpp"
+#include "bench/gen/host_events.hpp"
+#include "bench/gen/host_layout.hpp"
 #include "bench/gen/huge_vector.hpp"
 #include "bench/gen/rng.hpp"
 #include "bench/gen/scenario.hpp"
@@ -79,10 +81,15 @@ class Simulator {
     Simulator(const Scenario& scenario, uint64_t seed);
     // Runs to completion, handing every observed packet to `sink` in capture order.
     void run(ObservedSink& sink);
+    // Before run(): also record the moments the host traces need (host_events.hpp).
+    void record_host_events();
 
     const HugeVector<MsgInfo>& messages() const { return msgs_; }
     const HugeVector<ConnInfo>& conns() const { return conn_info_; }
     const SimStats& stats() const { return stats_; }
+    const HostLayout& layout() const { return layout_; }
+    // By message uid; empty unless record_host_events() was called.
+    const HugeVector<MsgHostEvents>& host_events() const { return host_ev_; }
 
   private:
     enum class Ev : uint8_t {
@@ -224,11 +231,21 @@ class Simulator {
     // CM and extra traffic.
     void send_cm(uint32_t conn, CmKind kind, uint64_t desired);
 
+    // Host events (only while host_ev_ is allocated).
+    void note_done(uint32_t uid, WcStatus status) {
+        if (host_ev_.empty()) return;
+        host_ev_[uid].done_ns = now_;
+        host_ev_[uid].status = status;
+    }
+    void note_uc_request(uint32_t conn, const Delivery& p);
+
     SimPacket& new_response(uint32_t conn, uint32_t& idx, uint8_t opcode, uint32_t psn);
     bool target(uint32_t uid, uint32_t pkt_index, Action action) const;
 
     const Scenario& sc_;
+    uint64_t seed_;
     Rng rng_;
+    HostLayout layout_;
     uint64_t rate_mbps_ = 100'000;
     std::vector<HostState> hosts_;
     HugeVector<ConnInfo> conn_info_;
@@ -246,6 +263,10 @@ class Simulator {
     // ACK drops: key (conn << 32 | ack index) -> Action bit mask.
     std::unordered_map<uint64_t, uint32_t> ack_targets_;
     SimStats stats_;
+    HugeVector<MsgHostEvents> host_ev_;
+    // UC responders (host events only): the message whose packets are arriving in order, and
+    // the index of the packet expected next.
+    std::vector<std::pair<uint32_t, uint32_t>> uc_rx_;
 };
 
 }  // namespace insert::gen

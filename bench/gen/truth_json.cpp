@@ -111,6 +111,7 @@ void TruthJsonWriter::on_msg(const TruthMsg& m) {
     w.key("status").padded(status_str_[static_cast<int>(m.status)]).field("gen_msg", m.msg_uid);
     w.lit("}");
     w_->commit(w);
+    if (tap_) tap_->on_msg(m);
 }
 
 // qp records [begin, end) of `order`; the file's last record ends without a comma.

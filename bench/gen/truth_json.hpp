@@ -35,6 +35,8 @@ class TruthJsonWriter : public TruthMsgSink {
 
     bool open(const std::string& path, const TruthFileInfo& info, std::string& error);
     void on_msg(const TruthMsg& m) override;
+    // Every record written is also handed to `tap` (the host traces' e2e truth needs them).
+    void set_tap(TruthMsgSink* tap) { tap_ = tap; }
     // Writes the rest and closes; false with `error` (and no file left) if any write failed.
     bool finish(const TruthObserver& truth, std::string& error);
 
@@ -59,6 +61,7 @@ class TruthJsonWriter : public TruthMsgSink {
     std::FILE* f_ = nullptr;
     std::unique_ptr<JsonOut> w_;
     uint64_t msgs_ = 0;
+    TruthMsgSink* tap_ = nullptr;
 };
 
 // The whole file from an observer that kept its msg records (no TruthMsgSink set).

@@ -1,0 +1,713 @@
+#include "bench/gen/e2e_truth.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "dataplane/proto/psn.hpp"
+
+namespace insert::gen {
+
+namespace {
+
+// docs/correlation.md section 4: "up to 64 items ahead on either side".
+constexpr uint32_t kResyncWindow = 64;
+
+OpType family(WrOpcode op) {
+    switch (op) {
+        case WrOpcode::send:
+        case WrOpcode::send_with_imm:
+        case WrOpcode::send_with_inv:
+            return OpType::send;
+        case WrOpcode::rdma_write:
+        case WrOpcode::rdma_write_with_imm:
+            return OpType::write;
+        case WrOpcode::rdma_read:
+            return OpType::read;
+        case WrOpcode::atomic_cmp_and_swp:
+            return OpType::cmp_swap;
+        case WrOpcode::atomic_fetch_and_add:
+            break;
+    }
+    return OpType::fetch_add;
+}
+
+// floor(x / 2) for negative x too (section 5: "the same formula" when lo > hi).
+int64_t floor_half(int64_t x) {
+    return x >= 0 ? x / 2 : -((-x + 1) / 2);
+}
+
+uint64_t addr_key(uint16_t ip, uint32_t qpn) {
+    return (uint64_t{ip} << 32) | qpn;
+}
+uint64_t peer_key(uint16_t ip, uint16_t peer_ip, uint32_t qpn) {
+    return (uint64_t{ip} << 48) | (uint64_t{peer_ip} << 32) | qpn;
+}
+
+struct AliveKey {
+    uint16_t host;
+    uint32_t pid;
+    uint64_t obj;  // `qp` object, or a QPN
+    bool operator==(const AliveKey&) const = default;
+};
+struct AliveHash {
+    std::size_t operator()(const AliveKey& k) const {
+        return std::hash<uint64_t>()(k.obj * 0x9E3779B97F4A7C15ull ^ (uint64_t{k.host} << 32) ^
+                                     k.pid);
+    }
+};
+
+// Nearest-rank percentile over sorted values (SPEC 7's definition, exact here).
+int64_t nearest_rank(const std::vector<int64_t>& sorted, unsigned percent) {
+    const std::size_t rank = (sorted.size() * percent + 99) / 100;
+    return sorted[std::max<std::size_t>(rank, 1) - 1];
+}
+
+Percentiles percentiles(std::vector<int64_t> v) {
+    Percentiles p;
+    if (v.empty()) return p;  // section 6: null when there are none
+    std::sort(v.begin(), v.end());
+    p.p50 = nearest_rank(v, 50);
+    p.p99 = nearest_rank(v, 99);
+    p.max = v.back();
+    return p;
+}
+
+// The alignment of docs/correlation.md section 4 over two sequences of `nw` and `nm` items;
+// `agree(i, j)` says whether item i of the first and j of the second agree. Calls
+// `match(i, j, resync)` for each matched pair, in order.
+template <typename Agree, typename Match>
+void align(std::size_t nw, std::size_t nm, Agree agree, Match match) {
+    std::size_t i = 0, j = 0;
+    bool skipped = false;
+    while (i < nw && j < nm) {
+        // 1. W[i] and M[j] agree: they match, `exact` unless the previous step skipped.
+        if (agree(i, j)) {
+            match(i, j, skipped);
+            skipped = false;
+            ++i, ++j;
+            continue;
+        }
+        // 2. The next agreeing pair (W[i+a], M[j+b]), 0 <= a, b <= 64, smallest a + b, then
+        // smallest b, then smallest a; what lies before it is skipped.
+        bool found = false;
+        for (uint32_t sum = 1; sum <= 2 * kResyncWindow && !found; ++sum) {
+            for (uint32_t b = 0; b <= std::min(sum, kResyncWindow); ++b) {
+                const uint32_t a = sum - b;
+                if (a > kResyncWindow || i + a >= nw || j + b >= nm) continue;
+                if (!agree(i + a, j + b)) continue;
+                match(i + a, j + b, true);
+                i += a + 1, j += b + 1;
+                found = true;
+                break;
+            }
+        }
+        if (found) {
+            skipped = false;
+            continue;
+        }
+        // None: W[i] is unmatched, M[j] wire-only; go on from (i+1, j+1).
+        ++i, ++j;
+        skipped = true;
+    }
+    // 3. When one side ends, the rest of the other is unmatched.
+}
+
+}  // namespace
+
+// One pass of the join (section 3-4) under given clock offsets.
+struct E2eTruth::Join {
+    std::vector<std::optional<uint32_t>> req, resp;  // per message: its incarnations
+    std::vector<std::vector<uint32_t>> m;            // M per requester incarnation
+    struct Match {
+        uint32_t inc, w, msg;
+        bool resync;
+    };
+    std::vector<Match> matches;
+    std::vector<uint64_t> unmatched_wr;  // per incarnation
+    uint64_t wire_only = 0, src_untraced = 0, pair_conflicts = 0;
+};
+
+E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const TruthMsg> msgs,
+                   const TruthObserver& truth)
+    : sc_(sc), trace_(trace), all_msgs_(msgs), truth_(truth) {
+    read_trace();
+    dedup_msgs();
+    complete_wrs();
+    // Section 3 "Time": a first pass with offsets 0 (no --clock-offset given), then again
+    // with the offsets it estimated; the second pass's matches give the offsets reported
+    // and used for every time in the records (reading, section 5).
+    const std::vector<int64_t> zero(sc_.hosts.size(), 0);
+    const Join first = join(zero);
+    const std::vector<int64_t> theta1 = estimate(first, nullptr);
+    const Join final_join = join(theta1);
+    const std::vector<int64_t> theta = estimate(final_join, &clocks_);
+    match_receives(final_join, theta);
+    build_records(final_join, theta);
+    build_apps(theta);
+    build_pairs(theta);
+    check(final_join);
+}
+
+// Section 2: QP incarnations, their IPs and peers, and the work requests and completions
+// of each, from the host records in canonical order (the trace lists each host's records
+// by its clock, and a process's records have distinct times).
+void E2eTruth::read_trace() {
+    std::unordered_map<AliveKey, uint32_t, AliveHash> by_qp, by_qpn;
+    std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> alive_of_process;
+    host_seen_.assign(sc_.hosts.size(), false);
+    auto end_life = [&](uint32_t i, int64_t t) {
+        Incarnation& q = incs_[i];
+        q.t_end = t;
+        by_qp.erase({q.host, q.pid, q.qp});
+        by_qpn.erase({q.host, q.pid, q.qpn});
+    };
+    auto fill_ip = [&](uint32_t i, const HostRecord& r) {
+        // Its IP: create_qp's, else the first non-null of a later modify/post record.
+        if (!incs_[i].ip) incs_[i].ip = trace_.ip_of(r);
+    };
+    for (const HostRecord& r : trace_.records()) {
+        host_seen_[r.host] = true;
+        if (r.kind == HostRec::trace_start || r.kind == HostRec::lost) continue;
+        const uint32_t pid = trace_.pid(r.proc);
+        switch (r.kind) {
+            case HostRec::create_qp: {
+                // A successful create_qp of an RC/UC QP starts an incarnation.
+                const HostQp& q = trace_.qp(r.ref);
+                Incarnation inc;
+                inc.host = r.host;
+                inc.pid = pid;
+                inc.proc = r.proc;
+                inc.qp = q.ptr;
+                inc.qpn = q.qpn;
+                inc.ip = trace_.ip_of(r);
+                inc.t_create = r.wall_ns;
+                const auto i = static_cast<uint32_t>(incs_.size());
+                incs_.push_back(inc);
+                by_qp[{r.host, pid, q.ptr}] = i;
+                by_qpn[{r.host, pid, q.qpn}] = i;
+                alive_of_process[{r.host, pid}].push_back(i);
+                break;
+            }
+            case HostRec::modify_init:
+            case HostRec::modify_rtr:
+            case HostRec::modify_rts: {
+                const HostQp& q = trace_.qp(r.ref);
+                const auto it = by_qp.find({r.host, pid, q.ptr});
+                if (it == by_qp.end()) break;
+                Incarnation& inc = incs_[it->second];
+                fill_ip(it->second, r);
+                // Its peer: the latest RTR's peer_ip and dest_qpn (and rq_psn); the latest
+                // RTS's sq_psn.
+                if (r.kind == HostRec::modify_rtr) {
+                    inc.peer_ip = q.peer_host;
+                    inc.dest_qpn = q.dest_qpn;
+                    inc.rq_psn = q.rq_psn;
+                } else if (r.kind == HostRec::modify_rts) {
+                    inc.sq_psn = q.sq_psn;
+                }
+                break;
+            }
+            case HostRec::post_send: {
+                const HostQp& q = trace_.qp(trace_.qp_of(r));
+                const auto it = by_qp.find({r.host, pid, q.ptr});
+                if (it == by_qp.end()) break;
+                fill_ip(it->second, r);
+                // Section 4 W: post_send records of an RC/UC family, in canonical order.
+                const WorkRequest w = trace_.work_request(r);
+                Wr wr;
+                wr.wall = r.wall_ns;
+                wr.wr_id = w.wr_id;
+                wr.fam = family(w.opcode);
+                wr.len = w.len;
+                wr.remote_addr = w.remote_addr;
+                wr.rkey = w.rkey;
+                wr.signaled = w.signaled;
+                wr.uid = r.ref;
+                wrs_.resize(incs_.size());
+                wrs_[it->second].push_back(wr);
+                break;
+            }
+            case HostRec::post_recv: {
+                const HostQp& q = trace_.qp(trace_.qp_of(r));
+                const auto it = by_qp.find({r.host, pid, q.ptr});
+                if (it != by_qp.end()) fill_ip(it->second, r);
+                break;
+            }
+            case HostRec::poll_send:
+            case HostRec::poll_recv: {
+                // Completions of q's process with qpn == q.qpn inside q's lifetime.
+                const HostQp& q = trace_.qp(trace_.qp_of(r));
+                const auto it = by_qpn.find({r.host, pid, q.qpn});
+                if (it == by_qpn.end()) break;
+                const Completion c = trace_.completion(r);
+                const Comp comp{r.wall_ns, c.wr_id, c.status, c.opcode, c.byte_len};
+                const bool recv =
+                    c.opcode == WcOpcode::recv || c.opcode == WcOpcode::recv_rdma_with_imm;
+                sends_.resize(incs_.size());
+                recvs_.resize(incs_.size());
+                if (!recv)
+                    sends_[it->second].push_back(comp);
+                else if (c.status == WcStatus::success)
+                    recvs_[it->second].push_back(comp);
+                break;
+            }
+            case HostRec::destroy_qp: {
+                // The incarnation ends at the first later destroy_qp of (host, pid, qp).
+                const HostQp& q = trace_.qp(r.ref);
+                const auto it = by_qp.find({r.host, pid, q.ptr});
+                if (it == by_qp.end()) break;
+                const uint32_t i = it->second;
+                end_life(i, r.wall_ns);
+                auto& alive = alive_of_process[{r.host, pid}];
+                alive.erase(std::find(alive.begin(), alive.end(), i));
+                break;
+            }
+            case HostRec::process_exit: {
+                // ... or at its process's exit, whichever comes first.
+                auto& alive = alive_of_process[{r.host, pid}];
+                for (uint32_t i : alive) end_life(i, r.wall_ns);
+                alive.clear();
+                break;
+            }
+            default:  // open_device, query_gid, alloc_pd, create_cq, reg_mr, dereg_mr: ignored
+                break;
+        }
+    }
+    wrs_.resize(incs_.size());
+    sends_.resize(incs_.size());
+    recvs_.resize(incs_.size());
+    for (const Incarnation& q : incs_) {
+        if (!q.ip) ++summary_.qps_without_ip;  // cannot be joined
+        if (!q.ip) continue;
+        const auto i = static_cast<uint32_t>(&q - incs_.data());
+        by_addr_[addr_key(*q.ip, q.qpn)].push_back(i);
+        if (q.peer_ip) {
+            by_peer_[peer_key(*q.ip, *q.peer_ip, q.dest_qpn)].push_back(i);
+            by_peer_any_[addr_key(*q.peer_ip, q.dest_qpn)].push_back(i);
+        }
+    }
+}
+
+// Section 1: a msg seen twice (same src_ip dst_ip dst_qpn psn_first op) keeps the one with
+// the smallest t_first_ns (then the first given).
+void E2eTruth::dedup_msgs() {
+    struct Key {
+        uint16_t src, dst;
+        uint32_t dst_qpn, psn_first;
+        OpType op;
+        bool operator==(const Key&) const = default;
+    };
+    struct Hash {
+        std::size_t operator()(const Key& k) const {
+            const uint64_t a = (uint64_t{k.src} << 48) | (uint64_t{k.dst} << 32) | k.dst_qpn;
+            return std::hash<uint64_t>()(a * 0x9E3779B97F4A7C15ull ^ (uint64_t{k.psn_first} << 8 |
+                                                                      static_cast<uint64_t>(k.op)));
+        }
+    };
+    std::unordered_map<Key, std::size_t, Hash> seen;
+    seen.reserve(all_msgs_.size());
+    for (const TruthMsg& m : all_msgs_) {
+        const auto [it, added] =
+            seen.try_emplace({m.src_host, m.dst_host, m.dst_qpn, m.psn_first, m.op}, msgs_.size());
+        if (added) {
+            msgs_.push_back(&m);
+            continue;
+        }
+        ++summary_.duplicate_msgs;
+        if (m.t_first_ns < msgs_[it->second]->t_first_ns) msgs_[it->second] = &m;
+    }
+    t_recv_poll_.assign(msgs_.size(), std::nullopt);
+}
+
+// Section 4 "Completion of a work request".
+void E2eTruth::complete_wrs() {
+    for (std::size_t q = 0; q < incs_.size(); ++q) {
+        std::vector<Wr>& w = wrs_[q];
+        const std::vector<Comp>& comps = sends_[q];
+        // Each signaled w takes the first untaken send completion with its wr_id at or after
+        // its post. Posts come in time order, so a completion skipped as too early for one
+        // is too early for every later one: a cursor per wr_id suffices.
+        std::unordered_map<uint64_t, std::vector<uint32_t>> by_id;
+        for (uint32_t k = 0; k < comps.size(); ++k) by_id[comps[k].wr_id].push_back(k);
+        std::unordered_map<uint64_t, std::size_t> cursor;
+        for (Wr& wr : w) {
+            if (!wr.signaled) continue;
+            const auto it = by_id.find(wr.wr_id);
+            if (it == by_id.end()) continue;
+            std::size_t& cur = cursor[wr.wr_id];
+            while (cur < it->second.size() && comps[it->second[cur]].wall < wr.wall) ++cur;
+            if (cur == it->second.size()) continue;
+            const Comp& c = comps[it->second[cur++]];
+            wr.t_poll = c.wall;
+            wr.status = c.status;
+        }
+        // An unsignaled w takes t_poll and wc_status from the first signaled w' after it in
+        // W that has a completion.
+        std::optional<int64_t> t;
+        std::optional<WcStatus> st;
+        for (std::size_t k = w.size(); k-- > 0;) {
+            if (w[k].signaled) {
+                if (w[k].t_poll) t = w[k].t_poll, st = w[k].status;
+                continue;
+            }
+            w[k].t_poll = t;
+            w[k].status = st;
+        }
+    }
+}
+
+// Section 3 "Time": one candidate is taken whatever the time (reading); among several, the
+// incarnation alive at host time t_first_ns + theta_h, else the latest created before it,
+// else none.
+std::optional<uint32_t> E2eTruth::choose(const std::vector<uint32_t>& cands, uint64_t t_obs,
+                                         const std::vector<int64_t>& theta) const {
+    if (cands.empty()) return std::nullopt;
+    if (cands.size() == 1) return cands[0];
+    std::optional<uint32_t> alive, before;
+    for (uint32_t c : cands) {
+        const Incarnation& q = incs_[c];
+        const int64_t t = static_cast<int64_t>(t_obs) + theta[q.host];
+        if (q.t_create > t) continue;
+        if (t < q.t_end && (!alive || incs_[*alive].t_create < q.t_create)) alive = c;
+        if (!before || incs_[*before].t_create < q.t_create) before = c;
+    }
+    return alive ? alive : before;
+}
+
+E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
+    Join j;
+    j.req.assign(msgs_.size(), std::nullopt);
+    j.resp.assign(msgs_.size(), std::nullopt);
+    j.m.resize(incs_.size());
+    j.unmatched_wr.assign(incs_.size(), 0);
+    static const std::vector<uint32_t> kNoCandidates;
+    auto find = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& index,
+                   uint64_t key) -> const std::vector<uint32_t>& {
+        const auto it = index.find(key);
+        return it == index.end() ? kNoCandidates : it->second;
+    };
+    for (uint32_t k = 0; k < msgs_.size(); ++k) {
+        const TruthMsg& m = *msgs_[k];
+        // Section 3: requester candidates are the incarnations at src_ip whose peer is
+        // (dst_ip, dst_qpn); if none, those at src_ip with qpn == src_qpn.
+        const std::vector<uint32_t>* cands =
+            &find(by_peer_, peer_key(m.src_host, m.dst_host, m.dst_qpn));
+        const bool by_peer = !cands->empty();
+        if (!by_peer && m.src_qpn) cands = &find(by_addr_, addr_key(m.src_host, *m.src_qpn));
+        j.req[k] = choose(*cands, m.t_first_ns, theta);
+        j.resp[k] = choose(find(by_addr_, addr_key(m.dst_host, m.dst_qpn)), m.t_first_ns, theta);
+        if (!j.req[k]) {
+            ++j.src_untraced;  // no requester incarnation: no e2e record (reading)
+            continue;
+        }
+        // The host's view wins over a disagreeing dataplane pair.
+        if (by_peer && m.src_qpn && *m.src_qpn != incs_[*j.req[k]].qpn) ++j.pair_conflicts;
+        j.m[*j.req[k]].push_back(k);
+    }
+    for (uint32_t q = 0; q < incs_.size(); ++q) {
+        std::vector<uint32_t>& mq = j.m[q];
+        const std::vector<Wr>& w = wrs_[q];
+        if (mq.empty()) {
+            j.unmatched_wr[q] = w.size();
+            continue;
+        }
+        // Section 4 M order: ((psn_first - base) mod 2^24, t_first_ns), base = sq_psn if
+        // known, else the psn_first of the message with the smallest (t_first_ns, psn_first).
+        uint32_t base = 0;
+        if (incs_[q].sq_psn) {
+            base = *incs_[q].sq_psn;
+        } else {
+            const TruthMsg* first = msgs_[mq[0]];
+            for (uint32_t k : mq) {
+                const TruthMsg& x = *msgs_[k];
+                if (std::tie(x.t_first_ns, x.psn_first) <
+                    std::tie(first->t_first_ns, first->psn_first))
+                    first = &x;
+            }
+            base = first->psn_first;
+        }
+        std::stable_sort(mq.begin(), mq.end(), [&](uint32_t x, uint32_t y) {
+            const TruthMsg& a = *msgs_[x];
+            const TruthMsg& b = *msgs_[y];
+            return std::make_pair(proto::psn_sub(a.psn_first, base), a.t_first_ns) <
+                   std::make_pair(proto::psn_sub(b.psn_first, base), b.t_first_ns);
+        });
+        // Agree(w, m): same family; SEND len == bytes, WRITE/READ len == dma_len, atomics
+        // len == 8; WRITE, READ, atomics also remote_addr == va and rkey == rkey.
+        auto agree = [&](std::size_t wi, std::size_t mi) {
+            const Wr& x = w[wi];
+            const TruthMsg& y = *msgs_[mq[mi]];
+            if (x.fam != y.op) return false;
+            switch (y.op) {
+                case OpType::send:
+                    return x.len == y.bytes;
+                case OpType::write:
+                case OpType::read:
+                    if (!y.dma_len || x.len != *y.dma_len) return false;
+                    break;
+                case OpType::cmp_swap:
+                case OpType::fetch_add:
+                    if (x.len != 8) return false;
+                    break;
+            }
+            return x.remote_addr == y.va && x.rkey == y.rkey;
+        };
+        std::size_t matched = 0;
+        align(w.size(), mq.size(), agree, [&](std::size_t wi, std::size_t mi, bool resync) {
+            j.matches.push_back({q, static_cast<uint32_t>(wi), mq[mi], resync});
+            ++matched;
+        });
+        j.unmatched_wr[q] = w.size() - matched;
+        j.wire_only += mq.size() - matched;
+    }
+    return j;
+}
+
+// Section 5: per host, over the matched messages of its requesters, lo = max(t_post -
+// t_first_ns), hi = min(t_poll - t_ack_ns); the offset from them.
+std::vector<int64_t> E2eTruth::estimate(const Join& j, std::vector<ClockRecord>* out) const {
+    const std::size_t nh = sc_.hosts.size();
+    std::vector<ClockRecord> c(nh);
+    for (uint16_t h = 0; h < nh; ++h) c[h].host = h;
+    for (const Join::Match& x : j.matches) {
+        const Wr& w = wrs_[x.inc][x.w];
+        const TruthMsg& m = *msgs_[x.msg];
+        ClockRecord& r = c[incs_[x.inc].host];
+        ++r.matches;
+        const int64_t lo = w.wall - static_cast<int64_t>(m.t_first_ns);
+        r.lo = r.lo ? std::max(*r.lo, lo) : lo;
+        if (w.t_poll && m.t_ack_ns) {
+            const int64_t hi = *w.t_poll - static_cast<int64_t>(*m.t_ack_ns);
+            r.hi = r.hi ? std::min(*r.hi, hi) : hi;
+        }
+    }
+    std::vector<int64_t> theta(nh, 0);
+    std::vector<bool> has_qp(nh, false);
+    for (const Incarnation& q : incs_) has_qp[q.host] = true;
+    for (uint16_t h = 0; h < nh; ++h) {
+        ClockRecord& r = c[h];
+        if (r.lo && r.hi) {
+            r.offset = *r.lo + floor_half(*r.hi - *r.lo);
+            r.source = "midpoint";
+            r.consistent = *r.lo <= *r.hi;  // an empty intersection is reported, not hidden
+        } else if (r.lo) {
+            r.offset = *r.lo;
+            r.source = "lower";
+        } else if (r.hi) {
+            r.offset = *r.hi;
+            r.source = "upper";
+        }
+        theta[h] = r.offset;
+        if (out && has_qp[h]) out->push_back(r);  // a clock record per host with a QP
+    }
+    return theta;
+}
+
+// Section 4 "Responder RECV completions".
+void E2eTruth::match_receives(const Join& j, const std::vector<int64_t>&) {
+    std::vector<std::vector<uint32_t>> s(incs_.size());
+    for (uint32_t k = 0; k < msgs_.size(); ++k) {
+        const TruthMsg& m = *msgs_[k];
+        if (!j.resp[k]) continue;
+        // Every SEND, and every WRITE with imm, consumes a receive.
+        if (m.op == OpType::send || (m.op == OpType::write && m.imm)) s[*j.resp[k]].push_back(k);
+    }
+    for (uint32_t r = 0; r < incs_.size(); ++r) {
+        std::vector<uint32_t>& list = s[r];
+        if (list.empty()) continue;
+        // In the M order, the base being the responder's rq_psn (reading: its sq_psn numbers
+        // the other direction), else the first message's psn_first.
+        uint32_t base = 0;
+        if (incs_[r].rq_psn) {
+            base = *incs_[r].rq_psn;
+        } else {
+            const TruthMsg* first = msgs_[list[0]];
+            for (uint32_t k : list) {
+                const TruthMsg& x = *msgs_[k];
+                if (std::tie(x.t_first_ns, x.psn_first) <
+                    std::tie(first->t_first_ns, first->psn_first))
+                    first = &x;
+            }
+            base = first->psn_first;
+        }
+        std::stable_sort(list.begin(), list.end(), [&](uint32_t x, uint32_t y) {
+            const TruthMsg& a = *msgs_[x];
+            const TruthMsg& b = *msgs_[y];
+            return std::make_pair(proto::psn_sub(a.psn_first, base), a.t_first_ns) <
+                   std::make_pair(proto::psn_sub(b.psn_first, base), b.t_first_ns);
+        });
+        const std::vector<Comp>& c = recvs_[r];
+        // A pair agrees when the kinds match (SEND -> RECV, WRITE with imm ->
+        // RECV_RDMA_WITH_IMM) and, for SEND, byte_len == bytes.
+        auto agree = [&](std::size_t mi, std::size_t ci) {
+            const TruthMsg& m = *msgs_[list[mi]];
+            if (m.op == OpType::send)
+                return c[ci].opcode == WcOpcode::recv && c[ci].byte_len == m.bytes;
+            return c[ci].opcode == WcOpcode::recv_rdma_with_imm;
+        };
+        align(list.size(), c.size(), agree,
+              [&](std::size_t mi, std::size_t ci, bool) { t_recv_poll_[list[mi]] = c[ci].wall; });
+    }
+}
+
+// Section 6 `e2e`: times in observer ns, host times shifted by -theta.
+void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
+    for (const Join::Match& x : j.matches) {
+        const Wr& w = wrs_[x.inc][x.w];
+        const TruthMsg& m = *msgs_[x.msg];
+        const int64_t th = theta[incs_[x.inc].host];
+        E2eRecord e;
+        e.req = x.inc;
+        e.resp = j.resp[x.msg];
+        e.msg = &m;
+        e.wr_id = w.wr_id;
+        e.bytes = w.len;  // what the application moved
+        e.signaled = w.signaled;
+        e.resync = x.resync;
+        e.wr_uid = w.uid;
+        e.t_post_ns = w.wall - th;
+        const int64_t t_first = static_cast<int64_t>(m.t_first_ns);
+        e.host_ns = t_first - e.t_post_ns;
+        if (m.t_ack_ns) e.net_ns = static_cast<int64_t>(*m.t_ack_ns) - t_first;
+        if (w.t_poll) {
+            e.t_poll_ns = *w.t_poll - th;
+            e.total_ns = *w.t_poll - w.wall;  // host clock only
+            if (m.t_ack_ns) e.completion_ns = *e.t_poll_ns - static_cast<int64_t>(*m.t_ack_ns);
+        }
+        e.wc_status = w.status;
+        if (e.resp && t_recv_poll_[x.msg])
+            e.t_recv_poll_ns = *t_recv_poll_[x.msg] - theta[incs_[*e.resp].host];
+        ++(x.resync ? summary_.resync : summary_.exact);
+        e2e_.push_back(e);
+    }
+    summary_.e2e = e2e_.size();
+    for (uint64_t u : j.unmatched_wr) summary_.unmatched_wr += u;
+    summary_.wire_only = j.wire_only;
+    summary_.src_untraced = j.src_untraced;
+    summary_.pair_conflicts = j.pair_conflicts;
+    summary_.qps = incs_.size();
+    summary_.hosts = static_cast<uint64_t>(std::count(host_seen_.begin(), host_seen_.end(), true));
+    unmatched_ = j.unmatched_wr;
+}
+
+// The dataplane endpoint record of (ip, qpn) belongs to the incarnation chosen among
+// `cands` at its t_first_ns + theta, as messages do (section 3 "Time").
+std::optional<uint32_t> E2eTruth::endpoint_owner(const std::vector<uint32_t>& cands,
+                                                 const TruthEndpoint& ep,
+                                                 const std::vector<int64_t>& theta) const {
+    return choose(cands, ep.t_first_ns, theta);
+}
+
+// Section 6 `app`, one per (host, ip, pid, comm, cgroup) owning a requester incarnation
+// with a matched message, over that process's e2e records as requester.
+void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
+    struct Acc {
+        AppRecord r;
+        std::vector<uint32_t> incs;  // requester incarnations with a match
+        std::vector<int64_t> host_ns, net_ns, completion_ns, total_ns;
+    };
+    std::map<std::tuple<uint16_t, uint16_t, uint32_t>, Acc> apps;
+    for (const E2eRecord& e : e2e_) {
+        const Incarnation& q = incs_[e.req];
+        Acc& a = apps[{q.host, *q.ip, q.pid}];
+        a.r.host = q.host;
+        a.r.ip = *q.ip;
+        a.r.proc = q.proc;
+        if (std::find(a.incs.begin(), a.incs.end(), e.req) == a.incs.end()) a.incs.push_back(e.req);
+        const int op = static_cast<int>(e.msg->op);
+        ++a.r.msgs[op];
+        a.r.bytes[op] += e.bytes;
+        if (e.host_ns) a.host_ns.push_back(*e.host_ns);
+        if (e.net_ns) a.net_ns.push_back(*e.net_ns);
+        if (e.completion_ns) a.completion_ns.push_back(*e.completion_ns);
+        if (e.total_ns) a.total_ns.push_back(*e.total_ns);
+        a.r.retx_pkts += e.msg->retx_pkts;
+        a.r.naks += e.msg->naks;
+    }
+    const auto& eps = truth_.endpoints();
+    for (auto& [key, a] : apps) {
+        a.r.qps = a.incs.size();
+        a.r.host_ns = percentiles(std::move(a.host_ns));
+        a.r.net_ns = percentiles(std::move(a.net_ns));
+        a.r.completion_ns = percentiles(std::move(a.completion_ns));
+        a.r.total_ns = percentiles(std::move(a.total_ns));
+        // Over every incarnation of the process at that IP.
+        for (uint32_t i = 0; i < incs_.size(); ++i) {
+            const Incarnation& q = incs_[i];
+            if (q.host != a.r.host || q.pid != std::get<2>(key) || !q.ip || *q.ip != a.r.ip)
+                continue;
+            a.r.unmatched_wr += unmatched_[i];
+            // cnps, ecn_ce: received at its own endpoints.
+            const int32_t e = truth_.find(*q.ip, q.qpn);
+            if (e >= 0) {
+                const TruthEndpoint& ep = eps[static_cast<std::size_t>(e)];
+                if (endpoint_owner(by_addr_.at(addr_key(*q.ip, q.qpn)), ep, theta) == i) {
+                    a.r.cnps += ep.cnps;
+                    a.r.ecn_ce += ep.ecn_ce;
+                }
+            }
+            // ecn_ce_caused: ecn_ce at the peer endpoint of its connected QPs.
+            if (!q.peer_ip) continue;
+            const int32_t f = truth_.find(*q.peer_ip, q.dest_qpn);
+            if (f < 0) continue;
+            const TruthEndpoint& peer = eps[static_cast<std::size_t>(f)];
+            if (endpoint_owner(by_peer_any_.at(addr_key(*q.peer_ip, q.dest_qpn)), peer, theta) == i)
+                a.r.ecn_ce_caused += peer.ecn_ce;
+        }
+        apps_.push_back(a.r);
+    }
+    summary_.apps = apps_.size();
+}
+
+// Section 6 `pair`: an incarnation with a peer from its RTR whose endpoint the dataplane
+// reported with no pair or another one.
+void E2eTruth::build_pairs(const std::vector<int64_t>& theta) {
+    const auto& eps = truth_.endpoints();
+    for (uint32_t i = 0; i < incs_.size(); ++i) {
+        const Incarnation& q = incs_[i];
+        if (!q.ip || !q.peer_ip) continue;
+        const int32_t e = truth_.find(*q.ip, q.qpn);
+        if (e < 0) continue;  // the dataplane never saw the endpoint
+        const TruthEndpoint& ep = eps[static_cast<std::size_t>(e)];
+        if (endpoint_owner(by_addr_.at(addr_key(*q.ip, q.qpn)), ep, theta) != i) continue;
+        PairRecord p;
+        p.inc = i;
+        if (ep.peer >= 0) {
+            const TruthEndpoint& f = eps[static_cast<std::size_t>(ep.peer)];
+            if (f.host == *q.peer_ip && f.qpn == q.dest_qpn) continue;  // the same pair
+            p.dp_pair_by = ep.pair_by;
+            p.dp_peer_ip = f.host;
+            p.dp_peer_qpn = f.qpn;
+        }
+        pairs_.push_back(p);
+    }
+    std::stable_sort(pairs_.begin(), pairs_.end(), [&](const PairRecord& x, const PairRecord& y) {
+        const Incarnation& a = incs_[x.inc];
+        const Incarnation& b = incs_[y.inc];
+        return std::make_pair(sc_.hosts[*a.ip].ip, a.qpn) <
+               std::make_pair(sc_.hosts[*b.ip].ip, b.qpn);
+    });
+}
+
+// The generator's knowledge, to check the rules: the message a matched work request made.
+void E2eTruth::check(const Join&) {
+    for (const E2eRecord& e : e2e_) {
+        if (e.wr_uid == e.msg->msg_uid) continue;
+        HostRecord real;
+        real.kind = HostRec::post_send;
+        real.ref = e.msg->msg_uid;
+        const WorkRequest truly = trace_.work_request(real);
+        const Wr& w = [&]() -> const Wr& {
+            for (const Wr& x : wrs_[e.req])
+                if (x.uid == e.wr_uid) return x;
+            return wrs_[e.req][0];
+        }();
+        const bool same = family(truly.opcode) == w.fam && truly.len == w.len &&
+                          truly.remote_addr == w.remote_addr && truly.rkey == w.rkey;
+        ++(same ? indistinguishable_ : mispaired_);
+    }
+}
+
+}  // namespace insert::gen
