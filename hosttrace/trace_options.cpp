@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace insert::hosttrace {
@@ -69,7 +70,8 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     int pid = 0;
     app.add_option("-o,--output", out.output, "JSON Lines destination file, '-' for stdout");
     app.add_option("--unix", out.unix_socket, "write to this Unix stream socket instead");
-    app.add_option("-p,--pid", pid, "trace only this process (its mapped libibverbs)");
+    CLI::Option* pid_option =
+        app.add_option("-p,--pid", pid, "trace only this process (its mapped libibverbs)");
     app.add_option("--comm", out.comm, "trace only processes with this command name");
     app.add_option("--cgroup", cgroup, "trace only this cgroup v2 (directory or id)");
     app.add_option("-l,--lib", out.libraries,
@@ -104,7 +106,8 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         return 2;
     }
     out.use_sites = sites == "auto";
-    if (pid < 0) {
+    // 0 is "no filter" inside; given on the command line it would trace every process.
+    if (pid < 0 || (pid == 0 && pid_option->count() > 0)) {
         error = "--pid " + std::to_string(pid) + ": not a process id";
         return 2;
     }
@@ -120,8 +123,8 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         return 2;
     }
     out.ringbuf_bytes = ringbuf_kb * 1024;
-    if (out.duration_s < 0) {
-        error = "--duration: negative";
+    if (!std::isfinite(out.duration_s) || out.duration_s < 0) {  // NaN compares false
+        error = "--duration: not a number of seconds >= 0";
         return 2;
     }
     if (out.host.empty()) {

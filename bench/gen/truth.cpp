@@ -1,6 +1,7 @@
 #include "bench/gen/truth.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/ethernet.hpp"
@@ -27,6 +28,13 @@ constexpr uint32_t kSmallestMtu = 256;
 
 uint64_t ep_key(uint16_t host, uint32_t qpn) {
     return (uint64_t{host} << 32) | qpn;
+}
+// semantics.md "Sources": the part of endpoint (host, qpn) that receives from `src`.
+uint64_t part_key(uint16_t host, uint32_t qpn, uint16_t src) {
+    return (uint64_t{host} << 40) | (uint64_t{src} << 24) | (qpn & 0xFFFFFF);
+}
+uint64_t cm_req_key(uint16_t sender, uint16_t receiver, uint32_t comm_id) {
+    return (uint64_t{sender} << 48) | (uint64_t{receiver} << 32) | comm_id;
 }
 uint64_t sport_key(uint16_t x, uint16_t y, uint16_t s) {
     return (uint64_t{x} << 32) | (uint64_t{y} << 16) | s;
@@ -86,19 +94,21 @@ TruthObserver::TruthObserver(const Scenario& scenario, const Simulator& sim)
 }
 
 int32_t TruthObserver::find(uint16_t host, uint32_t qpn) const {
-    const uint32_t* e = ep_index_.find(ep_key(host, qpn));
+    const uint32_t* e = ep_index_.find(ep_key(host, qpn));  // after finish(): endpoints
     return e ? static_cast<int32_t>(*e) : -1;
 }
 
-uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint64_t t) {
-    // SPEC 3: an endpoint (ip, qpn) exists once it has received a well-formed RoCE packet.
+uint32_t TruthObserver::endpoint(uint16_t host, uint32_t qpn, uint16_t src_host, uint64_t t) {
+    // SPEC 3: an endpoint (ip, qpn) exists once it has received a well-formed RoCE packet;
+    // semantics.md "Sources": its state is kept per source host, in parts.
     const auto [index, added] =
-        ep_index_.try_emplace(ep_key(host, qpn), static_cast<uint32_t>(eps_.size()));
+        ep_index_.try_emplace(part_key(host, qpn, src_host), static_cast<uint32_t>(eps_.size()));
     if (added) {
         TruthEndpoint& e = eps_.emplace_back();
         windows_.resize(eps_.size() * kWindowWords, 0);
         e.host = host;
         e.qpn = qpn;
+        e.src_host = src_host;
         e.t_first_ns = t;
     }
     return *index;
@@ -169,10 +179,10 @@ void TruthObserver::observe(const SimPacket& p) {
     if (p.conn != kNone && p.cm == CmKind::none) {
         // A connection's packets of one direction all go to one endpoint.
         uint32_t& cached = conn_ep_[p.conn * 2 + p.dir];
-        if (cached == kNone) cached = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+        if (cached == kNone) cached = endpoint(p.dst_host, p.t.bth.dest_qp, p.src_host, p.t_ns);
         e = cached;
     } else {
-        e = endpoint(p.dst_host, p.t.bth.dest_qp, p.t_ns);
+        e = endpoint(p.dst_host, p.t.bth.dest_qp, p.src_host, p.t_ns);
     }
     {
         // semantics.md "Endpoints and counters": every well-formed packet, its payload_len.
@@ -187,16 +197,21 @@ void TruthObserver::observe(const SimPacket& p) {
         ++eps_[e].cnps;  // SPEC 6; CNPs do not set `transport`
         return;
     }
-    if (eps_[e].transport < 0) eps_[e].transport = static_cast<int>(info.transport);
+    if (eps_[e].transport < 0) {
+        eps_[e].transport = static_cast<int>(info.transport);
+        eps_[e].t_transport_ns = p.t_ns;
+    }
     if (p.cm != CmKind::none) {
-        // semantics.md `cm`: REQ (Local Comm ID, Local QPN) from IP X, REP (Remote Comm ID,
-        // Local QPN) from IP Y pair (X, REQ.qpn) with (Y, REP.qpn).
-        if (p.cm == CmKind::req) cm_req_[p.cm_local_id] = {p.src_host, p.cm_qpn};
+        // semantics.md `cm`: REQ (Local Comm ID, Local QPN) from IP X to Y, REP (Remote Comm
+        // ID, Local QPN) from Y to X pair (X, REQ.qpn) with (Y, REP.qpn) - their parts that
+        // receive from each other ("Sources").
+        if (p.cm == CmKind::req)
+            cm_req_[cm_req_key(p.src_host, p.dst_host, p.cm_local_id)] = p.cm_qpn;
         if (p.cm == CmKind::rep) {
-            const auto it = cm_req_.find(p.cm_remote_id);
+            const auto it = cm_req_.find(cm_req_key(p.dst_host, p.src_host, p.cm_remote_id));
             if (it != cm_req_.end()) {
-                const uint64_t x = ep_key(it->second.first, it->second.second);
-                const uint64_t y = ep_key(p.src_host, p.cm_qpn);
+                const uint64_t x = part_key(p.dst_host, it->second, p.src_host);
+                const uint64_t y = part_key(p.src_host, p.cm_qpn, p.dst_host);
                 cm_partner_[x] = y;
                 cm_partner_[y] = x;
             }
@@ -215,23 +230,16 @@ void TruthObserver::observe(const SimPacket& p) {
         on_response(e, p);
 }
 
-// semantics.md: an endpoint takes part in sport/ip pairing with the first source IP and
-// port it received RC/UC/XRC packets from; a second source IP disqualifies it.
+// semantics.md: a part takes part in sport/ip pairing, between its host and its source
+// host, with the first UDP source port it received RC/UC/XRC packets from.
 void TruthObserver::register_source(uint32_t e, const SimPacket& p) {
     TruthEndpoint& ep = eps_[e];
-    if (!ep.has_src) {
-        ep.has_src = true;
-        ep.src_host = p.src_host;
-        ep.sport = p.sport;
-        by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].add(e);
-        by_ip_[ip_key(ep.host, ep.src_host)].add(e);
-        by_first_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
-        return;
-    }
-    if (ep.multi_src || p.src_host == ep.src_host) return;
-    ep.multi_src = true;
-    by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].remove(e);
-    by_ip_[ip_key(ep.host, ep.src_host)].remove(e);
+    if (ep.has_src) return;
+    ep.has_src = true;
+    ep.sport = p.sport;
+    by_sport_[sport_key(ep.host, ep.src_host, ep.sport)].add(e);
+    by_ip_[ip_key(ep.host, ep.src_host)].add(e);
+    by_first_ip_[ip_key(ep.host, ep.src_host)].push_back(e);
 }
 
 void TruthObserver::try_pair(uint32_t e) {
@@ -242,18 +250,18 @@ void TruthObserver::try_pair(uint32_t e) {
     // observer knows its peer. (Not spelled out in semantics.md; dataplane/state does the
     // same - see the insert-gen report. Without it, the ip rule can pair two responders of
     // connections in opposite directions before the CM-named requester exists.)
-    if (const uint64_t* cm = cm_partner_.find(ep_key(ep.host, ep.qpn))) {
+    if (const uint64_t* cm = cm_partner_.find(part_key(ep.host, ep.qpn, ep.src_host))) {
         const uint32_t* f = ep_index_.find(*cm);
         if (f && eps_[*f].peer < 0) make_pair(e, *f, PairRule::cm);
         return;
     }
-    if (!ep.has_src || ep.multi_src) return;
+    if (!ep.has_src) return;
     auto only = [](const FlatMap<Candidates>& m, uint64_t k) -> int64_t {
         const Candidates* c = m.find(k);
         return c ? c->only() : -1;
     };
     auto named_by_cm = [this](int64_t f) {
-        return cm_partner_.contains(ep_key(eps_[f].host, eps_[f].qpn));
+        return cm_partner_.contains(part_key(eps_[f].host, eps_[f].qpn, eps_[f].src_host));
     };
     // sport: e is the only endpoint at X receiving s from Y, f the only one at Y receiving s from
     // X.
@@ -305,13 +313,13 @@ bool TruthObserver::psn_outstanding(const TruthEndpoint& f, uint32_t psn) const 
 // pair and at least one request; exactly one whose outstanding range holds the PSN pairs.
 void TruthObserver::try_pair_by_psn(uint32_t a, uint32_t psn) {
     const TruthEndpoint& ep = eps_[a];
-    if (!ep.has_src || ep.multi_src || cm_partner_.contains(ep_key(ep.host, ep.qpn))) return;
+    if (!ep.has_src || cm_partner_.contains(part_key(ep.host, ep.qpn, ep.src_host))) return;
     const auto it = by_first_ip_.find(ip_key(ep.src_host, ep.host));
     if (it == by_first_ip_.end() || it->second.size() > kMaxPsnCandidates) return;
     int64_t match = -1;
     for (uint32_t f : it->second) {
         const TruthEndpoint& c = eps_[f];
-        if (f == a || c.peer >= 0 || c.multi_src || cm_partner_.contains(ep_key(c.host, c.qpn)) ||
+        if (f == a || c.peer >= 0 || cm_partner_.contains(part_key(c.host, c.qpn, c.src_host)) ||
             !psn_outstanding(c, psn))
             continue;
         if (match >= 0) return;  // two candidates hold it: ambiguous
@@ -651,12 +659,73 @@ std::optional<TruthObserver::HeldLast> TruthObserver::absorb_held_after(uint32_t
     return std::nullopt;
 }
 
+// semantics.md "Sources": an endpoint's `qp` record merges its parts - counters summed,
+// `transport` of the earliest first non-CNP packet (ties: RC, UC, UD, XRC), the peer of a
+// paired part (an endpoint paired in several parts: the lowest peer IP, then QPN, then rule).
+void TruthObserver::merge_parts() {
+    HugeVector<TruthEndpoint> merged;
+    merged.reserve(eps_.size());
+    FlatMap<uint32_t> index(eps_.size());
+    std::vector<uint32_t> to(eps_.size());
+    // Each part's (host, qpn), read by peer_rank() while the parts are being moved.
+    std::vector<std::pair<uint16_t, uint32_t>> id(eps_.size());
+    for (uint32_t i = 0; i < eps_.size(); ++i) id[i] = {eps_[i].host, eps_[i].qpn};
+    const auto peer_rank = [&](const TruthEndpoint& e) {
+        const auto [host, qpn] = id[static_cast<std::size_t>(e.peer)];
+        return std::make_tuple(sc_.hosts[host].ip, qpn, static_cast<int>(e.pair_by));
+    };
+    for (uint32_t i = 0; i < eps_.size(); ++i) {
+        TruthEndpoint& part = eps_[i];
+        const auto [slot, added] =
+            index.try_emplace(ep_key(part.host, part.qpn), static_cast<uint32_t>(merged.size()));
+        to[i] = *slot;
+        if (added) {
+            merged.push_back(std::move(part));
+            continue;
+        }
+        TruthEndpoint& e = merged[*slot];
+        e.pkts += part.pkts;
+        e.bytes += part.bytes;
+        e.t_first_ns = std::min(e.t_first_ns, part.t_first_ns);
+        e.t_last_ns = std::max(e.t_last_ns, part.t_last_ns);
+        for (std::size_t op = 0; op < e.msgs.size(); ++op) e.msgs[op] += part.msgs[op];
+        e.dup_pkts += part.dup_pkts;
+        e.ooo_pkts += part.ooo_pkts;
+        e.gaps += part.gaps;
+        e.missing += part.missing;
+        e.naks.seq += part.naks.seq;
+        e.naks.rnr += part.naks.rnr;
+        e.naks.inv += part.naks.inv;
+        e.naks.access += part.naks.access;
+        e.naks.op += part.naks.op;
+        e.cnps += part.cnps;
+        e.ecn_ce += part.ecn_ce;
+        if (part.transport >= 0 &&
+            (e.transport < 0 || std::make_pair(part.t_transport_ns, part.transport) <
+                                    std::make_pair(e.t_transport_ns, e.transport))) {
+            e.transport = part.transport;
+            e.t_transport_ns = part.t_transport_ns;
+        }
+        // Still part indexes here: peer_rank() reads the peer part.
+        if (part.peer >= 0 && (e.peer < 0 || peer_rank(part) < peer_rank(e))) {
+            e.peer = part.peer;
+            e.pair_by = part.pair_by;
+        }
+    }
+    for (TruthEndpoint& e : merged)
+        if (e.peer >= 0) e.peer = static_cast<int32_t>(to[static_cast<std::size_t>(e.peer)]);
+    for (auto& [e, lat] : lat_log_) e = to[e];
+    eps_ = std::move(merged);
+    ep_index_ = std::move(index);
+}
+
 void TruthObserver::finish() {
     // SPEC 5: at the end every open message is frozen as it stands.
     for (uint32_t b = 0; b < eps_.size(); ++b) {
         const OpenMessages open = eps_[b].open;  // freeze() edits the list
         for (uint32_t uid : open) freeze(b, uid, TruthStatus::incomplete, std::nullopt);
     }
+    merge_parts();
     summary_.endpoints = eps_.size();
     // Latencies grouped per endpoint (a counting sort keeps each one's freeze order).
     lat_begin_.assign(eps_.size() + 1, 0);

@@ -115,6 +115,8 @@ class OpenMessages {
 static_assert(sizeof(OpenMessages) == 64);
 
 // One endpoint's final SPEC 7 `qp` record (plus what the rules need while running).
+// While packets are observed it is one *part* of an endpoint: what (host, qpn) receives
+// from one source host (semantics.md "Sources"); finish() merges each endpoint's parts.
 // Fields that most packets touch come first, so that with 100k endpoints a packet costs
 // one or two cache misses here rather than one per field group.
 struct alignas(64) TruthEndpoint {
@@ -123,9 +125,10 @@ struct alignas(64) TruthEndpoint {
     int32_t peer = -1;  // endpoint index
     uint32_t qpn = 0;
     uint16_t host = 0;
-    // Pairing candidacy (semantics.md: first source IP and port of RC/UC/XRC packets).
+    // The part's source host, and its pairing candidacy (semantics.md: the first UDP
+    // source port of its RC/UC/XRC packets).
     uint16_t src_host = 0, sport = 0;
-    bool has_src = false, multi_src = false;
+    bool has_src = false;
     // Has received a response (ACK, ATOMIC ACK, READ response, NAK): it is a requester, so
     // sport/ip may pair it (semantics.md "Pairing").
     bool got_response = false;
@@ -155,6 +158,7 @@ struct alignas(64) TruthEndpoint {
     NakCounters naks;
     uint64_t cnps = 0, ecn_ce = 0;
     uint64_t t_first_ns = 0;
+    uint64_t t_transport_ns = 0;  // when the first non-CNP packet (`transport`) came
 };
 
 struct TruthSummary {
@@ -222,7 +226,8 @@ class TruthObserver : public ObservedSink {
         uint64_t t_first = 0, t_last = 0;
     };
 
-    uint32_t endpoint(uint16_t host, uint32_t qpn, uint64_t t);
+    uint32_t endpoint(uint16_t host, uint32_t qpn, uint16_t src_host, uint64_t t);
+    void merge_parts();
     void register_source(uint32_t e, const SimPacket& p);
     void try_pair(uint32_t e);
     void try_pair_by_psn(uint32_t a, uint32_t psn);
@@ -245,12 +250,13 @@ class TruthObserver : public ObservedSink {
     const Simulator& sim_;
     ZeroedArray<MsgState> ms_;
     HugeVector<TruthEndpoint> eps_;
-    FlatMap<uint32_t> ep_index_;    // host << 32 | qpn
+    // While observing: part_key(host, qpn, source host) -> part; after finish():
+    // host << 32 | qpn -> endpoint.
+    FlatMap<uint32_t> ep_index_;
     HugeVector<uint32_t> conn_ep_;  // (connection, direction) -> endpoint: a lookup cache
-    // The endpoints registered under one pairing key, as their number and the XOR of their
-    // indexes: the sport and ip rules only ask "exactly one, and which?", and an endpoint
-    // leaves the set at most once (when a second source IP disqualifies it), so no list
-    // needs keeping.
+    // The parts registered under one pairing key, as their number and the XOR of their
+    // indexes: the sport and ip rules only ask "exactly one, and which?", and a part never
+    // leaves the set, so no list needs keeping.
     struct Candidates {
         uint32_t count = 0;
         uint32_t xor_of = 0;
@@ -261,11 +267,12 @@ class TruthObserver : public ObservedSink {
     // Pairing candidates: (X, Y, sport) and (X, Y) -> endpoints at X receiving from Y.
     FlatMap<Candidates> by_sport_;
     FlatMap<Candidates> by_ip_;
-    // (X, Y) -> every endpoint at X whose first RC/UC/XRC source was Y, including ones a
-    // second source IP disqualified later: the psn rule's 64-candidate limit counts them.
+    // (X, Y) -> every part at X from Y that received RC/UC/XRC packets: the psn rule's
+    // candidates, and its 64-candidate limit counts them.
     std::unordered_map<uint64_t, std::vector<uint32_t>> by_first_ip_;
-    // CM: REQ Local Communication ID -> (sender host, Local QPN); learnt pairs by endpoint key.
-    std::unordered_map<uint32_t, std::pair<uint16_t, uint32_t>> cm_req_;
+    // CM: (sender host, receiver host, REQ Local Communication ID) -> Local QPN; learnt
+    // pairs by part key.
+    std::unordered_map<uint64_t, uint32_t> cm_req_;
     FlatMap<uint64_t> cm_partner_;
     HugeVector<TruthMsg> out_;
     TruthMsgSink* msg_sink_ = nullptr;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "dataplane/capture/mapping_guard.hpp"
+
 namespace insert::capture {
 
 namespace {
@@ -32,7 +34,14 @@ uint32_t raw32(const uint8_t* p) {
 }  // namespace
 
 CaptureFile::~CaptureFile() {
-    if (base_) munmap(const_cast<uint8_t*>(base_), size_);
+    unmap();
+}
+
+void CaptureFile::unmap() {
+    if (!base_) return;
+    unguard_mapping(base_);
+    munmap(const_cast<uint8_t*>(base_), size_);
+    base_ = nullptr;
 }
 
 CaptureFile::CaptureFile(CaptureFile&& o) noexcept {
@@ -41,7 +50,7 @@ CaptureFile::CaptureFile(CaptureFile&& o) noexcept {
 
 CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
     if (this == &o) return *this;
-    if (base_) munmap(const_cast<uint8_t*>(base_), size_);
+    unmap();
     path_ = std::move(o.path_);
     error_ = std::move(o.error_);
     truncated_ = o.truncated_;
@@ -57,6 +66,7 @@ CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
     std::memcpy(if_link_type_, o.if_link_type_, sizeof(if_link_type_));
     std::memcpy(if_snaplen_, o.if_snaplen_, sizeof(if_snaplen_));
     if_count_ = o.if_count_;
+    shrunk_ = std::move(o.shrunk_);
     return *this;
 }
 
@@ -68,6 +78,14 @@ bool CaptureFile::fail(const std::string& what) {
 bool CaptureFile::fail_truncated(const std::string& what) {
     truncated_ = true;
     return fail(what);
+}
+
+bool CaptureFile::fail_shrunk() {
+    struct stat st {};
+    const std::string now =
+        ::stat(path_.c_str(), &st) == 0 ? std::to_string(st.st_size) + " bytes" : "gone";
+    return fail("the file shrank while being read (" + std::to_string(size_) + " bytes when " +
+                "opened, now " + now + "): was it overwritten?");
 }
 
 uint16_t CaptureFile::rd16(const uint8_t* p) const {
@@ -82,10 +100,12 @@ uint32_t CaptureFile::rd32(const uint8_t* p) const {
 }
 
 bool CaptureFile::open(const std::string& path) {
+    unmap();
     path_ = path;
     error_.clear();
     truncated_ = false;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return fail(std::strerror(errno));
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -106,6 +126,8 @@ bool CaptureFile::open(const std::string& path) {
     // walk costs nothing extra.
     madvise(m, size_, MADV_SEQUENTIAL);
     base_ = static_cast<const uint8_t*>(m);
+    shrunk_ = std::make_unique<std::atomic<bool>>(false);
+    guard_mapping(base_, size_, shrunk_.get());
 
     const uint32_t magic = raw32(base_);
     if (magic == kPcapMagicUs || magic == kPcapMagicNs ||
@@ -161,6 +183,8 @@ void populate(std::span<const uint8_t> mapping, std::size_t max_bytes) {
 
 bool CaptureFile::next(Frame& frame) {
     if (!base_ || !error_.empty()) return false;
+    if (shrunk()) [[unlikely]]
+        return fail_shrunk();
     read_ahead();
     return format_ == Format::pcap ? next_pcap(frame) : next_pcapng(frame);
 }

@@ -4,7 +4,9 @@
 // and no per-packet call into a library; libpcap's pcap_next_ex measured 4.7 Mpps here.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -37,13 +39,18 @@ class CaptureFile {
     CaptureFile& operator=(CaptureFile&& other) noexcept;
 
     // Maps the file and checks its header. On failure returns false and sets error() to
-    // one line naming the file and the problem (missing, not a capture, link type...).
+    // one line naming the file and the problem (missing, not a capture, link type...). Only
+    // regular files: a FIFO or device is refused at once, without waiting for a writer.
+    // The mapping is guarded (mapping_guard.hpp): if the file shrinks while it is read, the
+    // walk stops with an error instead of the process dying of SIGBUS.
     bool open(const std::string& path);
     const std::string& error() const { return error_; }
     // True when error() is the file ending inside a record or block (a capture cut short,
     // e.g. still being written): the frames before it are complete and valid. False for
-    // every other error (corrupt block, non-Ethernet interface...).
+    // every other error (corrupt block, non-Ethernet interface, the file shrank...).
     bool truncated() const { return truncated_; }
+    // The file became shorter than when it was opened (some frames read may be zeros).
+    bool shrunk() const { return shrunk_ && shrunk_->load(std::memory_order_acquire); }
 
     // Next frame in file order; false at the end. A record cut short by the end of the
     // file or a non-Ethernet interface in a pcapng stops the walk and sets error()
@@ -63,6 +70,8 @@ class CaptureFile {
     bool next_pcapng(Frame& frame);
     bool fail(const std::string& what);
     bool fail_truncated(const std::string& what);
+    bool fail_shrunk();
+    void unmap();
     void read_ahead();
     uint16_t rd16(const uint8_t* p) const;
     uint32_t rd32(const uint8_t* p) const;
@@ -85,6 +94,8 @@ class CaptureFile {
     uint16_t if_link_type_[kMaxInterfaces] = {};
     uint32_t if_snaplen_[kMaxInterfaces] = {};  // 0: no limit
     std::size_t if_count_ = 0;
+    // Raised by the SIGBUS guard; on the heap so that it stays put when the file is moved.
+    std::unique_ptr<std::atomic<bool>> shrunk_;
 };
 
 constexpr uint16_t kLinkTypeEthernet = 1;

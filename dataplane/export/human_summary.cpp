@@ -168,9 +168,10 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
     if (run.table_full || run.records_dropped || run.evicted || run.msgs_overflow ||
         run.orphans_dropped)
         fmt::format_to(out,
-                       "  limits      table full {} pkts, records dropped {}, evicted idle {}, "
-                       "msgs frozen early {}, held pkts dropped {}\n",
-                       grouped(run.table_full), grouped(run.records_dropped), grouped(run.evicted),
+                       "  limits      table full {} pkts ({} endpoints), records dropped {}, "
+                       "evicted idle {}, msgs frozen early {}, held pkts dropped {}\n",
+                       grouped(run.table_full), grouped(run.table_full_endpoints),
+                       grouped(run.records_dropped), grouped(run.evicted),
                        grouped(run.msgs_overflow), grouped(run.orphans_dropped));
 
     if (!by_bytes_.empty()) {

@@ -26,6 +26,7 @@ struct RunInfo {
     std::vector<double> worker_cpu_s;     // thread CPU seconds per worker
     uint64_t records_dropped = 0;         // sink refusals summed over the engines
     uint64_t table_full = 0;              // packets of endpoints that found no room
+    uint64_t table_full_endpoints = 0;    // distinct endpoints that found no room
     uint64_t evicted = 0;                 // endpoints evicted idle
     uint64_t msgs_overflow = 0;           // messages frozen early (too many outstanding)
     uint64_t orphans_dropped = 0;         // held packets (before their First) dropped for room

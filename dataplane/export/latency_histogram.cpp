@@ -68,6 +68,34 @@ void LatencyHistogram::add(uint64_t ns) {
     count_bucket(bucket_of(ns));
 }
 
+void LatencyHistogram::merge(const LatencyHistogram& o) {
+    if (o.count_ == 0) return;
+    if (o.buckets_.empty()) {
+        // Exact samples: as if added one by one (spilling here when they no longer fit).
+        if (o.count_ <= kInline)
+            for (uint64_t i = 0; i < o.count_; ++i) add(o.inline_[i]);
+        else
+            for (uint64_t v : o.exact_) add(v);
+        return;
+    }
+    // `other` holds buckets: this one's samples go to buckets too, then its counts add up.
+    if (buckets_.empty()) {
+        if (count_ <= kInline)
+            for (uint64_t i = 0; i < count_; ++i) count_bucket(bucket_of(inline_[i]));
+        else
+            spill();
+    }
+    for (std::size_t i = 0; i < o.buckets_.size(); ++i) {
+        if (o.buckets_[i] == 0) continue;
+        const uint32_t b = o.first_bucket_ + static_cast<uint32_t>(i);
+        count_bucket(b);
+        buckets_[b - first_bucket_] += o.buckets_[i] - 1;
+    }
+    count_ += o.count_;
+    max_ = std::max(max_, o.max_);
+    min_ = std::min(min_, o.min_);
+}
+
 uint64_t LatencyHistogram::percentile(double p) const {
     if (count_ == 0) return 0;
     // Nearest rank: the smallest value whose rank r satisfies r >= p% of n.

@@ -23,6 +23,9 @@ class LatencyHistogram {
     static constexpr unsigned kSubBucketBits = 7;  // 128 sub-buckets per octave
 
     void add(uint64_t ns);
+    // Adds every sample of `other`. The result does not depend on the order in which
+    // histograms are merged: exact while all samples fit kExactLimit, else the buckets of all.
+    void merge(const LatencyHistogram& other);
     uint64_t count() const { return count_; }
     uint64_t max() const { return max_; }
     uint64_t min() const { return min_; }

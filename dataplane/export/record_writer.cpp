@@ -11,6 +11,7 @@
 
 #include "dataplane/export/decimal.hpp"
 #include "dataplane/export/record_names.hpp"
+#include "dataplane/state/qp_merge.hpp"
 
 namespace insert::exporter {
 
@@ -199,6 +200,9 @@ void append_event(char*& cursor, const EventRecord& e) {
         case EventKind::fatal_nak:
             o.num("syndrome", e.syndrome);
             break;
+        case EventKind::cnp:
+            o.num("count", e.count);
+            break;
         case EventKind::pair:
             o.ip("peer_ip", e.peer_ip);
             o.num("peer_qpn", e.peer_qpn);
@@ -224,6 +228,17 @@ void write_summary_object(char*& cursor, const SummaryCounts& s) {
     o.num("endpoints", s.endpoints);
     o.num("connections", s.connections);
     o.num("msgs", s.msgs);
+    o.key("table_full");
+    {
+        JsonObject t(o.cursor());
+        t.num("pkts", s.table_full_pkts);
+        t.num("endpoints", s.table_full_endpoints);
+    }
+    o.boolean("interrupted", s.signal != nullptr);
+    if (s.signal)
+        o.str("signal", s.signal);
+    else
+        o.null("signal");
     o.real("wall_s", s.wall_s);
     o.real("mpps", s.mpps);
 }
@@ -270,32 +285,7 @@ char* write_summary_json(char* p, const SummaryCounts& s) {
 }
 
 void merge_final_qp(QpRecord& into, const QpRecord& other) {
-    const bool other_first = other.t_first_ns < into.t_first_ns;
-    into.pkts += other.pkts;
-    into.bytes += other.bytes;
-    for (int i = 0; i < 5; ++i) into.msgs[i] += other.msgs[i];
-    into.dup_pkts += other.dup_pkts;
-    into.ooo_pkts += other.ooo_pkts;
-    into.gaps += other.gaps;
-    into.missing += other.missing;
-    into.naks.seq += other.naks.seq;
-    into.naks.rnr += other.naks.rnr;
-    into.naks.inv += other.naks.inv;
-    into.naks.access += other.naks.access;
-    into.naks.op += other.naks.op;
-    into.cnps += other.cnps;
-    into.ecn_ce += other.ecn_ce;
-    // `transport` is the family of the endpoint's first non-CNP packet: the earlier part's.
-    if (other.transport != TransportFamily::unknown &&
-        (into.transport == TransportFamily::unknown || other_first))
-        into.transport = other.transport;
-    if (other.pair_by != PairBy::none && (into.pair_by == PairBy::none || other_first)) {
-        into.pair_by = other.pair_by;
-        into.peer_ip = other.peer_ip;
-        into.peer_qpn = other.peer_qpn;
-    }
-    into.t_first_ns = std::min(into.t_first_ns, other.t_first_ns);
-    into.t_last_ns = std::max(into.t_last_ns, other.t_last_ns);
+    state::merge_qp(into, other);
 }
 
 namespace {
@@ -307,11 +297,25 @@ void fill_latency(QpRecord& q, const LatencyHistogram* h) {
         q.lat_max_ns = h->max();
     }
 }
+
+// The latencies of every part of `endpoint` in the book: the one part's own histogram
+// (nearly always), else their merge in `scratch`.
+const LatencyHistogram* endpoint_latency(const EndpointBook& book, const EndpointKey& endpoint,
+                                         LatencyHistogram& scratch) {
+    const uint32_t first = book.first_part(endpoint);
+    if (first == EndpointBook::kNone) return nullptr;
+    const EndpointBook::Entry& e = book.entry_at(first);
+    if (e.next == EndpointBook::kNone) return &e.latency;
+    scratch = LatencyHistogram{};
+    for (uint32_t i = first; i != EndpointBook::kNone; i = book.entry_at(i).next)
+        scratch.merge(book.entry_at(i).latency);
+    return &scratch;
+}
 }  // namespace
 
 void RecordWriter::fill_latency(QpRecord& q) const {
-    const EndpointBook::Entry* e = book_.find({q.ip, q.qpn});
-    exporter::fill_latency(q, e ? &e->latency : nullptr);
+    LatencyHistogram scratch;
+    exporter::fill_latency(q, endpoint_latency(book_, {q.ip, q.qpn}, scratch));
 }
 
 void RecordWriter::emit(const Record& r) {
@@ -325,24 +329,39 @@ void RecordWriter::emit(const Record& r) {
 }
 
 void RecordWriter::write(Record& r) {
+    // Latencies are kept per part (the msg's source): a part's messages and its own records
+    // come from one worker, in order, so what an evicted part reports does not depend on
+    // the worker count.
     if (r.type == RecordType::msg && r.msg.has_ack)
-        book_.entry({r.msg.dst_ip, r.msg.dst_qpn}).latency.add(r.msg.t_ack_ns - r.msg.t_first_ns);
+        book_.part({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.src_ip)
+            .latency.add(r.msg.t_ack_ns - r.msg.t_first_ns);
     if (r.type == RecordType::qp) {
         QpRecord& q = r.qp;
+        const EndpointKey key{q.ip, q.qpn};
         if (q.final && !q.evicted) {
-            EndpointBook::Entry& e = book_.entry({q.ip, q.qpn});
-            if (e.final_record == EndpointBook::kNoFinal) {
-                e.final_record = finals_.size();
+            uint32_t& held = book_.final_record(key);
+            if (held == EndpointBook::kNoFinal) {
+                held = finals_.size();
                 finals_.emplace_back() = r;
-                final_entries_.push_back(&e);
+                final_keys_.push_back(key);
             } else {
-                merge_final_qp(finals_[e.final_record].qp, q);
+                merge_final_qp(finals_[held].qp, q);
             }
             return;
         }
-        if (q.evicted) evicted_seen_.insert({q.ip, q.qpn});
+        if (q.evicted && !bounded_memory_) evicted_seen_.insert(key);
         if (q.evicted && split_tick_ns_ != 0 && q.transport == TransportFamily::ud) {
             held_evictions_.push_back(r);
+            return;
+        }
+        if (q.evicted) {
+            // One part went idle: its messages' latencies, then they go with it.
+            exporter::fill_latency(q, [&]() -> const LatencyHistogram* {
+                const EndpointBook::Entry* e = book_.find_part(key, q.src_ip);
+                return e ? &e->latency : nullptr;
+            }());
+            emit(r);
+            book_.erase_part(key, q.src_ip);
             return;
         }
         fill_latency(q);
@@ -375,9 +394,8 @@ void RecordWriter::join_held_evictions() {
         // The part still alive at the end of input, if any, joins the sweep in time order;
         // whatever it joins with ends up in its held final record.
         Record* final_part = nullptr;
-        if (const EndpointBook::Entry* e = book_.find(key);
-            e && e->final_record != EndpointBook::kNoFinal) {
-            final_part = &finals_[e->final_record];
+        if (const uint32_t held = book_.final_record_of(key); held != EndpointBook::kNoFinal) {
+            final_part = &finals_[held];
             parts.insert(std::upper_bound(parts.begin(), parts.end(), final_part,
                                           [](const Record* x, const Record* y) {
                                               return x->qp.t_first_ns < y->qp.t_first_ns;
@@ -445,29 +463,30 @@ class TextBlocks {
 void RecordWriter::write_summary(SummaryCounts s) {
     join_held_evictions();
     const uint32_t n = finals_.size();
-    const auto fill = [this, n](uint32_t i) {
-        if (i + kFinalsAhead < n) EndpointBook::prefetch_entry_at(final_entries_[i + kFinalsAhead]);
-        exporter::fill_latency(finals_[i].qp, &final_entries_[i]->latency);
+    // Final records fill their latencies from the book, in arrival order, not address
+    // order: the slot is fetched 2 x kFinalsAhead ahead, the part entry it names kFinalsAhead.
+    const auto fill = [this, n](uint32_t i, LatencyHistogram& scratch) {
+        if (i + 2 * kFinalsAhead < n) book_.prefetch(final_keys_[i + 2 * kFinalsAhead]);
+        if (i + kFinalsAhead < n) book_.prefetch_entry(final_keys_[i + kFinalsAhead]);
+        exporter::fill_latency(finals_[i].qp, endpoint_latency(book_, final_keys_[i], scratch));
     };
-    // Each record has its own book entry, so the two threads share nothing they write.
+    // The two threads only read the book and write their own records.
     const uint32_t split = (out_ && n >= kParallelFinals) ? n / 2 : n;
     TextBlocks second_half;
     std::thread helper;
     if (split < n)
         helper = std::thread([&] {
-            for (uint32_t i = split; i < n && i < split + kFinalsAhead; ++i)
-                EndpointBook::prefetch_entry_at(final_entries_[i]);
+            LatencyHistogram scratch;
             for (uint32_t i = split; i < n; ++i) {
-                fill(i);
+                fill(i, scratch);
                 char* end = write_json(second_half.room(), finals_[i]);
                 *end++ = '\n';
                 second_half.wrote(end);
             }
         });
-    for (uint32_t i = 0; i < split && i < kFinalsAhead; ++i)
-        EndpointBook::prefetch_entry_at(final_entries_[i]);
+    LatencyHistogram scratch;
     for (uint32_t i = 0; i < split; ++i) {
-        fill(i);
+        fill(i, scratch);
         emit(finals_[i]);
     }
     if (helper.joinable()) {
@@ -481,15 +500,15 @@ void RecordWriter::write_summary(SummaryCounts s) {
         flush();
         if (!second_half.write_to(out_)) failed_ = true;
     }
-    std::size_t distinct = n;
-    for (const EndpointKey& k : evicted_seen_) {
-        const EndpointBook::Entry* e = book_.find(k);
-        if (!e || e->final_record == EndpointBook::kNoFinal) ++distinct;
+    if (!bounded_memory_) {
+        std::size_t distinct = n;
+        for (const EndpointKey& k : evicted_seen_)
+            if (book_.final_record_of(k) == EndpointBook::kNoFinal) ++distinct;
+        s.endpoints = distinct;
     }
-    s.endpoints = distinct;
-    for (EndpointBook::Entry* e : final_entries_) e->final_record = EndpointBook::kNoFinal;
+    for (const EndpointKey& k : final_keys_) book_.final_record(k) = EndpointBook::kNoFinal;
     finals_.clear();
-    final_entries_.clear();
+    final_keys_.clear();
     ++records_;
     if (!out_) return;
     char* end = write_summary_json(buffer_.get() + used_, s);

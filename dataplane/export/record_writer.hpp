@@ -29,6 +29,12 @@ struct SummaryCounts {
     uint64_t msgs = 0;
     double wall_s = 0;
     double mpps = 0;
+    // Packets whose endpoint found no room in a worker's table, and the distinct endpoints
+    // refused (docs/semantics.md "Table full").
+    uint64_t table_full_pkts = 0;
+    uint64_t table_full_endpoints = 0;
+    // The run was cut short by this signal ("SIGINT"...); null when it ran to its end.
+    const char* signal = nullptr;
 };
 
 // Room one JSON object may need: a qp record with two IPv6 addresses and every number at
@@ -53,6 +59,9 @@ class RecordWriter {
 
     // `out` may be null: records are then only aggregated (for the terminal summary).
     explicit RecordWriter(std::FILE* out) : out_(out) {}
+    // Where JSON lines go from now on (before the first record: outputs are opened once the
+    // run has started, so that a failed start leaves an existing file as it was).
+    void set_output(std::FILE* out) { out_ = out; }
     ~RecordWriter() { flush(); }
     RecordWriter(const RecordWriter&) = delete;
     RecordWriter& operator=(const RecordWriter&) = delete;
@@ -70,6 +79,11 @@ class RecordWriter {
         split_timeout_ns_ = timeout_ns;
         split_tick_ns_ = tick_ns;
     }
+
+    // Live appliance: idle endpoints come and go for months, so the writer keeps nothing
+    // per endpoint it has seen go (the summary's `endpoints` is then the count it is given:
+    // the engines' endpoint lifetimes). Replay counts distinct endpoints exactly.
+    void set_bounded_memory(bool on) { bounded_memory_ = on; }
 
     // Updates the latency book from `msg` records and fills the latency fields of `qp`
     // records, then writes the JSON line. End-of-input final `qp` records are held and
@@ -96,11 +110,14 @@ class RecordWriter {
     void write_summary(SummaryCounts summary);
     // False if a write to `out` failed (disk full, closed pipe).
     bool flush();
+    // A write failed already (read by the exporter thread, which owns the writer).
+    bool failed() const { return failed_; }
 
     uint64_t records() const { return records_; }
     const EndpointBook& endpoints() const { return book_; }
 
   private:
+    // Latency fields of a record of the whole endpoint (its parts' latencies together).
     void fill_latency(state::QpRecord& q) const;
     void emit(const state::Record& record);
     void join_held_evictions();
@@ -110,8 +127,9 @@ class RecordWriter {
     // Held end-of-input final qp records, merged per endpoint, in arrival order, and the
     // book entry of each (its latencies, read when the record is written).
     ChunkedArray<state::Record> finals_;
-    std::vector<EndpointBook::Entry*> final_entries_;
+    std::vector<EndpointKey> final_keys_;
     std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
+    bool bounded_memory_ = false;
     uint64_t split_timeout_ns_ = 0, split_tick_ns_ = 0;
     std::vector<state::Record> held_evictions_;  // UD endpoints' evicted parts
     // JSON lines waiting for one fwrite: records are written straight into it (room for

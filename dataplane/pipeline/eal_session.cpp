@@ -3,11 +3,16 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -59,6 +64,93 @@ std::string unique_prefix(const std::string& tool) {
            std::to_string(static_cast<uint64_t>(now) % 1000000);
 }
 
+bool all_digits(std::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Runtime directories named by unique_prefix() ("insert-...-PID-SEQ-TIME") whose process is
+// gone: a tool killed by SIGKILL (or a crash) could not remove its own.
+void sweep_stale_runtime_dirs() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const auto& dir : fs::directory_iterator(kRuntimeRoot, ec)) {
+        const std::string name = dir.path().filename().string();
+        if (name.rfind("insert-", 0) != 0) continue;
+        const std::size_t time_dash = name.rfind('-');
+        if (time_dash == std::string::npos || time_dash == 0) continue;
+        const std::size_t seq_dash = name.rfind('-', time_dash - 1);
+        if (seq_dash == std::string::npos || seq_dash == 0) continue;
+        const std::size_t pid_dash = name.rfind('-', seq_dash - 1);
+        if (pid_dash == std::string::npos) continue;
+        const std::string_view pid(name.data() + pid_dash + 1, seq_dash - pid_dash - 1);
+        if (!all_digits(pid) ||
+            !all_digits(std::string_view(name).substr(seq_dash + 1, time_dash - seq_dash - 1)) ||
+            !all_digits(std::string_view(name).substr(time_dash + 1)))
+            continue;
+        const long id = std::strtol(std::string(pid).c_str(), nullptr, 10);
+        if (id <= 0 || id == ::getpid() || ::kill(static_cast<pid_t>(id), 0) == 0 || errno != ESRCH)
+            continue;
+        std::error_code ignore;
+        fs::remove_all(dir.path(), ignore);
+    }
+}
+
+// Holds back what is written to stdout and stderr (EAL's messages and usage text) until
+// release(), in a memory file.
+class OutputHold {
+  public:
+    OutputHold() {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        fd_ = memfd_create("insert-eal-init", MFD_CLOEXEC);
+        if (fd_ < 0) return;
+        saved_out_ = ::dup(STDOUT_FILENO);
+        saved_err_ = ::dup(STDERR_FILENO);
+        ::dup2(fd_, STDOUT_FILENO);
+        ::dup2(fd_, STDERR_FILENO);
+    }
+    // Puts stdout and stderr back and returns what was written meanwhile.
+    std::string release() {
+        if (fd_ < 0) return {};
+        std::fflush(stdout);
+        std::fflush(stderr);
+        ::dup2(saved_out_, STDOUT_FILENO);
+        ::dup2(saved_err_, STDERR_FILENO);
+        ::close(saved_out_);
+        ::close(saved_err_);
+        std::string text;
+        char buf[4096];
+        ::lseek(fd_, 0, SEEK_SET);
+        for (ssize_t n; (n = ::read(fd_, buf, sizeof buf)) > 0;)
+            text.append(buf, static_cast<std::size_t>(n));
+        ::close(fd_);
+        fd_ = -1;
+        return text;
+    }
+    ~OutputHold() { release(); }
+
+  private:
+    int fd_ = -1, saved_out_ = -1, saved_err_ = -1;
+};
+
+// The first line EAL wrote (its reason), without the "EAL: " or program-name prefix.
+std::string first_reason(const std::string& text, const std::string& program) {
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(at, end - at);
+        at = end + 1;
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty()) continue;
+        for (const std::string& prefix : {std::string("EAL: "), program + ": "})
+            if (line.rfind(prefix, 0) == 0) line.erase(0, prefix.size());
+        return line;
+    }
+    return {};
+}
+
 }  // namespace
 
 uint64_t free_hugepage_bytes() {
@@ -95,6 +187,7 @@ EalPlan plan_eal(const EalRequest& request) {
     const auto& user = request.user_args;
     plan.args.push_back(request.tool);
 
+    plan.own_prefix = !user_has(user, {"--file-prefix"});
     if (user_has(user, {"--file-prefix"})) {
         for (std::size_t i = 0; i < user.size(); ++i) {
             if (user[i] == "--file-prefix" && i + 1 < user.size())
@@ -133,7 +226,9 @@ EalPlan plan_eal(const EalRequest& request) {
     if (!request.want_pci && !user_has(user, {"-a", "--allow", "-b", "--block", "--no-pci"}))
         plan.args.push_back("--no-pci");
     if (!user_has(user, {"--telemetry", "--no-telemetry"})) plan.args.push_back("--no-telemetry");
-    if (!user_has(user, {"--log-level"})) plan.args.push_back("--log-level=lib.eal:warning");
+    // Errors only: EAL's warnings are about choices made here (e.g. "No free 1048576 kB
+    // hugepages reported" on every run of a machine with no 1 GB pages).
+    if (!user_has(user, {"--log-level"})) plan.args.push_back("--log-level=lib.eal:error");
     plan.args.insert(plan.args.end(), user.begin(), user.end());
     return plan;
 }
@@ -144,20 +239,33 @@ EalSession::~EalSession() {
 
 bool EalSession::start(const EalRequest& request, std::string& error) {
     plan_ = plan_eal(request);
+    own_prefix_ = plan_.own_prefix;
+    bad_options_ = false;
+    sweep_stale_runtime_dirs();
     std::vector<char*> argv;
     argv.reserve(plan_.args.size() + 1);
     for (std::string& a : plan_.args) argv.push_back(a.data());
     argv.push_back(nullptr);
     // rte_eal_init may permute argv; it only reads the strings.
+    OutputHold hold;
+    rte_errno = 0;
     const int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+    const int eal_errno = rte_errno;
+    const std::string said = hold.release();
     if (rc < 0) {
-        error =
-            std::string("EAL initialisation failed: ") + rte_strerror(rte_errno) + " (EAL options:";
+        bad_options_ = eal_errno == EINVAL;
+        std::string reason = first_reason(said, plan_.args[0]);
+        if (reason.empty()) reason = eal_errno ? rte_strerror(eal_errno) : "no reason given";
+        error = std::string(bad_options_ ? "bad EAL options: " : "EAL initialisation failed: ") +
+                reason + " (EAL options:";
         for (std::size_t i = 1; i < plan_.args.size(); ++i) error += " " + plan_.args[i];
         error += ")";
-        remove_runtime_dir();  // a failed init may already have created it
+        // A failed init may already have created its directory - but a prefix the user
+        // chose may be another running process's (the failure may be that clash).
+        if (own_prefix_) remove_runtime_dir();
         return false;
     }
+    if (!said.empty()) std::fputs(said.c_str(), stderr);
     running_ = true;
     return true;
 }

@@ -26,6 +26,7 @@ struct EalPlan {
     std::vector<std::string> args;
     std::string file_prefix;
     bool hugepages = false;
+    bool own_prefix = false;  // file_prefix was made here (unique), not given by the user
 };
 EalPlan plan_eal(const EalRequest& request);
 
@@ -41,8 +42,15 @@ class EalSession {
     EalSession(const EalSession&) = delete;
     EalSession& operator=(const EalSession&) = delete;
 
-    // rte_eal_init() with plan_eal(request); false and `error` (one line) on failure.
+    // rte_eal_init() with plan_eal(request); false and `error` (one line) on failure. What
+    // EAL prints while it starts is held back: on failure the one line carries its reason
+    // (EAL's usage text, 100 lines, no longer lands on stdout); on success it goes to
+    // stderr. Runtime directories left by earlier runs of the tools that were killed
+    // (their process is gone) are removed first.
     bool start(const EalRequest& request, std::string& error);
+    // After a failed start(): the failure was a bad EAL option (exit status 2), not a
+    // runtime condition such as a file prefix in use (1).
+    bool bad_options() const { return bad_options_; }
     // rte_eal_cleanup() and removal of this process's runtime directory. Idempotent.
     void stop();
 
@@ -53,6 +61,8 @@ class EalSession {
     void remove_runtime_dir();
     EalPlan plan_;
     bool running_ = false;
+    bool bad_options_ = false;
+    bool own_prefix_ = false;  // the prefix is ours (not the user's): remove it on failure
 };
 
 }  // namespace insert::pipeline

@@ -21,13 +21,14 @@ constexpr auto kProgressPeriod = std::chrono::seconds(1);
 }  // namespace
 
 Exporter::Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
-                   const PacketSource* source)
+                   PacketSource* source)
     : config_(config), rings_(std::move(rings)), source_(source), writer_(config.records) {
     // The terminal summary sees records as written: final qp records merged per endpoint.
     if (config_.summary)
         writer_.set_observer([this](const state::Record& r) { summary_.observe(r); });
     if (config_.tick_ns != 0)
         writer_.hold_split_evictions(config_.idle_timeout_ns, config_.tick_ns);
+    writer_.set_bounded_memory(config_.bounded_memory);
 }
 
 Exporter::~Exporter() {
@@ -111,6 +112,7 @@ void Exporter::loop() {
         // Read the flag before draining: if it was set, every record was pushed before it.
         const bool done = producers_done_.load(std::memory_order_acquire);
         const unsigned n = drain_once();
+        if (config_.stop_on_write_error && writer_.failed() && source_) source_->stop();
         if (n == 0) {
             if (done) break;
             std::this_thread::sleep_for(kIdleSleep);

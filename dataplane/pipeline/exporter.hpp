@@ -27,16 +27,22 @@ struct ExporterConfig {
     // Replay with idle eviction: the engines' timeout and tick period, so that the evicted
     // parts of an endpoint split over workers are joined (RecordWriter::hold_split_evictions).
     uint64_t idle_timeout_ns = 0, tick_ns = 0;
+    // Live appliance: keep nothing per endpoint once it is gone (RecordWriter::set_bounded_memory).
+    bool bounded_memory = false;
+    // Replay: a failed write (disk full, a closed pipe) stops the source, since no later
+    // record can be written either. A live appliance keeps forwarding.
+    bool stop_on_write_error = false;
 };
 
 class Exporter {
   public:
-    Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
-             const PacketSource* source);
+    Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings, PacketSource* source);
     ~Exporter();
     Exporter(const Exporter&) = delete;
     Exporter& operator=(const Exporter&) = delete;
 
+    // The JSON Lines destination, if it was not known at construction (before start()).
+    void set_records(std::FILE* records) { writer_.set_output(records); }
     void start();
     // Call once no worker will push again: drains what is left and joins the thread.
     void finish();
@@ -53,7 +59,7 @@ class Exporter {
 
     ExporterConfig config_;
     std::vector<RecordRing*> rings_;
-    const PacketSource* source_;
+    PacketSource* source_;
     exporter::RecordWriter writer_;
     exporter::HumanSummary summary_;
     std::atomic<bool> producers_done_{false};

@@ -58,12 +58,13 @@ std::string LiveView::render(const LiveTotals& now, const LiveTotals& before, do
              static_cast<unsigned long long>(now.connections));
     s += fmt(
         "tx   %llu   passthrough %llu   tx retries %llu   tx dropped %llu   records dropped %llu   "
-        "table full %llu\n",
+        "table full %llu (%llu endpoints)\n",
         static_cast<unsigned long long>(now.tx), static_cast<unsigned long long>(now.passthrough),
         static_cast<unsigned long long>(now.tx_retries),
         static_cast<unsigned long long>(now.tx_dropped),
         static_cast<unsigned long long>(now.records_dropped),
-        static_cast<unsigned long long>(now.table_full));
+        static_cast<unsigned long long>(now.table_full),
+        static_cast<unsigned long long>(now.table_full_endpoints));
     const Pipeline& pipe = stats.pipeline();
     for (unsigned w = 0; w < pipe.workers(); ++w)
         s += fmt("  worker %u: %llu frames, %llu endpoints\n", w,

@@ -105,6 +105,9 @@ exporter::SummaryCounts Pipeline::totals(double wall_s) const {
         s.endpoints += e.endpoints.load(std::memory_order_relaxed);
         s.connections += e.connections.load(std::memory_order_relaxed);
         s.msgs += e.msgs.load(std::memory_order_relaxed);
+        s.table_full_pkts += e.table_full.load(std::memory_order_relaxed);
+        s.table_full_endpoints +=
+            state::refused_endpoints(e.table_full_bits.load(std::memory_order_relaxed));
     }
     s.wall_s = wall_s;
     s.mpps = wall_s > 0 ? static_cast<double>(s.pkts) / wall_s / 1e6 : 0.0;
@@ -123,6 +126,8 @@ exporter::RunInfo Pipeline::run_info() const {
         const state::EngineCounters& e = engines_[w]->counters();
         info.records_dropped += e.records_dropped.load(std::memory_order_relaxed);
         info.table_full += e.table_full.load(std::memory_order_relaxed);
+        info.table_full_endpoints +=
+            state::refused_endpoints(e.table_full_bits.load(std::memory_order_relaxed));
         info.evicted += e.evicted.load(std::memory_order_relaxed);
         info.msgs_overflow += e.msgs_overflow.load(std::memory_order_relaxed);
         info.orphans_dropped += e.orphans_dropped.load(std::memory_order_relaxed);

@@ -64,6 +64,7 @@ int cmd_stats(const char*, const char*, rte_tel_data* d) {
     add_u64(d, "connections", t.connections);
     add_u64(d, "records_dropped", t.records_dropped);
     add_u64(d, "table_full", t.table_full);
+    add_u64(d, "table_full_endpoints", t.table_full_endpoints);
     add_u64(d, "evicted", t.evicted);
     add_u64(d, "msgs_overflow", t.msgs_overflow);
     add_u64(d, "orphans_dropped", t.orphans_dropped);
@@ -132,6 +133,8 @@ int cmd_workers(const char*, const char*, rte_tel_data* d) {
                 static_cast<uint64_t>(wc.busy_cycles.load(std::memory_order_relaxed) / hz * 1e6));
         add_u64(c, "endpoints_live", ec.endpoints_live.load(std::memory_order_relaxed));
         add_u64(c, "table_full", ec.table_full.load(std::memory_order_relaxed));
+        add_u64(c, "table_full_endpoints",
+                state::refused_endpoints(ec.table_full_bits.load(std::memory_order_relaxed)));
         add_u64(c, "evicted", ec.evicted.load(std::memory_order_relaxed));
         add_u64(c, "msgs_overflow", ec.msgs_overflow.load(std::memory_order_relaxed));
         add_u64(c, "orphans_dropped", ec.orphans_dropped.load(std::memory_order_relaxed));
@@ -242,6 +245,8 @@ LiveTotals LiveStats::totals() const {
         t.connections += e.connections.load(std::memory_order_relaxed);
         t.records_dropped += e.records_dropped.load(std::memory_order_relaxed);
         t.table_full += e.table_full.load(std::memory_order_relaxed);
+        t.table_full_endpoints +=
+            state::refused_endpoints(e.table_full_bits.load(std::memory_order_relaxed));
         t.evicted += e.evicted.load(std::memory_order_relaxed);
         t.msgs_overflow += e.msgs_overflow.load(std::memory_order_relaxed);
         t.orphans_dropped += e.orphans_dropped.load(std::memory_order_relaxed);

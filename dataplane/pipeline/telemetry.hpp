@@ -30,6 +30,7 @@ struct LiveTotals {
     uint64_t connections = 0;
     uint64_t records_dropped = 0;
     uint64_t table_full = 0;
+    uint64_t table_full_endpoints = 0;
     uint64_t evicted = 0;
     uint64_t msgs_overflow = 0;
     uint64_t orphans_dropped = 0;

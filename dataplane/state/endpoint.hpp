@@ -1,5 +1,7 @@
 // Per-endpoint state (SPEC.md sections 3-6): counters, request PSN window, pairing and the
-// head of its open-message list.
+// head of its open-message list. One Endpoint holds one *part* of an endpoint: the packets
+// it receives from one source IP (docs/semantics.md "Sources"), so that a third host's
+// packets never touch the sequence state of the endpoint's own requester.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +16,15 @@
 
 namespace insert::state {
 
-// A NAK seen for an endpoint's messages before the message it hits was observed.
+// A NAK seen for an endpoint's messages before the message it hits was observed: its PSN
+// and AETH syndrome in one word (which slots are used: Endpoint::pending_mask).
 struct PendingNak {
-    uint32_t psn = 0;
-    uint8_t syndrome = 0;
-    bool used = false;
+    uint32_t bits = 0;
+    PendingNak() = default;
+    PendingNak(uint32_t psn, uint8_t syndrome)
+        : bits((psn & 0xFFFFFF) | uint32_t{syndrome} << 24) {}
+    uint32_t psn() const { return bits & 0xFFFFFF; }
+    uint8_t syndrome() const { return static_cast<uint8_t>(bits >> 24); }
 };
 
 // Middle/Last packets held for their message (observed before its First, or past a hole
@@ -98,24 +104,25 @@ struct alignas(64) Endpoint {
     uint32_t incarnation = 0;
     uint32_t peer_index = kNoIndex;  // valid while the peer's incarnation matches
     uint32_t peer_incarnation = 0;
-    // The first source (pairing) as a 4-byte IPv4 address when it is one, so that the
-    // per-packet "same source?" check stays on this line; src_ip (cold) holds it in full.
+    // The part's source as a 4-byte IPv4 address when it is one, so that the per-packet
+    // "same source?" check stays on this line; src_ip (line 4) holds it in full.
     uint32_t src_v4 = 0;
     uint16_t msg_count = 0;
     uint16_t src_port = 0;
     PairBy pair_by = PairBy::none;
     TransportFamily transport = TransportFamily::unknown;
-    bool has_source : 1 = false;
-    bool src_is_v4 : 1 = false;     // src_v4 is the first source
+    bool has_source : 1 = false;    // registered in the pairing tables (an RC/UC/XRC packet)
+    bool src_is_v4 : 1 = false;     // src_v4 is the source
     bool got_response : 1 = false;  // has received an ACK/ATOMIC ACK/READ response/NAK
     bool live : 1 = false;
     bool last_request_read : 1 = false;  // the request at max_psn was a READ
     bool read_last_known : 1 = false;
-    bool multi_source_ip : 1 = false;    // from a second IP: no longer a sport/ip candidate
+    bool pairing_excluded : 1 = false;   // no room in the pairing tables: no sport/ip/psn rule
     bool multi_source_port : 1 = false;  // from a second port: no longer a sport candidate
+    bool secondary : 1 = false;          // a part other than the index's (EngineImpl::parts_)
     bool reported_unknown : 1 = false;   // unknown_qp event already emitted
     bool has_orphans : 1 = false;        // orphans != kNoIndex
-    bool has_pending : 1 = false;        // pending_used != 0
+    bool has_pending : 1 = false;        // pending_mask != 0
 
     // ---- line 1: what completing a message reads (its record's addresses, counts) ----
     EndpointKey key;
@@ -129,7 +136,7 @@ struct alignas(64) Endpoint {
     PsnBits window_bits;
 
     // ---- line 4: first packet, pairing, READ requests ----
-    proto::IpAddress src_ip;
+    proto::IpAddress src_ip;  // the part's source, set when the part is created
     uint64_t t_first_ns = 0;
     uint64_t pair_generation = UINT64_MAX;  // pairing tables' generation at the last attempt
     uint32_t read_dma_len = 0;              // DMA length of the READ at max_psn
@@ -139,14 +146,23 @@ struct alignas(64) Endpoint {
 
     // ---- cold ----
     EndpointCounters counters;
+    // When this part's first non-CNP packet came (its `transport`): an endpoint's parts
+    // are merged into one `qp` record by it (state/qp_merge.hpp).
+    uint64_t t_transport_ns = 0;
     PendingNak pending[kPendingNaks];
-    uint8_t pending_used = 0;  // used entries of pending[] (most often none)
+    uint32_t next_part = kNoIndex;  // the next part of the same (ip, qpn), from the index's
+    // CNPs of the current one-second window of capture time, reported as one `cnp` event
+    // when the window is over (docs/semantics.md "Congestion events").
+    uint32_t cnp_window = 0;     // seconds since the epoch
+    uint32_t cnp_count = 0;      // CNPs in it; 0: no window open
+    uint32_t cnp_first_off = 0;  // first CNP's ns within the window
+    uint32_t cnp_psn = 0;        // first CNP's PSN
+    uint8_t pending_mask = 0;    // used entries of pending[] (most often none)
     uint8_t pending_next = 0;
 
-    void set_source(const proto::IpAddress& ip, uint16_t port) {
-        has_source = true;
+    // The part's source: the IP every packet of this part comes from.
+    void set_source_ip(const proto::IpAddress& ip) {
         src_ip = ip;
-        src_port = port;
         src_is_v4 = ip.is_v4();
         if (src_is_v4) std::memcpy(&src_v4, ip.bytes.data() + 12, 4);
     }
@@ -157,20 +173,19 @@ struct alignas(64) Endpoint {
         std::memcpy(&v4, ip.bytes.data() + 12, 4);
         return v4 == src_v4 && ip.is_v4();
     }
-    // Whether note_source() would change nothing for a packet from ip:port: the endpoint
-    // has its source, and the packet's IP and port are that source's or already counted
-    // as a second one.
-    bool source_noted(const proto::IpAddress& ip, uint16_t port) const {
-        return has_source && (multi_source_ip || same_source_ip(ip)) &&
-               (multi_source_port || src_port == port);
+    // Whether note_source() would change nothing for a packet from this part's source on
+    // `port`: the part is registered, and the port is its first or already counted as a
+    // second one.
+    bool source_noted(uint16_t port) const {
+        return has_source && (multi_source_port || src_port == port);
     }
     void set_orphans(uint32_t block) {
         orphans = block;
         has_orphans = block != kNoIndex;
     }
-    void set_pending_used(uint8_t n) {
-        pending_used = n;
-        has_pending = n != 0;
+    void set_pending_mask(uint8_t mask) {
+        pending_mask = mask;
+        has_pending = mask != 0;
     }
     void count_msg(MsgOp op) {
         const int i = static_cast<int>(op);
@@ -183,6 +198,7 @@ static_assert(offsetof(Endpoint, key) == 64, "line 0 holds what every packet tou
 static_assert(offsetof(Endpoint, window_bits) == 128, "line 1 holds what completion reads");
 static_assert(offsetof(Endpoint, src_ip) == 256, "the window's bits fill lines 2 and 3");
 static_assert(offsetof(Endpoint, counters) == 320, "line 4: first packet and pairing");
+static_assert(offsetof(Endpoint, pending_next) < sizeof(Endpoint), "cold fields fit line 5-6");
 static_assert(sizeof(Endpoint) == 448);
 
 }  // namespace insert::state

@@ -26,6 +26,20 @@ struct EndpointKeyHash {
     std::size_t operator()(const EndpointKey& k) const noexcept { return hash_ip(k.ip, k.qpn); }
 };
 
+// One part of an endpoint: the packets it receives from one source IP (docs/semantics.md
+// "Sources"). Request sequence state, messages and pairing are kept per part.
+struct PartKey {
+    EndpointKey endpoint;
+    proto::IpAddress src;
+    friend bool operator==(const PartKey&, const PartKey&) = default;
+};
+
+struct PartKeyHash {
+    std::size_t operator()(const PartKey& k) const noexcept {
+        return hash_ip(k.endpoint.ip, hash_ip(k.src, k.endpoint.qpn));
+    }
+};
+
 constexpr uint32_t kPortKeyFlag = 0x10000;  // HostPairKey.sport of the per-port table
 
 // Endpoints at `at` receiving from `from` (optionally from one UDP source port).

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <new>
 
 #include "dataplane/proto/aeth.hpp"
@@ -30,6 +31,9 @@ constexpr uint32_t kMessagesPerEndpoint = 1;
 constexpr uint32_t kOrphanBlocksDivisor =
     32;  // blocks of 16 runs: as much memory as 8-run blocks for 1 in 16
 constexpr uint32_t kMinPoolSlots = 64;
+// Parts from a second source IP (docs/semantics.md "Sources"): most endpoints have one
+// source; UD QPs and QP 1 have one per sender. Up to one slot in two may be such a part.
+constexpr uint32_t kPartsDivisor = 2;
 // Entries a growing hash table starts with room for (EngineConfig::grow_tables).
 constexpr std::size_t kInitialTableEntries = 4096;
 
@@ -58,6 +62,32 @@ TransportFamily family_of(Transport t) {
 
 }  // namespace
 
+uint64_t refused_endpoints(uint64_t bits) {
+    // Linear counting: n = -m ln(1 - k/m) for k of m bits set.
+    if (bits == 0) return 0;
+    constexpr double m = kRefusedFilterBits;
+    if (bits >= kRefusedFilterBits) return static_cast<uint64_t>(m * std::log(m));  // saturated
+    return static_cast<uint64_t>(std::llround(-m * std::log1p(-static_cast<double>(bits) / m)));
+}
+
+uint64_t Engine::memory_bytes(const EngineConfig& config) {
+    using Index = FixedHashMap<EndpointKey, IndexEntry, EndpointKeyHash>;
+    using Parts = FixedHashMap<PartKey, uint32_t, PartKeyHash>;
+    using Hosts = FixedHashMap<HostPairKey, PairCount, HostPairKeyHash>;
+    using CmRequests = FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash>;
+    using CmPairs = FixedHashMap<PartKey, PartKey, PartKeyHash>;
+    const uint32_t n = std::max<uint32_t>(config.max_endpoints, 1);
+    const bool grow = config.grow_tables;
+    return uint64_t{n} * (sizeof(Endpoint) + sizeof(uint32_t)) + Index::memory_bytes_for(n, grow) +
+           Parts::memory_bytes_for(pool_size(n, kPartsDivisor), grow) +
+           Hosts::memory_bytes_for(std::size_t{n} * kHostPairsPerEndpoint, grow) +
+           CmRequests::memory_bytes_for(pool_size(n, kCmRequestsDivisor), grow) +
+           CmPairs::memory_bytes_for(pool_size(n, kCmRequestsDivisor / 2), grow) +
+           MessagePool::memory_bytes_for(std::max(kMinPoolSlots, n * kMessagesPerEndpoint)) +
+           SlotPool<OrphanBlock>::memory_bytes_for(pool_size(n, kOrphanBlocksDivisor)) +
+           kRefusedFilterBits / 8;
+}
+
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config, RecordSink& sink,
                                        std::string& error) {
     if (config.max_endpoints == 0) {
@@ -80,28 +110,31 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       endpoints_(config.max_endpoints),
       free_endpoints_(config.max_endpoints),
       index_(config.max_endpoints, initial_entries(config)),
+      parts_(pool_size(config.max_endpoints, kPartsDivisor), initial_entries(config)),
       hosts_(std::size_t{config.max_endpoints} * kHostPairsPerEndpoint, initial_entries(config)),
       cm_requests_(pool_size(config.max_endpoints, kCmRequestsDivisor), initial_entries(config)),
       cm_pairs_(pool_size(config.max_endpoints, kCmRequestsDivisor / 2), initial_entries(config)),
       messages_(std::max(kMinPoolSlots, config.max_endpoints * kMessagesPerEndpoint)),
-      orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)) {}
+      orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)),
+      refused_bits_(kRefusedFilterBits / 64) {}
 
 bool EngineImpl::valid() const {
-    return endpoints_.valid() && free_endpoints_.valid() && index_.valid() && hosts_.valid() &&
-           cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() && orphan_blocks_.valid();
+    return endpoints_.valid() && free_endpoints_.valid() && index_.valid() && parts_.valid() &&
+           hosts_.valid() && cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() &&
+           orphan_blocks_.valid() && refused_bits_.valid();
 }
 
 std::size_t EngineImpl::bytes_per_endpoint() const {
     const std::size_t total = sizeof(Endpoint) * capacity_ + sizeof(uint32_t) * capacity_ +
-                              index_.memory_bytes() + hosts_.memory_bytes() +
-                              cm_requests_.memory_bytes() + cm_pairs_.memory_bytes() +
-                              messages_.memory_bytes() + orphan_blocks_.memory_bytes();
+                              index_.memory_bytes() + parts_.memory_bytes() +
+                              hosts_.memory_bytes() + cm_requests_.memory_bytes() +
+                              cm_pairs_.memory_bytes() + messages_.memory_bytes() +
+                              orphan_blocks_.memory_bytes() + refused_bits_.memory_bytes();
     return total / capacity_;
 }
 
-uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noexcept {
-    // An earlier packet of the same burst may have created it since the lookahead looked.
-    if (const IndexEntry* found = index_.find(key, hash)) return found->endpoint;
+// A free slot made into a new part of `key` from `src`, or kNoIndex when the table is full.
+uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& src) noexcept {
     uint32_t idx;
     if (free_count_ > 0)
         idx = free_endpoints_[--free_count_];
@@ -109,24 +142,77 @@ uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash) noex
         idx = high_water_++;
     else
         return kNoIndex;
-    if (!index_.insert(key, hash, IndexEntry{idx, kNoIndex})) {
-        free_endpoints_[free_count_++] = idx;
-        return kNoIndex;
-    }
     Endpoint& ep = *new (&endpoints_[idx]) Endpoint{};
     ep.key = key;
+    ep.set_source_ip(src);
     ep.live = true;
     ep.incarnation = ++incarnations_;
-    bump(counters_.endpoints);
     bump(counters_.endpoints_live);
-    // A new endpoint may be the missing half of a pair a CM exchange named ("the pair applies
+    // A new part may be the missing half of a pair a CM exchange named ("the pair applies
     // when both endpoints exist"): its partner must try again on its next packet. Without
     // this, the partner retried only after some unrelated change, and when that came
     // depended on the other traffic of the worker - 1 and 2 workers paired at different
     // packets (insert-gen stress_pairing seed 7010, an endpoint first seen by a CNP). The
-    // sport/ip rules see a new endpoint only once it has a source (note_source).
+    // sport/ip rules see a new part only once it is registered (note_source).
     if (cm_pairs_.size() > 0) ++pair_generation_;
     return idx;
+}
+
+uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash,
+                                     const proto::IpAddress& src) noexcept {
+    // An earlier packet of the same burst may have created it since the lookahead looked.
+    if (const IndexEntry* found = index_.find(key, hash)) return found->endpoint;
+    const uint32_t idx = take_slot(key, src);
+    if (idx == kNoIndex) return kNoIndex;
+    if (!index_.insert(key, hash, IndexEntry{idx, kNoIndex})) {
+        endpoints_[idx].live = false;
+        bump(counters_.endpoints_live, -1);
+        free_endpoints_[free_count_++] = idx;
+        return kNoIndex;
+    }
+    bump(counters_.endpoints);
+    return idx;
+}
+
+uint32_t EngineImpl::part_from(uint32_t primary, const proto::IpAddress& src) noexcept {
+    Endpoint& first = endpoints_[primary];
+    const PartKey key{first.key, src};
+    if (parts_.size() > 0)
+        if (const uint32_t* found = parts_.find(key)) return *found;
+    const uint32_t idx = take_slot(first.key, src);
+    if (idx == kNoIndex) return kNoIndex;
+    if (!parts_.insert(key, idx)) {
+        endpoints_[idx].live = false;
+        bump(counters_.endpoints_live, -1);
+        free_endpoints_[free_count_++] = idx;
+        return kNoIndex;
+    }
+    Endpoint& ep = endpoints_[idx];
+    ep.secondary = true;
+    ep.next_part = first.next_part;
+    first.next_part = idx;
+    return idx;
+}
+
+uint32_t EngineImpl::find_part(const EndpointKey& key, const proto::IpAddress& src) noexcept {
+    const IndexEntry* found = index_.find(key);
+    if (!found) return kNoIndex;  // an endpoint without its index part has no parts
+    if (endpoints_[found->endpoint].same_source_ip(src)) return found->endpoint;
+    if (parts_.size() == 0) return kNoIndex;
+    const uint32_t* part = parts_.find(PartKey{key, src});
+    return part ? *part : kNoIndex;
+}
+
+void EngineImpl::count_refused(uint64_t hash) noexcept {
+    // The index's hash of (ip, qpn), remixed: the filter's bit must not follow the table's
+    // slot order.
+    const uint32_t bit =
+        static_cast<uint32_t>(mix64(hash ^ 0x5851F42D4C957F2Dull) % kRefusedFilterBits);
+    uint64_t& word = refused_bits_[bit / 64];
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (word & mask) return;
+    word |= mask;
+    bump(counters_.table_full_bits);
 }
 
 Endpoint* EngineImpl::peer_of(Endpoint& ep) noexcept {
@@ -135,11 +221,11 @@ Endpoint* EngineImpl::peer_of(Endpoint& ep) noexcept {
         Endpoint& p = endpoints_[ep.peer_index];
         if (p.live && p.incarnation == ep.peer_incarnation) return &p;
     }
-    // The peer was evicted (and maybe came back): look it up again.
-    const IndexEntry* found = index_.find(EndpointKey{ep.peer_ip, ep.peer_qpn});
-    ep.peer_index = found ? found->endpoint : kNoIndex;
-    if (!found) return nullptr;
-    Endpoint& p = endpoints_[found->endpoint];
+    // The peer was evicted (and maybe came back): look it up again - the part of the peer
+    // endpoint that receives from this part's host.
+    ep.peer_index = find_part(EndpointKey{ep.peer_ip, ep.peer_qpn}, ep.key.ip);
+    if (ep.peer_index == kNoIndex) return nullptr;
+    Endpoint& p = endpoints_[ep.peer_index];
     ep.peer_incarnation = p.incarnation;
     return &p;
 }
@@ -149,11 +235,23 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
     const proto::OpcodeInfo& info = pkt.info();
     // The lookahead found existing endpoints; they stay where they are until tick().
     uint32_t idx = ahead_.index[k];
-    if (idx == kNoIndex)
-        idx = create_endpoint(EndpointKey{pkt.dst_ip, pkt.t.bth.dest_qp}, ahead_.hash[k]);
     if (idx == kNoIndex) {
-        bump(counters_.table_full);
-        return;
+        const EndpointKey key{pkt.dst_ip, pkt.t.bth.dest_qp};
+        idx = create_endpoint(key, ahead_.hash[k], pkt.src_ip);
+        if (idx == kNoIndex) {
+            bump(counters_.table_full);
+            count_refused(ahead_.hash[k]);
+            return;
+        }
+    }
+    // Another source's packets have their own part (docs/semantics.md "Sources"): they
+    // never touch the sequence state, messages or pair of this source's.
+    if (!endpoints_[idx].same_source_ip(pkt.src_ip)) [[unlikely]] {
+        idx = part_from(idx, pkt.src_ip);
+        if (idx == kNoIndex) {
+            bump(counters_.table_full);
+            return;
+        }
     }
     Endpoint& ep = endpoints_[idx];
     TrafficCounters& c = ep.traffic;
@@ -165,17 +263,20 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
 
     if (info.transport == Transport::cnp) {
         ++ep.counters.cnps;
-        emit_event(EventKind::cnp, ep, pkt.t.bth.psn, ts);
+        note_cnp(ep, pkt.t.bth.psn, ts);
         return;
     }
-    if (ep.transport == TransportFamily::unknown) ep.transport = family_of(info.transport);
+    if (ep.transport == TransportFamily::unknown) {
+        ep.transport = family_of(info.transport);
+        ep.t_transport_ns = ts;
+    }
     if (info.transport == Transport::ud) {
         if (pkt.t.bth.dest_qp == 1) handle_cm(pkt);
         return;
     }
 
-    // Nearly always the source it knows, or one it already counted as a second: no call.
-    if (!ep.source_noted(pkt.src_ip, pkt.src_port)) note_source(idx, pkt);
+    // Nearly always the port it knows, or one it already counted as a second: no call.
+    if (!ep.source_noted(pkt.src_port)) note_source(idx, pkt);
     if (!info.request && !ep.got_response) {
         ep.got_response = true;  // it may now complete a sport/ip pair
         pairing_changed(ep);
@@ -323,17 +424,19 @@ void EngineImpl::handle_cm(const ParsedPacket& pkt) noexcept {
         parse_cm_mad({pkt.frame + pkt.payload_offset, static_cast<std::size_t>(pkt.payload_len)});
     if (!mad) return;
     if (mad->kind == CmKind::req) {
-        if (uint32_t* qpn = cm_requests_.insert({pkt.src_ip, mad->local_comm_id}, mad->local_qpn))
+        if (uint32_t* qpn =
+                cm_requests_.insert({pkt.src_ip, pkt.dst_ip, mad->local_comm_id}, mad->local_qpn))
             *qpn = mad->local_qpn;
         return;
     }
     // A REP answers the REQ that its sender received, i.e. one sent by the REP's destination.
-    const uint32_t* req_qpn = cm_requests_.find({pkt.dst_ip, mad->remote_comm_id});
+    const uint32_t* req_qpn = cm_requests_.find({pkt.dst_ip, pkt.src_ip, mad->remote_comm_id});
     if (!req_qpn) return;
-    const EndpointKey requester{pkt.dst_ip, *req_qpn};
-    const EndpointKey responder{pkt.src_ip, mad->local_qpn};
-    if (EndpointKey* v = cm_pairs_.insert(requester, responder)) *v = responder;
-    if (EndpointKey* v = cm_pairs_.insert(responder, requester)) *v = requester;
+    // The parts that will talk: the requester's from the responder's host, and back.
+    const PartKey requester{{pkt.dst_ip, *req_qpn}, pkt.src_ip};
+    const PartKey responder{{pkt.src_ip, mad->local_qpn}, pkt.dst_ip};
+    if (PartKey* v = cm_pairs_.insert(requester, responder)) *v = responder;
+    if (PartKey* v = cm_pairs_.insert(responder, requester)) *v = requester;
     ++pair_generation_;
 }
 

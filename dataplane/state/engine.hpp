@@ -26,24 +26,37 @@ struct EngineConfig {
 
 // Monotonic counters of one engine, readable from other threads.
 struct EngineCounters {
-    std::atomic<uint64_t> packets{0};          // well-formed RoCE packets processed
-    std::atomic<uint64_t> endpoints{0};        // endpoints created (distinct)
-    std::atomic<uint64_t> endpoints_live{0};   // endpoints in the table now
-    std::atomic<uint64_t> connections{0};      // pairs formed
-    std::atomic<uint64_t> msgs{0};             // msg records emitted
-    std::atomic<uint64_t> evicted{0};          // endpoints evicted idle (with a final qp record)
-    std::atomic<uint64_t> table_full{0};       // packets of endpoints that found no room
+    std::atomic<uint64_t> packets{0};         // well-formed RoCE packets processed
+    std::atomic<uint64_t> endpoints{0};       // endpoints created (each lifetime once)
+    std::atomic<uint64_t> endpoints_live{0};  // table slots in use now (endpoint parts)
+    std::atomic<uint64_t> connections{0};     // pairs formed
+    std::atomic<uint64_t> msgs{0};            // msg records emitted
+    std::atomic<uint64_t> evicted{0};         // endpoints evicted idle (with a final qp record)
+    std::atomic<uint64_t> table_full{0};      // packets of endpoints that found no room
+    // Bits set in the engine's refused-endpoint filter: refused_endpoints() turns them into
+    // the number of distinct endpoints (ip, qpn) that found no room at all.
+    std::atomic<uint64_t> table_full_bits{0};
     std::atomic<uint64_t> msgs_overflow{0};    // messages frozen early: too many outstanding
     std::atomic<uint64_t> records_dropped{0};  // records the sink refused
     std::atomic<uint64_t> orphans_dropped{0};  // Middle/Last packets whose First never came in time
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
+// Bits of the per-engine filter of refused endpoints. Linear counting over it estimates up to
+// a few million distinct endpoints within 1%, and is exact in practice for small counts
+// (two of n refused endpoints share a bit with probability about n^2 / 2^21).
+constexpr uint32_t kRefusedFilterBits = 1u << 20;
+// Distinct refused endpoints estimated from `bits` set in one engine's filter.
+uint64_t refused_endpoints(uint64_t bits);
+
 class Engine {
   public:
     // Allocates every table; nullptr and `error` set if memory cannot be had.
     static std::unique_ptr<Engine> create(const EngineConfig& config, RecordSink& sink,
                                           std::string& error);
+    // Bytes an engine with this configuration reserves: what it holds at capacity, and
+    // what a live appliance (which locks its memory) makes resident at start.
+    static uint64_t memory_bytes(const EngineConfig& config);
     virtual ~Engine() = default;
 
     // Well-formed RoCE packets (verdict roce) with their timestamps, in capture order for

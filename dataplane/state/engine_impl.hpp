@@ -38,14 +38,18 @@ struct PairCount {
     uint32_t head = kNoIndex;  // all of them, linked through Endpoint::next_same_source
 };
 
+// A CM REQ by its sender, the host it went to and its Local Communication ID: the REP that
+// answers it comes back from that host (so that CM exchanges of other host pairs, which
+// may reuse the ID, cannot meet: pairing stays within a host pair, as sharding does).
 struct CmRequestKey {
     proto::IpAddress sender;
+    proto::IpAddress receiver;
     uint32_t comm_id = 0;
     friend bool operator==(const CmRequestKey&, const CmRequestKey&) = default;
 };
 struct CmRequestKeyHash {
     std::size_t operator()(const CmRequestKey& k) const noexcept {
-        return hash_ip(k.sender, k.comm_id);
+        return hash_ip(k.sender, hash_ip(k.receiver, k.comm_id));
     }
 };
 
@@ -81,7 +85,18 @@ class EngineImpl final : public Engine {
 
     // engine.cpp
     void process_one(const proto::ParsedPacket& pkt, uint64_t ts, unsigned k) noexcept;
-    uint32_t create_endpoint(const EndpointKey& key, uint64_t hash) noexcept;
+    // The part of `key` receiving from `src`, created if absent; kNoIndex when the table is
+    // full. create_endpoint() is the path of a packet whose endpoint the lookahead did not
+    // find (it makes the index's part); part_from() finds or makes another source's part
+    // next to the index's part `primary`.
+    uint32_t create_endpoint(const EndpointKey& key, uint64_t hash,
+                             const proto::IpAddress& src) noexcept;
+    uint32_t part_from(uint32_t primary, const proto::IpAddress& src) noexcept;
+    // The part of `key` receiving from `src`, or kNoIndex (no creation).
+    uint32_t find_part(const EndpointKey& key, const proto::IpAddress& src) noexcept;
+    uint32_t take_slot(const EndpointKey& key, const proto::IpAddress& src) noexcept;
+    void count_refused(uint64_t hash) noexcept;
+    void note_cnp(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     // The next PSN of the newest message, in order: attributed at once (true), or false.
     bool continue_tail(Endpoint& ep, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
@@ -132,7 +147,15 @@ class EngineImpl final : public Engine {
     // engine_records.cpp
     void freeze(Endpoint& ep, uint32_t m, MsgStatus status, bool acked, uint64_t t_ack) noexcept;
     void freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept;
+    void fill_qp(const Endpoint& ep, bool final, bool evicted, QpRecord& q) noexcept;
     void emit_qp(const Endpoint& ep, bool final, bool evicted = false) noexcept;
+    // One `qp` record for an endpoint: its index part `primary` and every part chained to
+    // it, merged (state/qp_merge.hpp).
+    void emit_endpoint_qp(uint32_t primary, bool final) noexcept;
+    // The `cnp` event of the part's open CNP window, if it has one.
+    void flush_cnp(Endpoint& ep) noexcept;
+    void flush_cnp_before(Endpoint& ep, uint64_t now_ns) noexcept;
+    void unlink_part(uint32_t idx) noexcept;
     void emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
                     uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
     void push(const Record& r) noexcept;
@@ -153,12 +176,18 @@ class EngineImpl final : public Engine {
     std::array<uint64_t, kPairSlots> pair_slots_{};
     uint32_t incarnations_ = 0;  // endpoints created so far (Endpoint::incarnation)
     Lookahead ahead_;
+    // Each endpoint's first part, by (ip, qpn): the one the packet path looks up. Parts from
+    // other sources are in parts_, chained to it (Endpoint::next_part).
     FixedHashMap<EndpointKey, IndexEntry, EndpointKeyHash> index_;
+    FixedHashMap<PartKey, uint32_t, PartKeyHash> parts_;
     FixedHashMap<HostPairKey, PairCount, HostPairKeyHash> hosts_;
     FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash> cm_requests_;
-    FixedHashMap<EndpointKey, EndpointKey, EndpointKeyHash> cm_pairs_;
+    FixedHashMap<PartKey, PartKey, PartKeyHash> cm_pairs_;
     MessagePool messages_;
     SlotPool<OrphanBlock> orphan_blocks_;
+    // Endpoints that found no room, as bits of a hash (linear counting): how many distinct
+    // endpoints the table refused, in bounded memory (EngineCounters::table_full_bits).
+    LazyArray<uint64_t> refused_bits_;
 };
 
 }  // namespace insert::state

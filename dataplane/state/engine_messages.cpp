@@ -366,16 +366,18 @@ bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
 
 bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
     if (!ep.has_pending) return false;  // without touching the cold line
-    for (PendingNak& p : ep.pending) {
-        if (!p.used) continue;
+    for (int i = 0; i < Endpoint::kPendingNaks; ++i) {
+        const uint8_t bit = static_cast<uint8_t>(1u << i);
+        if (!(ep.pending_mask & bit)) continue;
+        const PendingNak p = ep.pending[i];
         OpenMessage& m = messages_[mi];
         const bool bounded = m.last_known || m.length_hint != 0;
-        if (p.psn != m.psn_first && !(bounded && psn_newer(p.psn, m.psn_first) && within(m, p.psn)))
+        if (p.psn() != m.psn_first &&
+            !(bounded && psn_newer(p.psn(), m.psn_first) && within(m, p.psn())))
             continue;
-        p.used = false;
-        ep.set_pending_used(static_cast<uint8_t>(ep.pending_used - 1));
+        ep.set_pending_mask(static_cast<uint8_t>(ep.pending_mask & ~bit));
         MsgStatus fatal = MsgStatus::incomplete;
-        if (hit_by_nak(m, p.syndrome, fatal)) {
+        if (hit_by_nak(m, p.syndrome(), fatal)) {
             freeze(ep, mi, fatal, false, 0);
             return true;
         }
@@ -563,13 +565,12 @@ void EngineImpl::apply_nak(Endpoint& f, uint32_t psn, uint8_t syndrome, uint64_t
     (void)ts;
     const uint32_t mi = owner_of(f, psn, false);
     if (mi == kNoIndex) {
-        // Not observed yet (a lost First/Only is NAKed before it is seen): keep it.
-        PendingNak& p = f.pending[f.pending_next];
+        // Not observed yet (a lost First/Only is NAKed before it is seen): keep it, in
+        // place of the oldest when all slots are used.
+        const unsigned slot = f.pending_next;
         f.pending_next = static_cast<uint8_t>((f.pending_next + 1) % Endpoint::kPendingNaks);
-        if (!p.used)
-            f.set_pending_used(
-                static_cast<uint8_t>(f.pending_used + 1));  // else it replaces the oldest
-        p = PendingNak{psn, syndrome, true};
+        f.pending[slot] = PendingNak(psn, syndrome);
+        f.set_pending_mask(static_cast<uint8_t>(f.pending_mask | 1u << slot));
         return;
     }
     MsgStatus fatal = MsgStatus::incomplete;

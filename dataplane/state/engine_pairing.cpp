@@ -41,28 +41,27 @@ uint64_t EngineImpl::pairing_version(const Endpoint& ep) const noexcept {
     return pair_generation_ + pair_slots_[pair_slot(ep.key.ip, ep.src_ip)];
 }
 
+// Registers a part in the pairing tables on its first RC/UC/XRC packet (its source IP is
+// the part's own, docs/semantics.md "Sources"), and notes a second UDP source port.
 void EngineImpl::note_source(uint32_t idx, const proto::ParsedPacket& pkt) noexcept {
     Endpoint& ep = endpoints_[idx];
     if (ep.has_source) {
-        if (!ep.multi_source_ip && !ep.same_source_ip(pkt.src_ip)) {
-            ep.multi_source_ip = true;
-            pairing_changed(ep);
-        }
         if (!ep.multi_source_port && ep.src_port != pkt.src_port) {
             ep.multi_source_port = true;
             pairing_changed(ep);
         }
         return;
     }
-    ep.set_source(pkt.src_ip, pkt.src_port);
+    ep.has_source = true;
+    ep.src_port = pkt.src_port;
     pairing_changed(ep);
-    ep.pair_generation = UINT64_MAX;  // now in another slot: try on this packet
+    ep.pair_generation = UINT64_MAX;  // a candidate now: try on this packet
     for (const uint32_t sport : {0u, kPortKeyFlag | pkt.src_port}) {
-        PairCount* pc = hosts_.insert({ep.key.ip, pkt.src_ip, sport}, PairCount{});
+        PairCount* pc = hosts_.insert({ep.key.ip, ep.src_ip, sport}, PairCount{});
         if (!pc) {
-            // No room to count it: keep the endpoint out of the rules rather than risk
-            // a wrong "only one" answer for it or its neighbours.
-            ep.multi_source_ip = true;
+            // No room to count it: keep the part out of the rules rather than risk a
+            // wrong "only one" answer for it or its neighbours.
+            ep.pairing_excluded = true;
             continue;
         }
         ++pc->count;
@@ -95,8 +94,8 @@ void EngineImpl::forget_source(Endpoint& ep) noexcept {
 }
 
 bool EngineImpl::eligible(const Endpoint& f, const proto::IpAddress& from) const noexcept {
-    return f.live && f.pair_by == PairBy::none && f.has_source && !f.multi_source_ip &&
-           f.src_ip == from && cm_pairs_.find(f.key) == nullptr;
+    return f.live && f.pair_by == PairBy::none && f.has_source && !f.pairing_excluded &&
+           f.src_ip == from && cm_pairs_.find(PartKey{f.key, f.src_ip}) == nullptr;
 }
 
 // SPEC 3 pairs a requester (it receives responses) with its responder (it receives
@@ -113,15 +112,14 @@ void EngineImpl::try_pair(uint32_t idx, uint64_t ts) noexcept {
     ep.pair_generation = pairing_version(ep);
     // host: needs QP attributes from the host tracer (not wired into the dataplane yet).
     // cm: a REQ/REP exchange named both endpoints; no other rule may override it.
-    if (const EndpointKey* partner = cm_pairs_.find(ep.key)) {
-        const IndexEntry* found = index_.find(*partner);
-        const uint32_t f = found ? found->endpoint : kNoIndex;
+    if (const PartKey* partner = cm_pairs_.find(PartKey{ep.key, ep.src_ip})) {
+        const uint32_t f = find_part(partner->endpoint, partner->src);
         if (f != kNoIndex && f != idx && endpoints_[f].live &&
             endpoints_[f].pair_by == PairBy::none)
             make_pair(idx, f, PairBy::cm, ts);
         return;
     }
-    if (!ep.has_source || ep.multi_source_ip) return;
+    if (!ep.has_source || ep.pairing_excluded) return;
     const proto::IpAddress& x = ep.key.ip;
     const proto::IpAddress& y = ep.src_ip;
     if (!ep.multi_source_port) {
@@ -161,7 +159,8 @@ bool EngineImpl::psn_outstanding(const Endpoint& f, uint32_t psn) const noexcept
 
 bool EngineImpl::try_pair_by_psn(uint32_t idx, uint32_t psn, uint64_t ts) noexcept {
     Endpoint& ep = endpoints_[idx];
-    if (!ep.has_source || ep.multi_source_ip || cm_pairs_.find(ep.key)) return false;
+    if (!ep.has_source || ep.pairing_excluded || cm_pairs_.find(PartKey{ep.key, ep.src_ip}))
+        return false;
     const PairCount* theirs = hosts_.find({ep.src_ip, ep.key.ip, 0});
     if (!theirs) return false;
     uint32_t match = kNoIndex;
@@ -191,9 +190,12 @@ void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexc
     b.peer_index = e;
     b.peer_incarnation = a.incarnation;
     b.pair_by = by;
-    // Prefetch hints: a packet to either one fetches the other's lines at once.
-    if (IndexEntry* entry = index_.find(a.key)) entry->peer_hint = f;
-    if (IndexEntry* entry = index_.find(b.key)) entry->peer_hint = e;
+    // Prefetch hints: a packet to either one fetches the other's lines at once (only the
+    // index's parts have an index entry to hold one).
+    if (!a.secondary)
+        if (IndexEntry* entry = index_.find(a.key)) entry->peer_hint = f;
+    if (!b.secondary)
+        if (IndexEntry* entry = index_.find(b.key)) entry->peer_hint = e;
     pairing_changed(a);
     pairing_changed(b);
     bump(counters_.connections);

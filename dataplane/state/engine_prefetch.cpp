@@ -73,11 +73,10 @@ void EngineImpl::stage_endpoint(const proto::ParsedPacket& pkt, unsigned k) noex
 }
 
 void EngineImpl::prefetch_pairing(const proto::ParsedPacket& pkt) noexcept {
-    // The entries note_source() and try_pair() look up, assuming the packet's source is
-    // the endpoint's first (it is unless the endpoint has several).
+    // The entries note_source() and try_pair() look up for the part of the packet's source.
     const proto::Transport t = pkt.info().transport;
     if (t == proto::Transport::ud || t == proto::Transport::cnp) return;  // never paired
-    cm_pairs_.prefetch(cm_pairs_.hash(key_of(pkt)));
+    cm_pairs_.prefetch(cm_pairs_.hash(PartKey{key_of(pkt), pkt.src_ip}));
     const uint32_t port = kPortKeyFlag | pkt.src_port;
     hosts_.prefetch(hosts_.hash({pkt.dst_ip, pkt.src_ip, port}));
     hosts_.prefetch(hosts_.hash({pkt.src_ip, pkt.dst_ip, port}));
@@ -93,7 +92,7 @@ void EngineImpl::stage_messages(const proto::ParsedPacket& pkt, unsigned k) noex
         return;
     }
     const Endpoint& ep = endpoints_[idx];
-    if (ep.pair_by == PairBy::none && !ep.multi_source_ip) {
+    if (ep.pair_by == PairBy::none && !ep.pairing_excluded) {
         // Not paired yet: line 4 says whether it tries again. It rarely does (only after a
         // change in its host pair), so the pairing tables are left to the attempt itself.
         prefetch_line(&ep.src_ip);

@@ -1,5 +1,6 @@
 // Records, periodic reports, idle eviction and the end of input.
 #include "dataplane/state/engine_impl.hpp"
+#include "dataplane/state/qp_merge.hpp"
 
 namespace insert::state {
 
@@ -35,7 +36,7 @@ void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
     r.type = RecordType::msg;
     MsgRecord& out = r.msg;
     const bool paired = ep.pair_by != PairBy::none;
-    out.src_ip = paired ? ep.peer_ip : ep.src_ip;
+    out.src_ip = ep.src_ip;  // the part's source: its peer's IP when paired
     out.dst_ip = ep.key.ip;
     out.dst_qpn = ep.key.qpn;
     out.has_src_qpn = paired;
@@ -94,11 +95,45 @@ void EngineImpl::freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept 
     }
 }
 
-void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept {
+namespace {
+constexpr uint64_t kNsPerSecond = 1'000'000'000;
+}
+
+void EngineImpl::note_cnp(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
+    // One `cnp` event per part and one-second window of capture time, with the count: a
+    // CNP storm (a million a second at a congested port) must not flood the records.
+    const uint32_t window = static_cast<uint32_t>(ts / kNsPerSecond);
+    if (ep.cnp_count != 0 && ep.cnp_window == window) {
+        ++ep.cnp_count;
+        return;
+    }
+    flush_cnp(ep);
+    ep.cnp_window = window;
+    ep.cnp_count = 1;
+    ep.cnp_first_off = static_cast<uint32_t>(ts % kNsPerSecond);
+    ep.cnp_psn = psn;
+}
+
+void EngineImpl::flush_cnp(Endpoint& ep) noexcept {
+    if (ep.cnp_count == 0) return;
     Record r;
-    r.type = RecordType::qp;
-    r.qp = QpRecord{};
-    QpRecord& q = r.qp;
+    r.type = RecordType::event;
+    r.event = EventRecord{};
+    r.event.kind = EventKind::cnp;
+    r.event.ip = ep.key.ip;
+    r.event.qpn = ep.key.qpn;
+    r.event.psn = ep.cnp_psn;
+    r.event.t_ns = uint64_t{ep.cnp_window} * kNsPerSecond + ep.cnp_first_off;
+    r.event.count = ep.cnp_count;
+    ep.cnp_count = 0;
+    push(r);
+}
+
+void EngineImpl::flush_cnp_before(Endpoint& ep, uint64_t now_ns) noexcept {
+    if (ep.cnp_count != 0 && (uint64_t{ep.cnp_window} + 1) * kNsPerSecond <= now_ns) flush_cnp(ep);
+}
+
+void EngineImpl::fill_qp(const Endpoint& ep, bool final, bool evicted, QpRecord& q) noexcept {
     const EndpointCounters& c = ep.counters;
     q.pkts = ep.traffic.pkts;
     q.bytes = ep.traffic.bytes;
@@ -118,33 +153,91 @@ void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept 
     q.peer_ip = ep.peer_ip;
     q.peer_qpn = ep.peer_qpn;
     q.transport = ep.transport;
+    q.t_transport_ns = ep.t_transport_ns;
+    q.src_ip = ep.src_ip;
     q.final = final;
     q.evicted = evicted;
+}
+
+void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept {
+    Record r;
+    r.type = RecordType::qp;
+    r.qp = QpRecord{};
+    fill_qp(ep, final, evicted, r.qp);
     push(r);
 }
 
-void EngineImpl::report(uint64_t) {
-    for (uint32_t i = 0; i < high_water_; ++i)
-        if (endpoints_[i].live) emit_qp(endpoints_[i], false);
+void EngineImpl::emit_endpoint_qp(uint32_t primary, bool final) noexcept {
+    Record r;
+    r.type = RecordType::qp;
+    r.qp = QpRecord{};
+    fill_qp(endpoints_[primary], final, false, r.qp);
+    for (uint32_t p = endpoints_[primary].next_part; p != kNoIndex; p = endpoints_[p].next_part) {
+        QpRecord part;
+        fill_qp(endpoints_[p], final, false, part);
+        merge_qp(r.qp, part);
+    }
+    push(r);
 }
 
-void EngineImpl::finish(uint64_t end_ns) {
+void EngineImpl::report(uint64_t now_ns) {
     for (uint32_t i = 0; i < high_water_; ++i) {
         Endpoint& ep = endpoints_[i];
         if (!ep.live) continue;
-        freeze_open(ep, false, end_ns);
-        emit_qp(ep, true);
+        flush_cnp_before(ep, now_ns);
+        if (!ep.secondary) emit_endpoint_qp(i, false);
     }
+}
+
+void EngineImpl::finish(uint64_t end_ns) {
+    // Every part's messages before its endpoint's qp record (the exporter's latency book
+    // reads them first): an endpoint is finished, all its parts, at its index part.
+    for (uint32_t i = 0; i < high_water_; ++i) {
+        Endpoint& first = endpoints_[i];
+        if (!first.live || first.secondary) continue;
+        for (uint32_t p = i; p != kNoIndex; p = endpoints_[p].next_part) {
+            freeze_open(endpoints_[p], false, end_ns);
+            flush_cnp(endpoints_[p]);
+        }
+        emit_endpoint_qp(i, true);
+    }
+}
+
+// Takes a part out of its endpoint's chain and the table that finds it. An index part with
+// other parts hands the index entry to the next one.
+void EngineImpl::unlink_part(uint32_t idx) noexcept {
+    Endpoint& ep = endpoints_[idx];
+    if (ep.secondary) {
+        parts_.erase(PartKey{ep.key, ep.src_ip});
+        IndexEntry* entry = index_.find(ep.key);
+        for (uint32_t* link = entry ? &endpoints_[entry->endpoint].next_part : nullptr;
+             link && *link != kNoIndex; link = &endpoints_[*link].next_part)
+            if (*link == idx) {
+                *link = ep.next_part;
+                break;
+            }
+        return;
+    }
+    if (ep.next_part == kNoIndex) {
+        index_.erase(ep.key);
+        return;
+    }
+    const uint32_t heir = ep.next_part;
+    Endpoint& h = endpoints_[heir];
+    parts_.erase(PartKey{h.key, h.src_ip});
+    h.secondary = false;
+    if (IndexEntry* entry = index_.find(ep.key)) *entry = IndexEntry{heir, h.peer_index};
 }
 
 void EngineImpl::evict(uint32_t idx) noexcept {
     Endpoint& ep = endpoints_[idx];
     freeze_open(ep, true, ep.traffic.t_last_ns);
+    flush_cnp(ep);
     emit_qp(ep, true, true);
     forget_source(ep);
     if (ep.has_orphans) orphan_blocks_.release(ep.orphans);
     ep.set_orphans(kNoIndex);
-    index_.erase(ep.key);
+    unlink_part(idx);
     ep.live = false;
     free_endpoints_[free_count_++] = idx;
     bump(counters_.endpoints_live, -1);
@@ -158,10 +251,13 @@ void EngineImpl::tick(uint64_t now_ns) noexcept {
     // timeout/8 of capture time), which bounds the cost of the full scan.
     if (config_.idle_timeout_ns == 0) return;
     for (uint32_t i = 0; i < high_water_; ++i) {
-        const Endpoint& ep = endpoints_[i];
-        if (ep.live && now_ns > ep.traffic.t_last_ns &&
+        Endpoint& ep = endpoints_[i];
+        if (!ep.live) continue;
+        if (now_ns > ep.traffic.t_last_ns &&
             now_ns - ep.traffic.t_last_ns > config_.idle_timeout_ns)
             evict(i);
+        else
+            flush_cnp_before(ep, now_ns);
     }
 }
 

@@ -42,6 +42,12 @@ class FixedHashMap {
     std::size_t slot_count() const { return mask_ + 1; }
     // Reserved bytes: what the map holds at capacity.
     std::size_t memory_bytes() const { return (max_mask_ + 1) * sizeof(Slot); }
+    // What a map for `capacity` entries reserves, before making one (its spare area too
+    // when it grows).
+    static std::size_t memory_bytes_for(std::size_t capacity, bool growing) {
+        const std::size_t slots = slots_for(capacity);
+        return (slots + (growing ? slots / 4 : 0)) * sizeof(Slot);
+    }
 
     static uint64_t hash(const Key& key) { return Hash{}(key); }
     // The slot a lookup of a key with this hash reads first (the hot path prefetches it).

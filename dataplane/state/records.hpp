@@ -84,6 +84,12 @@ struct QpRecord {
     uint64_t lat_p99_ns = 0;
     uint64_t lat_max_ns = 0;
     uint64_t lat_count = 0;
+    // When the first non-CNP packet (the one that set `transport`) came: merge_qp() picks
+    // the earliest across an endpoint's parts (not exported).
+    uint64_t t_transport_ns = 0;
+    // The source of the part a record of one part (an evicted one) describes; the
+    // exporter keeps message latencies per part (not exported).
+    IpAddress src_ip;
 };
 
 struct EventRecord {
@@ -96,6 +102,7 @@ struct EventRecord {
     uint32_t peer_qpn = 0;          // pair
     uint32_t missing = 0;           // gap
     PairBy pair_by = PairBy::none;  // pair
+    uint32_t count = 0;             // cnp: CNPs in the event's one-second window
     uint64_t t_ns = 0;
 };
 

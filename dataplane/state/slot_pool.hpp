@@ -28,8 +28,9 @@ class SlotPool {
     explicit SlotPool(uint32_t capacity)
         : capacity_(capacity), slots_(capacity), free_stack_(capacity) {}
     bool valid() const { return slots_.valid() && free_stack_.valid(); }
-    std::size_t memory_bytes() const {
-        return std::size_t{capacity_} * (sizeof(T) + sizeof(uint32_t));
+    std::size_t memory_bytes() const { return memory_bytes_for(capacity_); }
+    static std::size_t memory_bytes_for(uint32_t capacity) {
+        return std::size_t{capacity} * (sizeof(T) + sizeof(uint32_t));
     }
 
     // A freshly value-initialised slot, or kNoIndex when the pool is exhausted. Released

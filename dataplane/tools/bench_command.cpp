@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "dataplane/state/engine.hpp"
 #include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/commands.hpp"
+#include "dataplane/tools/memory_budget.hpp"
+#include "dataplane/tools/option_checks.hpp"
 
 namespace insert::tools {
 
@@ -65,6 +69,14 @@ Gb/s counts whole frames as on the wire (headers, payload, ICRC; no preamble or 
 busy-Mpps is frames per second of time a worker spent on non-empty bursts.
 )";
 
+// Upper bound of a workload's memory: frames are at most a message's packets plus one
+// response each, and each costs its 128-byte slot, length, timestamp and MemoryFrame.
+uint64_t workload_bytes(const bench::WorkloadSpec& spec) {
+    const uint64_t frames = spec.messages * (spec.max_message_packets + 1);
+    return frames * (bench::CompactWorkload::kSlot + sizeof(uint32_t) + sizeof(uint64_t) +
+                     sizeof(pipeline::MemoryFrame));
+}
+
 struct Pass {
     std::vector<uint64_t> frames;
     std::vector<uint64_t> bytes;
@@ -85,7 +97,7 @@ int run_bench(int argc, char** argv) {
     app.add_option("--endpoints", opt.endpoints, "distinct endpoints (default 100000)")
         ->check(CLI::Range(2u, 1u << 24));
     app.add_option("--seconds", opt.seconds, "seconds per worker count (default 3)")
-        ->check(CLI::PositiveNumber);
+        ->check(seconds_between(0.01, kMaxIdleTimeout));
     app.add_option("--mtu", opt.mtu, "RoCE path MTU of the workload (default 1024)")
         ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
     app.add_option("--seed", opt.seed, "workload seed");
@@ -109,6 +121,23 @@ int run_bench(int argc, char** argv) {
     }
     spec.mtu = opt.mtu;
     spec.seed = opt.seed;
+    {
+        // The workload and one engine per worker, each sized for every endpoint, are all in
+        // memory at once (the engines' tables fill as they see their share).
+        state::EngineConfig engine;
+        engine.max_endpoints = std::max<uint32_t>(1024, opt.endpoints);
+        const uint64_t need =
+            workload_bytes(spec) + state::Engine::memory_bytes(engine) * opt.workers;
+        const uint64_t available = available_memory_bytes();
+        if (!memory_fits(need, available, false)) {
+            std::fprintf(stderr,
+                         "%s: --endpoints %u with %u worker%s needs about %s of memory, only %s "
+                         "available\n",
+                         kName, opt.endpoints, opt.workers, opt.workers == 1 ? "" : "s",
+                         format_bytes(need).c_str(), format_bytes(available).c_str());
+            return 2;
+        }
+    }
     const bench::CompactWorkload w = bench::build_compact_workload(spec);
     std::vector<pipeline::MemoryFrame> frames(w.frames());
     uint64_t total_bytes = 0;
@@ -128,7 +157,7 @@ int run_bench(int argc, char** argv) {
     std::string error;
     if (!eal.start(req, error)) {
         std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
-        return 1;
+        return eal.bad_options() ? 2 : 1;
     }
     pipeline::MbufTimestamp timestamp;
     if (!timestamp.register_field(error)) {
@@ -204,6 +233,10 @@ int run_bench(int argc, char** argv) {
         std::fflush(stdout);
     }
     eal.stop();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "%s: writing stdout failed: %s\n", kName, std::strerror(errno));
+        return 1;
+    }
     return 0;
 }
 

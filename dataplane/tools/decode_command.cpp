@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "dataplane/capture/capture_file.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/tools/commands.hpp"
+#include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
 
@@ -48,8 +50,10 @@ constexpr const char* kUsage =
     "\n"
     "exit status: 0 success (also for a capture cut short: the complete frames are printed,\n"
     "then one warning line naming the file on stderr); 2 missing or unreadable file, not a\n"
-    "capture, non-Ethernet link type, bad option (one line on stderr, nothing on stdout);\n"
-    "1 writing stdout failed.\n"
+    "capture, non-Ethernet link type, bad option (one line on stderr, nothing on stdout), or a\n"
+    "file that shrank while it was read; 1 writing stdout failed (a closed pipe stops the\n"
+    "decoding at once); 128+N stopped by signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,\n"
+    "SIGUSR2: the rows so far are written whole).\n"
     "\n"
     "examples:\n"
     "  insert-dp decode pcaps/rc_mixed.pcap\n"
@@ -110,6 +114,11 @@ bool flush(fmt::memory_buffer& out) {
     const bool ok = std::fwrite(out.data(), 1, out.size(), stdout) == out.size();
     out.clear();
     return ok;
+}
+
+std::atomic<bool> g_stop{false};
+void stop_decoding() {
+    g_stop.store(true, std::memory_order_relaxed);
 }
 
 void print_summary(const std::string& path, const Counts& c) {
@@ -185,8 +194,13 @@ int run_decode(int argc, char** argv) {
     fmt::memory_buffer out;
     out.append(kCsvHeader);
     bool write_ok = true;
+    int write_errno = 0;
     proto::ParsedPacket parsed;
-    while (file.next(frame)) {
+    g_stop.store(false);
+    install_stop_signals(stop_decoding);
+    // Rows are whole in the buffer: a stop between frames, or a failed write, ends the
+    // output on a row boundary. A closed pipe (`| head`) stops at once.
+    while (write_ok && !g_stop.load(std::memory_order_relaxed) && file.next(frame)) {
         ++counts.frames;
         switch (proto::parse_frame(frame.data, parsed)) {
             case proto::Verdict::non_roce:
@@ -198,23 +212,43 @@ int run_decode(int argc, char** argv) {
             case proto::Verdict::roce:
                 ++counts.roce;
                 append_row(out, frame.index, parsed);
-                if (out.size() >= kFlushBytes) write_ok = flush(out) && write_ok;
+                if (out.size() >= kFlushBytes && !flush(out)) {
+                    write_ok = false;
+                    write_errno = errno;
+                }
                 break;
         }
     }
-    write_ok = flush(out) && write_ok;
-    write_ok = std::fflush(stdout) == 0 && write_ok;
+    if (write_ok && (!flush(out) || std::fflush(stdout) != 0)) {
+        write_ok = false;
+        write_errno = errno;
+    }
+    restore_stop_signals();
     if (summary) print_summary(path, counts);
-    if (!file.error().empty())
-        std::fprintf(stderr,
-                     "insert-dp decode: warning: %s (capture cut short; %llu complete "
-                     "frames decoded)\n",
-                     file.error().c_str(), static_cast<unsigned long long>(counts.frames));
+    int status = 0;
+    if (!file.error().empty()) {
+        if (file.truncated()) {
+            std::fprintf(stderr,
+                         "insert-dp decode: warning: %s (capture cut short; %llu complete "
+                         "frames decoded)\n",
+                         file.error().c_str(), static_cast<unsigned long long>(counts.frames));
+        } else {
+            std::fprintf(stderr, "insert-dp decode: %s; the %llu frames before it were decoded\n",
+                         file.error().c_str(), static_cast<unsigned long long>(counts.frames));
+            status = 2;
+        }
+    }
     if (!write_ok) {
-        std::fprintf(stderr, "insert-dp decode: writing stdout failed: %s\n", std::strerror(errno));
+        std::fprintf(stderr, "insert-dp decode: writing stdout failed after %llu frames: %s\n",
+                     static_cast<unsigned long long>(counts.frames), std::strerror(write_errno));
         return 1;
     }
-    return 0;
+    if (const int sig = stop_signal(); sig != 0) {
+        std::fprintf(stderr, "insert-dp decode: interrupted by %s after %llu frames\n",
+                     signal_name(sig), static_cast<unsigned long long>(counts.frames));
+        return 128 + sig;
+    }
+    return status;
 }
 
 }  // namespace insert::tools

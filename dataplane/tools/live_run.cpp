@@ -30,6 +30,10 @@
 #include "dataplane/state/engine.hpp"
 #include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/dataplane_start.hpp"
+#include "dataplane/tools/memory_budget.hpp"
+#include "dataplane/tools/option_checks.hpp"
+#include "dataplane/tools/output_file.hpp"
+#include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
 
@@ -43,6 +47,7 @@ struct LiveOptions {
     std::vector<std::string> vdevs;
     std::vector<std::string> pci;
     unsigned workers = 1;
+    bool records_given = false;
     std::string records;
     double interval_s = 1;
     std::string offload = "auto";
@@ -70,8 +75,9 @@ Examples:
   insert-dp inline --vdev net_ring0 --vdev net_ring1 --duration 10
       any EAL virtual device
 
-Stop with Ctrl-C or SIGTERM: receiving stops, workers and rings drain, every record is
-written, the summary is printed, exit 0. Live statistics: DPDK telemetry commands
+Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): receiving stops,
+workers and rings drain, every record is written whole, the summary (its "signal" names
+the signal) is printed, exit 0. Live statistics: DPDK telemetry commands
 /insert/stats /insert/ports /insert/workers /insert/top_qps /insert/offload
 (dpdk-telemetry.py -f FILE_PREFIX), and a live view when stdout is a terminal.
 Exit status: 0 done, 2 bad options or configuration, 1 runtime failure.
@@ -84,29 +90,44 @@ Examples:
   insert-dp monitor --iface tap-a --iface tap-b --workers 2
       the two directions of a link from two taps (connection affinity across ports)
 
-Stop with Ctrl-C or SIGTERM: workers and rings drain, every record is written, exit 0.
+Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): workers and rings
+drain, every record is written whole, the summary names the signal, exit 0.
 Exit status: 0 done, 2 bad options or configuration, 1 runtime failure.
 )";
 
 std::atomic<pipeline::PacketSource*> g_source{nullptr};
 
-void on_signal(int) {
+void stop_source() {
     if (pipeline::PacketSource* s = g_source.load()) s->stop();
 }
 
+void on_alarm(int) {  // --duration: the run's planned end, not an interruption
+    stop_source();
+}
+
 void install_signals() {
+    install_stop_signals(stop_source);
     struct sigaction sa {};
-    sa.sa_handler = on_signal;
+    sa.sa_handler = on_alarm;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGALRM, &sa, nullptr);
 }
 
 void restore_signals() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    restore_stop_signals();
     std::signal(SIGALRM, SIG_DFL);
+}
+
+// The same port twice (`--iface a1 --iface a1`) would open two sockets on one interface
+// and forward every frame back where it came from.
+bool find_duplicate(const std::vector<std::string>& names, std::string& dup) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (names[i] == names[j]) {
+                dup = names[i];
+                return true;
+            }
+    return false;
 }
 
 // 0 parsed, 1 --help printed, 2 error printed.
@@ -123,9 +144,11 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
     app.add_option("--port", opt.pci, "PCI address of a NIC port (needs hugepages)");
     app.add_option("--workers", opt.workers, "worker lcores (default 1)")
         ->check(CLI::Range(1u, kMaxWorkers));
-    app.add_option("--records", opt.records, "write JSON Lines records to OUT, or - for stdout");
-    app.add_option("--interval", opt.interval_s, "periodic qp records every S seconds (default 1)")
-        ->check(CLI::PositiveNumber);
+    CLI::Option* records = app.add_option("--records", opt.records,
+                                          "write JSON Lines records to OUT, or - for stdout");
+    app.add_option("--interval", opt.interval_s,
+                   "periodic qp records every S seconds (default 1, at least 0.0001)")
+        ->check(seconds_between(kMinInterval, kMaxDuration));
     app.add_option("--offload", opt.offload, "rte_flow steering: off, auto (default), require")
         ->check(CLI::IsMember({"off", "auto", "require"}));
     app.add_option("--shard", opt.shard,
@@ -133,11 +156,12 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
         ->check(CLI::IsMember({"ip-pair", "ip-pair-sport"}));
     app.add_option("--max-endpoints", opt.max_endpoints,
                    "endpoint table capacity per worker (default 1048576); its memory is "
-                   "made resident and locked at start, and the start line says how much")
+                   "made resident and locked at start, and the start line says how much; "
+                   "refused when it would not leave the system room")
         ->check(CLI::Range(1u, 1u << 28));
     app.add_option("--idle-timeout", opt.idle_timeout_s,
                    "evict endpoints idle for S seconds (default 60)")
-        ->check(CLI::PositiveNumber);
+        ->check(seconds_between(kMinIdleTimeout, kMaxIdleTimeout));
     app.add_option("--record-ring", opt.record_ring,
                    "records per worker ring, a power of two (default 16384)")
         ->check(CLI::Range(16u, 1u << 22));
@@ -145,7 +169,7 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
                    "when a record ring is full: wait (default; lossless) or drop (counted)")
         ->check(CLI::IsMember({"wait", "drop"}));
     app.add_option("--duration", opt.duration_s, "stop by itself after S seconds")
-        ->check(CLI::PositiveNumber);
+        ->check(seconds_between(1e-3, kMaxDuration));
     app.add_flag("--hugepages", opt.hugepages, "require hugepages (implied by --port)");
     app.add_flag("--no-view", opt.no_view, "no live terminal view");
     if (is_inline)
@@ -153,6 +177,17 @@ int parse(const char* name, pipeline::PortMode mode, int argc, char** argv, Live
                      "forward non-RoCE frames in software even where both NICs can hairpin");
     app.add_flag("--quiet", opt.quiet, "no live view and no terminal summary");
     if (const int rc = parse_args(app, args, name); rc != 0) return rc;
+    opt.records_given = records->count() > 0;
+    std::string dup;
+    for (const auto& [option, names] :
+         {std::pair<const char*, const std::vector<std::string>*>{"--iface", &opt.ifaces},
+          {"--vdev", &opt.vdevs},
+          {"--port", &opt.pci}})
+        if (find_duplicate(*names, dup)) {
+            std::fprintf(stderr, "%s: %s %s given twice (each port once)\n", name, option,
+                         dup.c_str());
+            return 2;
+        }
     if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
         std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", name, opt.record_ring);
         return 2;
@@ -222,6 +257,8 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         if (!pipeline::check_pci_port(p, canonical, error)) return fail(error);
         p = canonical;
     }
+    if (std::string dup; find_duplicate(opt.pci, dup))  // two spellings of one address
+        return fail("--port " + dup + " given twice (each port once)");
     if (!opt.pci.empty() && ::geteuid() != 0) return fail("NIC ports (--port) need root");
     const auto offload = offload::parse_offload_mode(opt.offload);
 
@@ -278,15 +315,37 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
                 " MiB free (echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)");
     }
 
-    const bool records_to_stdout = opt.records == "-";
-    std::FILE* records = nullptr;
-    if (records_to_stdout) {
-        records = stdout;
-    } else if (!opt.records.empty()) {
-        records = std::fopen(opt.records.c_str(), "w");
-        if (records == nullptr)
-            return fail("cannot write --records " + opt.records + ": " + std::strerror(errno));
+    // The engines' tables are locked resident at start: they must leave the system room.
+    {
+        state::EngineConfig engine;
+        engine.max_endpoints = opt.max_endpoints;
+        const uint64_t per_worker = state::Engine::memory_bytes(engine);
+        const uint64_t need = per_worker * opt.workers + (need_huge ? 0 : memory);
+        const uint64_t available = available_memory_bytes();
+        if (!memory_fits(need, available, true)) {
+            uint32_t lo = 0, hi = opt.max_endpoints;  // the most that fit: in [lo, hi)
+            while (hi - lo > 1) {
+                engine.max_endpoints = lo + (hi - lo) / 2;
+                const uint64_t n =
+                    state::Engine::memory_bytes(engine) * opt.workers + (need_huge ? 0 : memory);
+                (memory_fits(n, available, true) ? lo : hi) = engine.max_endpoints;
+            }
+            return fail(
+                "--max-endpoints " + std::to_string(opt.max_endpoints) + " needs " +
+                format_bytes(need) + " resident (" + std::to_string(opt.workers) + " worker" +
+                (opt.workers == 1 ? "" : "s") + " x " + format_bytes(per_worker) + " of state" +
+                (need_huge ? "" : " and " + format_bytes(memory) + " of buffers") + "), only " +
+                format_bytes(available) + " available and the system needs room: at most " +
+                std::to_string(lo) + " endpoints per worker fit");
+        }
     }
+
+    // Checked now, opened once the ports run: a failed start leaves an existing file alone.
+    const bool records_to_stdout = opt.records_given && opt.records == "-";
+    if (opt.records_given && !records_to_stdout &&
+        !check_output("--records", opt.records, "", error))
+        return fail(error);
+    std::FILE* records = records_to_stdout ? stdout : nullptr;
     std::FILE* summary_out = records_to_stdout ? stderr : stdout;
     auto close_records = [&] {
         if (records && records != stdout) std::fclose(records);
@@ -304,8 +363,7 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
     pipeline::MbufTimestamp timestamp;
     if (!start_dataplane(req, eal, timestamp, error)) {
         std::fprintf(stderr, "%s: %s\n", name, error.c_str());
-        close_records();
-        return 1;
+        return eal.bad_options() ? 2 : 1;
     }
     pipeline::register_telemetry();
     const bool locked = pipeline::lock_future_memory(name);
@@ -315,7 +373,6 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         auto source = pipeline::PortSource::create(pc, timestamp, error);
         if (!source) {
             std::fprintf(stderr, "%s: %s\n", name, error.c_str());
-            close_records();
             return 2;
         }
         pipeline::PipelineConfig config;
@@ -333,14 +390,19 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         config.record_ring_size = opt.record_ring;
         config.exporter.records = records;
         config.exporter.cpus = cpus;
+        config.exporter.bounded_memory = true;  // runs for months: nothing kept per gone endpoint
         pipeline::QpBoards boards(opt.workers);
         boards.install();
         auto pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
         boards.uninstall();
         if (!pipe) {
             std::fprintf(stderr, "%s: %s\n", name, error.c_str());
-            close_records();
             return 1;
+        }
+        if (opt.records_given && !records_to_stdout) {
+            records = open_output("--records", opt.records, "", error);
+            if (!records) return fail(error);
+            pipe->exporter().set_records(records);
         }
         pipeline::LiveStats stats(is_inline ? "inline" : "monitor", *pipe, source.get(), &boards);
         pipeline::publish(&stats);
@@ -396,16 +458,18 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
         }
         restore_signals();
         g_source.store(nullptr);
+        const int signal = stop_signal();
         const double wall_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
         const pipeline::LiveTotals t = stats.totals();
         pipeline::publish(nullptr);
-        const exporter::SummaryCounts totals = stats.summary(wall_s);
+        exporter::SummaryCounts totals = stats.summary(wall_s);
+        totals.signal = signal_name(signal);
         exporter::RecordWriter& writer = pipe->exporter().writer();
         writer.write_summary(totals);
         if (!writer.flush()) {
-            std::fprintf(stderr, "%s: writing records failed\n", name);
+            std::fprintf(stderr, "%s: writing records failed: %s\n", name, std::strerror(errno));
             status = 1;
         }
         if (!opt.quiet) {
@@ -418,6 +482,11 @@ int run_live(pipeline::PortMode mode, int argc, char** argv) {
                     ? opt.shard
                     : "symmetric RSS (rte_flow plan)";
             pipe->exporter().summary().render(summary_out, totals, info);
+            if (std::fflush(summary_out) != 0 || std::ferror(summary_out)) {
+                std::fprintf(stderr, "%s: writing the summary failed: %s\n", name,
+                             std::strerror(errno));
+                status = 1;
+            }
         }
         // Worker CPU time: frames per CPU-second is a worker core's capacity even on a
         // shared machine, where the wall-clock rate is also the neighbours' doing.

@@ -56,13 +56,21 @@ TEST(RecordJson, summary_lists_every_malformed_reason) {
     s.endpoints = 4;
     s.connections = 1;
     s.msgs = 3;
+    s.table_full_pkts = 7;
+    s.table_full_endpoints = 2;
     std::string out;
     append_summary_json(out, s);
     EXPECT_EQ(out,
               "{\"type\":\"summary\",\"pkts\":10,\"roce_pkts\":6,\"non_roce_pkts\":2,"
               "\"malformed\":{\"length_mismatch\":0,\"truncated\":2,\"reserved_opcode\":0},"
-              "\"endpoints\":4,\"connections\":1,\"msgs\":3,\"wall_s\":0.000000,"
-              "\"mpps\":0.000000}");
+              "\"endpoints\":4,\"connections\":1,\"msgs\":3,"
+              "\"table_full\":{\"pkts\":7,\"endpoints\":2},\"interrupted\":false,"
+              "\"signal\":null,\"wall_s\":0.000000,\"mpps\":0.000000}");
+    // A run stopped by a signal says so.
+    s.signal = "SIGHUP";
+    out.clear();
+    append_summary_json(out, s);
+    EXPECT_NE(out.find("\"interrupted\":true,\"signal\":\"SIGHUP\""), std::string::npos) << out;
 }
 
 Record make_final_qp(uint64_t pkts, uint64_t t_first) {
@@ -249,6 +257,130 @@ TEST(LatencyHistogram, within_one_percent_when_later_samples_are_smaller) {
     EXPECT_NEAR(static_cast<double>(h.percentile(1)), exact_p1, exact_p1 * 0.01);
     EXPECT_EQ(h.min(), 1018u);
     EXPECT_EQ(h.max(), n * 1013 + 5);
+}
+
+}  // namespace
+}  // namespace insert::exporter
+
+namespace insert::exporter {
+namespace {
+
+Record acked_msg(const char* src, uint32_t qpn, uint64_t latency) {
+    Record m = make_msg();
+    m.msg.src_ip = *proto::IpAddress::parse(src);
+    m.msg.dst_qpn = qpn;
+    m.msg.t_first_ns = 0;
+    m.msg.t_ack_ns = latency;
+    return m;
+}
+
+Record evicted_part(const char* src, uint32_t qpn) {
+    Record q = make_final_qp(1, 0);
+    q.qp.qpn = qpn;
+    q.qp.evicted = true;
+    q.qp.transport = TransportFamily::rc;
+    q.qp.src_ip = *proto::IpAddress::parse(src);
+    return q;
+}
+
+long resident_kib() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return resident * 4;
+}
+
+// docs/semantics.md "Sources": latencies are kept per part, so an evicted part reports its
+// own messages whatever else the endpoint received, and in whatever order the workers'
+// records arrive.
+TEST(RecordWriter, an_evicted_part_reports_the_latencies_of_its_own_messages) {
+    for (const bool stray_first : {false, true}) {
+        std::vector<Record> seen;
+        RecordWriter w(nullptr);
+        w.set_observer([&](const Record& r) { seen.push_back(r); });
+        Record victim = acked_msg("10.0.0.1", 34, 1000);
+        Record stray = acked_msg("10.0.0.9", 34, 7000);
+        w.write(stray_first ? stray : victim);
+        w.write(stray_first ? victim : stray);
+        Record gone = evicted_part("10.0.0.9", 34);
+        w.write(gone);
+        Record last = make_final_qp(1, 0);
+        w.write(last);
+        w.write_summary(SummaryCounts{});
+        const auto qp = [&](bool evicted) {
+            for (const Record& r : seen)
+                if (r.type == RecordType::qp && r.qp.evicted == evicted) return r.qp;
+            ADD_FAILURE() << "no qp record, evicted " << evicted;
+            return QpRecord{};
+        };
+        EXPECT_EQ(qp(true).lat_count, 1u);
+        EXPECT_EQ(qp(true).lat_max_ns, 7000u);
+        EXPECT_EQ(qp(false).lat_count, 1u);  // the stray's latency went with its part
+        EXPECT_EQ(qp(false).lat_max_ns, 1000u);
+    }
+}
+
+// Issue 22: `monitor` with idle eviction grew by ~65 bytes per distinct endpoint ever seen.
+// A live writer keeps nothing for endpoints that are gone: no latency book entry, no record
+// of having seen them.
+TEST(RecordWriter, a_live_writer_keeps_nothing_for_evicted_endpoints) {
+    RecordWriter w(nullptr);
+    w.set_bounded_memory(true);
+    const long before = resident_kib();
+    constexpr uint32_t kEndpoints = 200'000;
+    for (uint32_t i = 0; i < kEndpoints; ++i) {
+        Record m = acked_msg("10.0.0.1", i, 1000 + i);
+        w.write(m);
+        Record q = evicted_part("10.0.0.1", i);
+        w.write(q);
+    }
+    EXPECT_EQ(w.endpoints().size(), 0u);
+    EXPECT_EQ(w.endpoints().parts(), 0u);
+    // 65 bytes each would be 12.7 MiB; the book's reused entries and table stay small.
+    EXPECT_LT(resident_kib() - before, 4096) << "resident memory grew with the endpoints seen";
+    SummaryCounts s;
+    s.endpoints = kEndpoints;  // the engines' count is kept as it is
+    std::vector<Record> seen;
+    w.write_summary(s);
+}
+
+}  // namespace
+}  // namespace insert::exporter
+
+namespace insert::exporter {
+namespace {
+
+// An endpoint's parts are merged for its qp record: the same percentiles in any order, and
+// the same as one histogram of every sample.
+TEST(LatencyHistogram, merging_parts_gives_the_same_percentiles_in_any_order) {
+    LatencyHistogram parts[3], all;
+    uint64_t x = 12345;
+    const std::size_t sizes[3] = {3000, 2500, 3};  // 5503 samples: spilled once merged
+    for (int p = 0; p < 3; ++p)
+        for (std::size_t i = 0; i < sizes[p]; ++i) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const uint64_t v = 500 + (x >> 40) % (p == 0 ? 100000 : 3000);
+            parts[p].add(v);
+            all.add(v);
+        }
+    const int orders[][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
+    for (const auto& o : orders) {
+        LatencyHistogram m;
+        for (int i : o) m.merge(parts[i]);
+        EXPECT_EQ(m.count(), all.count());
+        EXPECT_EQ(m.max(), all.max());
+        EXPECT_EQ(m.percentile(50), all.percentile(50));
+        EXPECT_EQ(m.percentile(99), all.percentile(99));
+    }
+    // Small parts stay exact.
+    LatencyHistogram a, b;
+    a.add(10), a.add(30), b.add(20);
+    a.merge(b);
+    EXPECT_EQ(a.percentile(50), 20u);
+    EXPECT_EQ(a.count(), 3u);
 }
 
 }  // namespace

@@ -67,13 +67,14 @@ TEST(HumanSummary, limits_line_names_every_limit_reached) {
     exporter::RunInfo run;
     run.worker_frames = {1};
     run.table_full = 12345;
+    run.table_full_endpoints = 678;
     run.records_dropped = 2;
     run.evicted = 3;
     run.msgs_overflow = 4;
     run.orphans_dropped = 5;
     const std::string text = s.render(counts, run);
-    EXPECT_NE(text.find("limits      table full 12,345 pkts, records dropped 2, evicted idle 3, "
-                        "msgs frozen early 4, held pkts dropped 5"),
+    EXPECT_NE(text.find("limits      table full 12,345 pkts (678 endpoints), records dropped 2, "
+                        "evicted idle 3, msgs frozen early 4, held pkts dropped 5"),
               std::string::npos)
         << text;
 }

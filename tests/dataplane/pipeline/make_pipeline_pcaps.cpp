@@ -6,6 +6,9 @@
 //                   exact counters the test checks
 //   many.pcap     - many short messages (record back-pressure test)
 //   idle.pcap     - connections that go quiet while another one talks on (idle eviction)
+//   stray.pcap    - two RC connections, each hit by one SEND from a third host
+//   multisource.pcap - random traffic from many hosts to a few shared QPs
+//   cnp_storm.pcap - 30000 CNPs to one QP over 3 s of capture time, and a quiet connection
 // usage: make-pipeline-pcaps OUTDIR
 #include <cstdio>
 #include <cstring>
@@ -195,6 +198,86 @@ bool write_idle(const std::string& path) {
     return w.pcap.close();
 }
 
+// One SEND Only of 64 bytes from a to (b, qb) with its ACK to (a, qa).
+void send_acked(Writer& w, const char* a, uint32_t qa, const char* b, uint32_t qb, uint32_t psn) {
+    w.frame(roce(a, b, qb, op::kSendOnly, psn, 64));
+    FrameSpec ack = roce(b, a, qa, op::kAck, psn, 0);
+    ack.t.aeth.syndrome = 0x1F;
+    w.frame(ack);
+}
+
+// The RC connection 10.0.0.1 -> (10.0.0.2, 34), SENDs PSN 100-109 each ACKed to
+// (10.0.0.1, 17), and one well-formed SEND to QP 34 from 10.0.0.9 with PSN 5000 after the
+// fifth; and the same around 10.0.1.x, the stray SEND between the first SEND and its ACK
+// (before the connection is paired). SPEC invariant 1 and 4: the third host's packet
+// changes nothing of the victims, whatever the worker count.
+bool write_stray(const std::string& path) {
+    Writer w;
+    if (!w.pcap.open(path)) return false;
+    for (uint32_t psn = 100; psn < 110; ++psn) {
+        if (psn == 105) w.frame(roce("10.0.0.9", "10.0.0.2", 34, op::kSendOnly, 5000, 64));
+        send_acked(w, "10.0.0.1", 17, "10.0.0.2", 34, psn);
+    }
+    w.frame(roce("10.0.1.1", "10.0.1.2", 35, op::kSendOnly, 100, 64));
+    w.frame(roce("10.0.1.9", "10.0.1.2", 35, op::kSendOnly, 5000, 64));
+    FrameSpec ack = roce("10.0.1.2", "10.0.1.1", 18, op::kAck, 100, 0);
+    ack.t.aeth.syndrome = 0x1F;
+    w.frame(ack);
+    for (uint32_t psn = 101; psn < 110; ++psn) send_acked(w, "10.0.1.1", 18, "10.0.1.2", 35, psn);
+    return w.pcap.close();
+}
+
+// Random RC/UC/UD/CNP traffic among eight hosts to three QPNs each, with source ports
+// and PSNs from small sets: many sources per QP, colliding PSNs, pairing by every rule and
+// none. SPEC invariant 1 over it (the fuzz target tests/fuzz/workers_fuzz.cpp explores
+// the same shape at random).
+bool write_multisource(const std::string& path) {
+    Writer w;
+    if (!w.pcap.open(path)) return false;
+    std::mt19937 rng(22);
+    static constexpr uint8_t kOps[] = {
+        op::kSendFirst, op::kSendMiddle,  op::kSendLast,
+        op::kSendOnly,  op::kWriteFirst,  op::kWriteLast,
+        op::kWriteOnly, op::kReadRequest, op::kReadResponseOnly,
+        op::kAck,       op::kAck,         op::kAck,
+        op::kCnp,       op::kUdSendOnly,  op::kUcBase + op::kSendOnly};
+    uint32_t next_psn[8][3] = {};
+    for (int i = 0; i < 4000; ++i) {
+        const uint32_t src = rng() % 8, dst = (src + 1 + rng() % 7) % 8, q = rng() % 3;
+        const std::string a = "10.5.0." + std::to_string(src + 1);
+        const std::string b = "10.5.0." + std::to_string(dst + 1);
+        const uint8_t opcode = kOps[rng() % std::size(kOps)];
+        // Mostly the next PSN of the destination QP, sometimes a jump back or ahead.
+        uint32_t& psn = next_psn[dst][q];
+        const uint32_t jitter = rng() % 16;
+        const uint32_t p = jitter < 12 ? psn++ : psn + jitter * 37 - 300;
+        FrameSpec f = roce(a.c_str(), b.c_str(), 0x40 + q, opcode, p,
+                           opcode == op::kReadRequest || opcode == op::kAck ? 0 : 256);
+        f.src_port = static_cast<uint16_t>(50000 + rng() % 2);
+        if (opcode == op::kAck) f.t.aeth.syndrome = (rng() % 8 == 0) ? 0x60 : 0x1F;
+        if (opcode == op::kCnp) f.payload_len = 0, f.t.bth.pad = 0;
+        w.frame(f);
+        if (rng() % 64 == 0) w.ts += 20'000'000;  // quiet spells: idle eviction
+    }
+    return w.pcap.close();
+}
+
+// 30000 CNPs from 10.6.0.2 to (10.6.0.1, 0x600), 100 us apart from a whole second of
+// capture time on: 10000 in each of three seconds; and ten acknowledged SENDs beside them.
+bool write_cnp_storm(const std::string& path) {
+    Writer w;
+    if (!w.pcap.open(path)) return false;
+    for (uint32_t i = 0; i < 30000; ++i) {
+        FrameSpec cnp = roce("10.6.0.2", "10.6.0.1", 0x600, op::kCnp, 0, 0);
+        cnp.payload_len = 0;
+        cnp.t.bth.pad = 0;
+        w.frame(cnp);
+        w.ts += 99'000;  // w.frame() adds 1 us
+        if (i % 3000 == 0) send_acked(w, "10.6.1.1", 0x610, "10.6.1.2", 0x611, 200 + i / 3000);
+    }
+    return w.pcap.close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,9 +286,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string dir = argv[1];
-    const bool ok = write_mixed(dir + "/mixed.pcap", 400, 5000, 1) &&
-                    write_mixed(dir + "/many.pcap", 2000, 40000, 2) &&
-                    write_hostile(dir + "/hostile.pcap") && write_idle(dir + "/idle.pcap");
+    const bool ok =
+        write_mixed(dir + "/mixed.pcap", 400, 5000, 1) &&
+        write_mixed(dir + "/many.pcap", 2000, 40000, 2) && write_hostile(dir + "/hostile.pcap") &&
+        write_idle(dir + "/idle.pcap") && write_stray(dir + "/stray.pcap") &&
+        write_multisource(dir + "/multisource.pcap") && write_cnp_storm(dir + "/cnp_storm.pcap");
     if (!ok) {
         std::fprintf(stderr, "make-pipeline-pcaps: cannot write into %s\n", dir.c_str());
         return 1;

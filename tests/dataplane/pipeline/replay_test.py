@@ -5,7 +5,8 @@ usage: replay_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS
 
 Every case runs the real binary with EAL on 4 KB pages (--no-huge); the tool gives each
 process its own --file-prefix (with its pid) and removes its runtime directory, which
-run_checked() verifies after every run. Cases: determinism, bundled, hostile, records, errors.
+run_checked() verifies after every run. Cases: determinism, bundled, hostile, records, errors,
+sources.
 """
 import glob
 import json
@@ -181,6 +182,52 @@ def case_hostile(insert_dp, d):
     print(f"hostile: counters exact, victims intact, storm contained, truncation and overflow handled")
 
 
+def case_sources(insert_dp, d):
+    """docs/semantics.md "Sources": one packet from a third host changes nothing of a
+    connection, with any worker count (SPEC invariants 1 and 4)."""
+    stray = os.path.join(d, "stray.pcap")
+    for workers in (1, 2, 4):
+        recs = records(insert_dp, stray, workers)
+        label = f"stray.pcap --workers {workers}"
+        for req, req_qpn, resp, resp_qpn, stray_ip in (("10.0.0.1", 17, "10.0.0.2", 34, "10.0.0.9"),
+                                                       ("10.0.1.1", 18, "10.0.1.2", 35, "10.0.1.9")):
+            msgs = sorted((m for m in recs if m["type"] == "msg" and m["dst_ip"] == resp),
+                          key=lambda m: m["psn_first"])
+            victim = [m for m in msgs if m["src_ip"] == req]
+            if [m["psn_first"] for m in victim] != list(range(100, 110)) or any(
+                    m["status"] != "ok" or m["retx_pkts"] or m["src_qpn"] != req_qpn for m in victim):
+                fail(f"{label}: {resp}/{resp_qpn} victim messages (psn, status, retx, src_qpn) " +
+                     str([(m["psn_first"], m["status"], m["retx_pkts"], m["src_qpn"]) for m in victim]))
+            strays = [m for m in msgs if m["src_ip"] == stray_ip]
+            if len(strays) != 1 or strays[0]["psn_first"] != 5000 or strays[0]["src_qpn"] is not None:
+                fail(f"{label}: the stray SEND should be one msg from {stray_ip}: {strays}")
+            if len(msgs) != 11:
+                fail(f"{label}: {len(msgs)} messages to {resp}/{resp_qpn}, expected 11")
+            q = final_qp(recs, resp, resp_qpn)
+            expect = {"pkts": 11, "dup_pkts": 0, "ooo_pkts": 0, "gaps": 0, "missing": 0,
+                      "peer_ip": req, "peer_qpn": req_qpn}
+            for k, v in expect.items():
+                if q[k] != v:
+                    fail(f"{label}: {resp}/{resp_qpn} {k} = {q[k]}, expected {v}")
+            if q["msgs"]["SEND"] != 11:
+                fail(f"{label}: {resp}/{resp_qpn} counts {q['msgs']['SEND']} SENDs, expected 11")
+        if recs[-1]["connections"] != 2 or recs[-1]["msgs"] != 22:
+            fail(f"{label}: summary {recs[-1]}")
+    # Random traffic from eight hosts to a few shared QPs: identical for any worker count,
+    # with and without idle eviction (whose evicted records carry their part's latencies).
+    multi = os.path.join(d, "multisource.pcap")
+    for extra in ([], ["--idle-timeout", "0.01"], ["--idle-timeout", "0.000005"]):
+        base = comparable(records(insert_dp, multi, 1, *extra))
+        if base[2]["connections"] == 0 or len(base[0]) < 1000:
+            fail(f"multisource.pcap {extra}: too little happened: {base[2]}")
+        for workers in (2, 4):
+            other = comparable(records(insert_dp, multi, workers, *extra))
+            for what, a, b in zip(("msg", "final qp", "summary"), base, other):
+                if a != b:
+                    fail(f"multisource.pcap {extra}: {what} records differ between --workers 1 and {workers}")
+    print("sources: third-host packets leave connections intact; multisource identical for 1, 2, 4 workers")
+
+
 def case_records(insert_dp, d):
     pcap = os.path.join(d, "many.pcap")
     for workers, extra in ((1, []), (2, ["--record-ring", "16"]), (4, ["--record-ring", "16", "--interval", "0.0005"])):
@@ -237,7 +284,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="insert-pipeline-") as d:
         subprocess.run([make_pcaps, d], check=True)
         {"determinism": case_determinism, "hostile": case_hostile, "records": case_records,
-         "errors": case_errors, "bundled": case_bundled}[case](insert_dp, d)
+         "errors": case_errors, "bundled": case_bundled, "sources": case_sources}[case](insert_dp, d)
 
 
 if __name__ == "__main__":
