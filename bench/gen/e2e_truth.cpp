@@ -58,19 +58,20 @@ struct AliveHash {
     }
 };
 
-// Nearest-rank percentile over sorted values (SPEC 7's definition, exact here).
-int64_t nearest_rank(const std::vector<int64_t>& sorted, unsigned percent) {
-    const std::size_t rank = (sorted.size() * percent + 99) / 100;
-    return sorted[std::max<std::size_t>(rank, 1) - 1];
+// Nearest-rank percentile (SPEC 7's definition, exact here): the value of rank
+// ceil(p/100 * n) in ascending order, found by selection (no full sort).
+int64_t nearest_rank(std::vector<int64_t>& v, unsigned percent) {
+    const std::size_t rank = std::max<std::size_t>((v.size() * percent + 99) / 100, 1);
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(rank - 1), v.end());
+    return v[rank - 1];
 }
 
 Percentiles percentiles(std::vector<int64_t> v) {
     Percentiles p;
     if (v.empty()) return p;  // section 6: null when there are none
-    std::sort(v.begin(), v.end());
+    p.max = *std::max_element(v.begin(), v.end());
     p.p50 = nearest_rank(v, 50);
     p.p99 = nearest_rank(v, 99);
-    p.max = v.back();
     return p;
 }
 
@@ -119,13 +120,14 @@ void align(std::size_t nw, std::size_t nm, Agree agree, Match match) {
 // One pass of the join (section 3-4) under given clock offsets.
 struct E2eTruth::Join {
     std::vector<std::optional<uint32_t>> req, resp;  // per message: its incarnations
-    std::vector<std::vector<uint32_t>> m;            // M per requester incarnation
+    Grouped<uint32_t> m;                             // M per requester incarnation
     struct Match {
         uint32_t inc, w, msg;
         bool resync;
     };
     std::vector<Match> matches;
     std::vector<uint64_t> unmatched_wr;  // per incarnation
+    bool used_time = false;              // a choice among several candidates was made
     uint64_t wire_only = 0, src_untraced = 0, pair_conflicts = 0;
 };
 
@@ -139,9 +141,11 @@ E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const T
     // with the offsets it estimated; the second pass's matches give the offsets reported
     // and used for every time in the records (reading, section 5).
     const std::vector<int64_t> zero(sc_.hosts.size(), 0);
-    const Join first = join(zero);
+    Join first = join(zero);
     const std::vector<int64_t> theta1 = estimate(first, nullptr);
-    const Join final_join = join(theta1);
+    // Only a choice among several incarnations depends on the offsets: without one, the
+    // second pass is the first.
+    const Join final_join = first.used_time ? join(theta1) : std::move(first);
     const std::vector<int64_t> theta = estimate(final_join, &clocks_);
     match_receives(final_join, theta);
     build_records(final_join, theta);
@@ -155,7 +159,7 @@ E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const T
 // by its clock, and a process's records have distinct times).
 void E2eTruth::read_trace() {
     std::unordered_map<AliveKey, uint32_t, AliveHash> by_qp, by_qpn;
-    std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> alive_of_process;
+    std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> created_by_process;
     host_seen_.assign(sc_.hosts.size(), false);
     auto end_life = [&](uint32_t i, int64_t t) {
         Incarnation& q = incs_[i];
@@ -167,7 +171,23 @@ void E2eTruth::read_trace() {
         // Its IP: create_qp's, else the first non-null of a later modify/post record.
         if (!incs_[i].ip) incs_[i].ip = trace_.ip_of(r);
     };
+    // Room for what the records hold, so that nothing grows record by record.
+    std::size_t creates = 0, posts = 0, polls = 0;
     for (const HostRecord& r : trace_.records()) {
+        creates += r.kind == HostRec::create_qp;
+        posts += r.kind == HostRec::post_send;
+        polls += r.kind == HostRec::poll_send || r.kind == HostRec::poll_recv;
+    }
+    incs_.reserve(creates);
+    by_qp.reserve(creates);
+    by_qpn.reserve(creates);
+    wrs_.reserve(posts);
+    sends_.reserve(polls);
+    const std::span<const HostRecord> records = trace_.records();
+    constexpr std::size_t kAhead = 8;
+    for (std::size_t n = 0; n < records.size(); ++n) {
+        if (n + kAhead < records.size()) trace_.prefetch(records[n + kAhead]);
+        const HostRecord& r = records[n];
         host_seen_[r.host] = true;
         if (r.kind == HostRec::trace_start || r.kind == HostRec::lost) continue;
         const uint32_t pid = trace_.pid(r.proc);
@@ -187,7 +207,7 @@ void E2eTruth::read_trace() {
                 incs_.push_back(inc);
                 by_qp[{r.host, pid, q.ptr}] = i;
                 by_qpn[{r.host, pid, q.qpn}] = i;
-                alive_of_process[{r.host, pid}].push_back(i);
+                created_by_process[{r.host, pid}].push_back(i);
                 break;
             }
             case HostRec::modify_init:
@@ -225,8 +245,7 @@ void E2eTruth::read_trace() {
                 wr.rkey = w.rkey;
                 wr.signaled = w.signaled;
                 wr.uid = r.ref;
-                wrs_.resize(incs_.size());
-                wrs_[it->second].push_back(wr);
+                wrs_.add(it->second, wr);
                 break;
             }
             case HostRec::post_recv: {
@@ -245,12 +264,10 @@ void E2eTruth::read_trace() {
                 const Comp comp{r.wall_ns, c.wr_id, c.status, c.opcode, c.byte_len};
                 const bool recv =
                     c.opcode == WcOpcode::recv || c.opcode == WcOpcode::recv_rdma_with_imm;
-                sends_.resize(incs_.size());
-                recvs_.resize(incs_.size());
                 if (!recv)
-                    sends_[it->second].push_back(comp);
+                    sends_.add(it->second, comp);
                 else if (c.status == WcStatus::success)
-                    recvs_[it->second].push_back(comp);
+                    recvs_.add(it->second, comp);
                 break;
             }
             case HostRec::destroy_qp: {
@@ -258,88 +275,102 @@ void E2eTruth::read_trace() {
                 const HostQp& q = trace_.qp(r.ref);
                 const auto it = by_qp.find({r.host, pid, q.ptr});
                 if (it == by_qp.end()) break;
-                const uint32_t i = it->second;
-                end_life(i, r.wall_ns);
-                auto& alive = alive_of_process[{r.host, pid}];
-                alive.erase(std::find(alive.begin(), alive.end(), i));
+                end_life(it->second, r.wall_ns);
                 break;
             }
             case HostRec::process_exit: {
                 // ... or at its process's exit, whichever comes first.
-                auto& alive = alive_of_process[{r.host, pid}];
-                for (uint32_t i : alive) end_life(i, r.wall_ns);
-                alive.clear();
+                auto& created = created_by_process[{r.host, pid}];
+                for (uint32_t i : created)
+                    if (incs_[i].t_end == INT64_MAX) end_life(i, r.wall_ns);
+                created.clear();
                 break;
             }
             default:  // open_device, query_gid, alloc_pd, create_cq, reg_mr, dereg_mr: ignored
                 break;
         }
     }
-    wrs_.resize(incs_.size());
-    sends_.resize(incs_.size());
-    recvs_.resize(incs_.size());
+    wrs_.finish(incs_.size());
+    sends_.finish(incs_.size());
+    recvs_.finish(incs_.size());
     for (const Incarnation& q : incs_) {
         if (!q.ip) ++summary_.qps_without_ip;  // cannot be joined
         if (!q.ip) continue;
         const auto i = static_cast<uint32_t>(&q - incs_.data());
-        by_addr_[addr_key(*q.ip, q.qpn)].push_back(i);
+        by_addr_.add(addr_key(*q.ip, q.qpn), i);
         if (q.peer_ip) {
-            by_peer_[peer_key(*q.ip, *q.peer_ip, q.dest_qpn)].push_back(i);
-            by_peer_any_[addr_key(*q.peer_ip, q.dest_qpn)].push_back(i);
+            by_peer_.add(peer_key(*q.ip, *q.peer_ip, q.dest_qpn), i);
+            by_peer_any_.add(addr_key(*q.peer_ip, q.dest_qpn), i);
         }
     }
+    by_addr_.finish();
+    by_peer_.finish();
+    by_peer_any_.finish();
 }
 
 // Section 1: a msg seen twice (same src_ip dst_ip dst_qpn psn_first op) keeps the one with
 // the smallest t_first_ns (then the first given).
 void E2eTruth::dedup_msgs() {
+    // The messages by key, then by t_first_ns, then as given: the first of each key stays.
     struct Key {
-        uint16_t src, dst;
-        uint32_t dst_qpn, psn_first;
-        OpType op;
-        bool operator==(const Key&) const = default;
+        uint64_t where;  // src_ip, dst_ip, dst_qpn
+        uint64_t what;   // psn_first, op
+        uint64_t t_first;
+        uint32_t index;
+        auto operator<=>(const Key&) const = default;
     };
-    struct Hash {
-        std::size_t operator()(const Key& k) const {
-            const uint64_t a = (uint64_t{k.src} << 48) | (uint64_t{k.dst} << 32) | k.dst_qpn;
-            return std::hash<uint64_t>()(a * 0x9E3779B97F4A7C15ull ^ (uint64_t{k.psn_first} << 8 |
-                                                                      static_cast<uint64_t>(k.op)));
-        }
-    };
-    std::unordered_map<Key, std::size_t, Hash> seen;
-    seen.reserve(all_msgs_.size());
-    for (const TruthMsg& m : all_msgs_) {
-        const auto [it, added] =
-            seen.try_emplace({m.src_host, m.dst_host, m.dst_qpn, m.psn_first, m.op}, msgs_.size());
-        if (added) {
-            msgs_.push_back(&m);
+    std::vector<Key> keys(all_msgs_.size());
+    for (uint32_t k = 0; k < keys.size(); ++k) {
+        const TruthMsg& m = all_msgs_[k];
+        keys[k] = {(uint64_t{m.src_host} << 48) | (uint64_t{m.dst_host} << 32) | m.dst_qpn,
+                   (uint64_t{m.psn_first} << 8) | static_cast<uint64_t>(m.op), m.t_first_ns, k};
+    }
+    std::sort(keys.begin(), keys.end());
+    std::vector<bool> keep(all_msgs_.size(), false);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i > 0 && keys[i].where == keys[i - 1].where && keys[i].what == keys[i - 1].what) {
+            ++summary_.duplicate_msgs;
             continue;
         }
-        ++summary_.duplicate_msgs;
-        if (m.t_first_ns < msgs_[it->second]->t_first_ns) msgs_[it->second] = &m;
+        keep[keys[i].index] = true;
     }
+    msgs_.reserve(all_msgs_.size() - summary_.duplicate_msgs);
+    for (uint32_t k = 0; k < all_msgs_.size(); ++k)
+        if (keep[k]) msgs_.push_back(&all_msgs_[k]);
     t_recv_poll_.assign(msgs_.size(), std::nullopt);
 }
 
 // Section 4 "Completion of a work request".
 void E2eTruth::complete_wrs() {
-    for (std::size_t q = 0; q < incs_.size(); ++q) {
-        std::vector<Wr>& w = wrs_[q];
-        const std::vector<Comp>& comps = sends_[q];
+    std::vector<uint32_t> order;  // an incarnation's completions by (wr_id, canonical order)
+    std::vector<std::pair<uint64_t, std::size_t>> cursors;  // wr_id -> next candidate
+    for (uint32_t q = 0; q < incs_.size(); ++q) {
+        const std::span<Wr> w = wrs_.of(q);
+        const std::span<const Comp> comps = sends_.of(q);
+        order.resize(comps.size());
+        for (uint32_t k = 0; k < comps.size(); ++k) order[k] = k;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint32_t a, uint32_t b) { return comps[a].wr_id < comps[b].wr_id; });
         // Each signaled w takes the first untaken send completion with its wr_id at or after
         // its post. Posts come in time order, so a completion skipped as too early for one
-        // is too early for every later one: a cursor per wr_id suffices.
-        std::unordered_map<uint64_t, std::vector<uint32_t>> by_id;
-        for (uint32_t k = 0; k < comps.size(); ++k) by_id[comps[k].wr_id].push_back(k);
-        std::unordered_map<uint64_t, std::size_t> cursor;
+        // is too early for every later one: a cursor per wr_id (a place in `order`) suffices.
+        cursors.clear();
         for (Wr& wr : w) {
             if (!wr.signaled) continue;
-            const auto it = by_id.find(wr.wr_id);
-            if (it == by_id.end()) continue;
-            std::size_t& cur = cursor[wr.wr_id];
-            while (cur < it->second.size() && comps[it->second[cur]].wall < wr.wall) ++cur;
-            if (cur == it->second.size()) continue;
-            const Comp& c = comps[it->second[cur++]];
+            const auto first =
+                std::lower_bound(order.begin(), order.end(), wr.wr_id,
+                                 [&](uint32_t k, uint64_t id) { return comps[k].wr_id < id; });
+            if (first == order.end() || comps[*first].wr_id != wr.wr_id) continue;
+            auto cur = std::find_if(cursors.begin(), cursors.end(),
+                                    [&](const auto& c) { return c.first == wr.wr_id; });
+            if (cur == cursors.end())
+                cur = cursors.insert(cursors.end(), {wr.wr_id, first - order.begin()});
+            std::size_t& at = cur->second;
+            while (at < order.size() && comps[order[at]].wr_id == wr.wr_id &&
+                   comps[order[at]].wall < wr.wall)
+                ++at;
+            if (at == order.size() || comps[order[at]].wr_id != wr.wr_id) continue;
+            const Comp& c = comps[order[at++]];
             wr.t_poll = c.wall;
             wr.status = c.status;
         }
@@ -361,7 +392,7 @@ void E2eTruth::complete_wrs() {
 // Section 3 "Time": one candidate is taken whatever the time (reading); among several, the
 // incarnation alive at host time t_first_ns + theta_h, else the latest created before it,
 // else none.
-std::optional<uint32_t> E2eTruth::choose(const std::vector<uint32_t>& cands, uint64_t t_obs,
+std::optional<uint32_t> E2eTruth::choose(std::span<const uint32_t> cands, uint64_t t_obs,
                                          const std::vector<int64_t>& theta) const {
     if (cands.empty()) return std::nullopt;
     if (cands.size() == 1) return cands[0];
@@ -380,35 +411,33 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
     Join j;
     j.req.assign(msgs_.size(), std::nullopt);
     j.resp.assign(msgs_.size(), std::nullopt);
-    j.m.resize(incs_.size());
+    j.m.reserve(msgs_.size());
     j.unmatched_wr.assign(incs_.size(), 0);
-    static const std::vector<uint32_t> kNoCandidates;
-    auto find = [](const std::unordered_map<uint64_t, std::vector<uint32_t>>& index,
-                   uint64_t key) -> const std::vector<uint32_t>& {
-        const auto it = index.find(key);
-        return it == index.end() ? kNoCandidates : it->second;
-    };
     for (uint32_t k = 0; k < msgs_.size(); ++k) {
         const TruthMsg& m = *msgs_[k];
         // Section 3: requester candidates are the incarnations at src_ip whose peer is
         // (dst_ip, dst_qpn); if none, those at src_ip with qpn == src_qpn.
-        const std::vector<uint32_t>* cands =
-            &find(by_peer_, peer_key(m.src_host, m.dst_host, m.dst_qpn));
-        const bool by_peer = !cands->empty();
-        if (!by_peer && m.src_qpn) cands = &find(by_addr_, addr_key(m.src_host, *m.src_qpn));
-        j.req[k] = choose(*cands, m.t_first_ns, theta);
-        j.resp[k] = choose(find(by_addr_, addr_key(m.dst_host, m.dst_qpn)), m.t_first_ns, theta);
+        std::span<const uint32_t> cands =
+            by_peer_.find(peer_key(m.src_host, m.dst_host, m.dst_qpn));
+        const bool by_peer = !cands.empty();
+        if (!by_peer && m.src_qpn) cands = by_addr_.find(addr_key(m.src_host, *m.src_qpn));
+        j.used_time |= cands.size() > 1;
+        j.req[k] = choose(cands, m.t_first_ns, theta);
+        const std::span<const uint32_t> responders = by_addr_.find(addr_key(m.dst_host, m.dst_qpn));
+        j.used_time |= responders.size() > 1;
+        j.resp[k] = choose(responders, m.t_first_ns, theta);
         if (!j.req[k]) {
             ++j.src_untraced;  // no requester incarnation: no e2e record (reading)
             continue;
         }
         // The host's view wins over a disagreeing dataplane pair.
         if (by_peer && m.src_qpn && *m.src_qpn != incs_[*j.req[k]].qpn) ++j.pair_conflicts;
-        j.m[*j.req[k]].push_back(k);
+        j.m.add(*j.req[k], k);
     }
+    j.m.finish(incs_.size());
     for (uint32_t q = 0; q < incs_.size(); ++q) {
-        std::vector<uint32_t>& mq = j.m[q];
-        const std::vector<Wr>& w = wrs_[q];
+        const std::span<uint32_t> mq = j.m.of(q);
+        const std::span<const Wr> w = wrs_.of(q);
         if (mq.empty()) {
             j.unmatched_wr[q] = w.size();
             continue;
@@ -472,7 +501,7 @@ std::vector<int64_t> E2eTruth::estimate(const Join& j, std::vector<ClockRecord>*
     std::vector<ClockRecord> c(nh);
     for (uint16_t h = 0; h < nh; ++h) c[h].host = h;
     for (const Join::Match& x : j.matches) {
-        const Wr& w = wrs_[x.inc][x.w];
+        const Wr& w = wrs_.of(x.inc)[x.w];
         const TruthMsg& m = *msgs_[x.msg];
         ClockRecord& r = c[incs_[x.inc].host];
         ++r.matches;
@@ -507,15 +536,16 @@ std::vector<int64_t> E2eTruth::estimate(const Join& j, std::vector<ClockRecord>*
 
 // Section 4 "Responder RECV completions".
 void E2eTruth::match_receives(const Join& j, const std::vector<int64_t>&) {
-    std::vector<std::vector<uint32_t>> s(incs_.size());
+    Grouped<uint32_t> s;
     for (uint32_t k = 0; k < msgs_.size(); ++k) {
         const TruthMsg& m = *msgs_[k];
         if (!j.resp[k]) continue;
         // Every SEND, and every WRITE with imm, consumes a receive.
-        if (m.op == OpType::send || (m.op == OpType::write && m.imm)) s[*j.resp[k]].push_back(k);
+        if (m.op == OpType::send || (m.op == OpType::write && m.imm)) s.add(*j.resp[k], k);
     }
+    s.finish(incs_.size());
     for (uint32_t r = 0; r < incs_.size(); ++r) {
-        std::vector<uint32_t>& list = s[r];
+        const std::span<uint32_t> list = s.of(r);
         if (list.empty()) continue;
         // In the M order, the base being the responder's rq_psn (reading: its sq_psn numbers
         // the other direction), else the first message's psn_first.
@@ -538,7 +568,7 @@ void E2eTruth::match_receives(const Join& j, const std::vector<int64_t>&) {
             return std::make_pair(proto::psn_sub(a.psn_first, base), a.t_first_ns) <
                    std::make_pair(proto::psn_sub(b.psn_first, base), b.t_first_ns);
         });
-        const std::vector<Comp>& c = recvs_[r];
+        const std::span<const Comp> c = recvs_.of(r);
         // A pair agrees when the kinds match (SEND -> RECV, WRITE with imm ->
         // RECV_RDMA_WITH_IMM) and, for SEND, byte_len == bytes.
         auto agree = [&](std::size_t mi, std::size_t ci) {
@@ -554,8 +584,9 @@ void E2eTruth::match_receives(const Join& j, const std::vector<int64_t>&) {
 
 // Section 6 `e2e`: times in observer ns, host times shifted by -theta.
 void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
+    e2e_.reserve(j.matches.size());
     for (const Join::Match& x : j.matches) {
-        const Wr& w = wrs_[x.inc][x.w];
+        const Wr& w = wrs_.of(x.inc)[x.w];
         const TruthMsg& m = *msgs_[x.msg];
         const int64_t th = theta[incs_[x.inc].host];
         E2eRecord e;
@@ -568,14 +599,7 @@ void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
         e.resync = x.resync;
         e.wr_uid = w.uid;
         e.t_post_ns = w.wall - th;
-        const int64_t t_first = static_cast<int64_t>(m.t_first_ns);
-        e.host_ns = t_first - e.t_post_ns;
-        if (m.t_ack_ns) e.net_ns = static_cast<int64_t>(*m.t_ack_ns) - t_first;
-        if (w.t_poll) {
-            e.t_poll_ns = *w.t_poll - th;
-            e.total_ns = *w.t_poll - w.wall;  // host clock only
-            if (m.t_ack_ns) e.completion_ns = *e.t_poll_ns - static_cast<int64_t>(*m.t_ack_ns);
-        }
+        if (w.t_poll) e.t_poll_ns = *w.t_poll - th;
         e.wc_status = w.status;
         if (e.resp && t_recv_poll_[x.msg])
             e.t_recv_poll_ns = *t_recv_poll_[x.msg] - theta[incs_[*e.resp].host];
@@ -594,7 +618,7 @@ void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
 
 // The dataplane endpoint record of (ip, qpn) belongs to the incarnation chosen among
 // `cands` at its t_first_ns + theta, as messages do (section 3 "Time").
-std::optional<uint32_t> E2eTruth::endpoint_owner(const std::vector<uint32_t>& cands,
+std::optional<uint32_t> E2eTruth::endpoint_owner(std::span<const uint32_t> cands,
                                                  const TruthEndpoint& ep,
                                                  const std::vector<int64_t>& theta) const {
     return choose(cands, ep.t_first_ns, theta);
@@ -615,35 +639,40 @@ void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
         a.r.host = q.host;
         a.r.ip = *q.ip;
         a.r.proc = q.proc;
-        if (std::find(a.incs.begin(), a.incs.end(), e.req) == a.incs.end()) a.incs.push_back(e.req);
+        // e2e_ lists each incarnation's records together.
+        if (a.incs.empty() || a.incs.back() != e.req) a.incs.push_back(e.req);
         const int op = static_cast<int>(e.msg->op);
         ++a.r.msgs[op];
         a.r.bytes[op] += e.bytes;
-        if (e.host_ns) a.host_ns.push_back(*e.host_ns);
-        if (e.net_ns) a.net_ns.push_back(*e.net_ns);
-        if (e.completion_ns) a.completion_ns.push_back(*e.completion_ns);
-        if (e.total_ns) a.total_ns.push_back(*e.total_ns);
+        if (const auto v = e.host_ns()) a.host_ns.push_back(*v);
+        if (const auto v = e.net_ns()) a.net_ns.push_back(*v);
+        if (const auto v = e.completion_ns()) a.completion_ns.push_back(*v);
+        if (const auto v = e.total_ns()) a.total_ns.push_back(*v);
         a.r.retx_pkts += e.msg->retx_pkts;
         a.r.naks += e.msg->naks;
     }
     const auto& eps = truth_.endpoints();
+    // Every incarnation of each app's process at its IP, once.
+    std::map<std::tuple<uint16_t, uint16_t, uint32_t>, std::vector<uint32_t>> owned;
+    for (uint32_t i = 0; i < incs_.size(); ++i) {
+        const Incarnation& q = incs_[i];
+        if (q.ip && apps.contains({q.host, *q.ip, q.pid}))
+            owned[{q.host, *q.ip, q.pid}].push_back(i);
+    }
     for (auto& [key, a] : apps) {
         a.r.qps = a.incs.size();
         a.r.host_ns = percentiles(std::move(a.host_ns));
         a.r.net_ns = percentiles(std::move(a.net_ns));
         a.r.completion_ns = percentiles(std::move(a.completion_ns));
         a.r.total_ns = percentiles(std::move(a.total_ns));
-        // Over every incarnation of the process at that IP.
-        for (uint32_t i = 0; i < incs_.size(); ++i) {
+        for (uint32_t i : owned[key]) {
             const Incarnation& q = incs_[i];
-            if (q.host != a.r.host || q.pid != std::get<2>(key) || !q.ip || *q.ip != a.r.ip)
-                continue;
             a.r.unmatched_wr += unmatched_[i];
             // cnps, ecn_ce: received at its own endpoints.
             const int32_t e = truth_.find(*q.ip, q.qpn);
             if (e >= 0) {
                 const TruthEndpoint& ep = eps[static_cast<std::size_t>(e)];
-                if (endpoint_owner(by_addr_.at(addr_key(*q.ip, q.qpn)), ep, theta) == i) {
+                if (endpoint_owner(by_addr_.find(addr_key(*q.ip, q.qpn)), ep, theta) == i) {
                     a.r.cnps += ep.cnps;
                     a.r.ecn_ce += ep.ecn_ce;
                 }
@@ -653,7 +682,8 @@ void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
             const int32_t f = truth_.find(*q.peer_ip, q.dest_qpn);
             if (f < 0) continue;
             const TruthEndpoint& peer = eps[static_cast<std::size_t>(f)];
-            if (endpoint_owner(by_peer_any_.at(addr_key(*q.peer_ip, q.dest_qpn)), peer, theta) == i)
+            if (endpoint_owner(by_peer_any_.find(addr_key(*q.peer_ip, q.dest_qpn)), peer, theta) ==
+                i)
                 a.r.ecn_ce_caused += peer.ecn_ce;
         }
         apps_.push_back(a.r);
@@ -671,7 +701,7 @@ void E2eTruth::build_pairs(const std::vector<int64_t>& theta) {
         const int32_t e = truth_.find(*q.ip, q.qpn);
         if (e < 0) continue;  // the dataplane never saw the endpoint
         const TruthEndpoint& ep = eps[static_cast<std::size_t>(e)];
-        if (endpoint_owner(by_addr_.at(addr_key(*q.ip, q.qpn)), ep, theta) != i) continue;
+        if (endpoint_owner(by_addr_.find(addr_key(*q.ip, q.qpn)), ep, theta) != i) continue;
         PairRecord p;
         p.inc = i;
         if (ep.peer >= 0) {
@@ -700,9 +730,9 @@ void E2eTruth::check(const Join&) {
         real.ref = e.msg->msg_uid;
         const WorkRequest truly = trace_.work_request(real);
         const Wr& w = [&]() -> const Wr& {
-            for (const Wr& x : wrs_[e.req])
+            for (const Wr& x : wrs_.of(e.req))
                 if (x.uid == e.wr_uid) return x;
-            return wrs_[e.req][0];
+            return wrs_.of(e.req)[0];
         }();
         const bool same = family(truly.opcode) == w.fam && truly.len == w.len &&
                           truly.remote_addr == w.remote_addr && truly.rkey == w.rkey;

@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "bench/gen/grouped.hpp"
 #include "bench/gen/host_trace.hpp"
 #include "bench/gen/truth.hpp"
 
@@ -51,7 +51,26 @@ struct E2eRecord {
     bool resync = false;
     int64_t t_post_ns = 0;  // observer clock
     std::optional<int64_t> t_poll_ns, t_recv_poll_ns;
-    std::optional<int64_t> host_ns, net_ns, completion_ns, total_ns;
+    // Section 6's latency split; null when an input is null. total_ns = t_poll - t_post on
+    // the host's clock, which the shift by theta leaves as it is.
+    int64_t t_first() const { return static_cast<int64_t>(msg->t_first_ns); }
+    std::optional<int64_t> t_ack() const {
+        if (!msg->t_ack_ns) return std::nullopt;
+        return static_cast<int64_t>(*msg->t_ack_ns);
+    }
+    std::optional<int64_t> host_ns() const { return t_first() - t_post_ns; }
+    std::optional<int64_t> net_ns() const {
+        if (!t_ack()) return std::nullopt;
+        return *t_ack() - t_first();
+    }
+    std::optional<int64_t> completion_ns() const {
+        if (!t_ack() || !t_poll_ns) return std::nullopt;
+        return *t_poll_ns - *t_ack();
+    }
+    std::optional<int64_t> total_ns() const {
+        if (!t_poll_ns) return std::nullopt;
+        return *t_poll_ns - t_post_ns;
+    }
     std::optional<WcStatus> wc_status;
     uint32_t wr_uid = 0;  // generator's message behind the work request (checks only)
 };
@@ -93,7 +112,7 @@ class E2eTruth {
              const TruthObserver& truth);
 
     const std::vector<Incarnation>& incarnations() const { return incs_; }
-    const std::vector<E2eRecord>& e2e() const { return e2e_; }
+    const HugeVector<E2eRecord>& e2e() const { return e2e_; }
     const std::vector<AppRecord>& apps() const { return apps_; }
     const std::vector<ClockRecord>& clocks() const { return clocks_; }
     const std::vector<PairRecord>& pairs() const { return pairs_; }
@@ -132,14 +151,13 @@ class E2eTruth {
     void complete_wrs();
     Join join(const std::vector<int64_t>& theta) const;
     std::vector<int64_t> estimate(const Join& j, std::vector<ClockRecord>* out) const;
-    std::optional<uint32_t> choose(const std::vector<uint32_t>& cands, uint64_t t_obs,
+    std::optional<uint32_t> choose(std::span<const uint32_t> cands, uint64_t t_obs,
                                    const std::vector<int64_t>& theta) const;
     void match_receives(const Join& j, const std::vector<int64_t>& theta);
     void build_records(const Join& j, const std::vector<int64_t>& theta);
     void build_apps(const std::vector<int64_t>& theta);
     void build_pairs(const std::vector<int64_t>& theta);
-    std::optional<uint32_t> endpoint_owner(const std::vector<uint32_t>& cands,
-                                           const TruthEndpoint& ep,
+    std::optional<uint32_t> endpoint_owner(std::span<const uint32_t> cands, const TruthEndpoint& ep,
                                            const std::vector<int64_t>& theta) const;
     void check(const Join& j);
 
@@ -148,15 +166,15 @@ class E2eTruth {
     std::span<const TruthMsg> all_msgs_;
     const TruthObserver& truth_;
     std::vector<Incarnation> incs_;
-    std::vector<std::vector<Wr>> wrs_;      // W per incarnation
-    std::vector<std::vector<Comp>> sends_;  // send completions per incarnation
-    std::vector<std::vector<Comp>> recvs_;  // receive completions per incarnation
+    Grouped<Wr> wrs_;      // W per incarnation
+    Grouped<Comp> sends_;  // send completions per incarnation
+    Grouped<Comp> recvs_;  // receive completions per incarnation
     // Incarnations by (ip, qpn), by (ip, peer ip, dest qpn), by (peer ip, dest qpn).
-    std::unordered_map<uint64_t, std::vector<uint32_t>> by_addr_, by_peer_, by_peer_any_;
+    KeyIndex by_addr_, by_peer_, by_peer_any_;
     std::vector<uint64_t> unmatched_;                  // unmatched work requests per incarnation
     std::vector<const TruthMsg*> msgs_;                // deduplicated
     std::vector<std::optional<int64_t>> t_recv_poll_;  // by index into msgs_ (host clock)
-    std::vector<E2eRecord> e2e_;
+    HugeVector<E2eRecord> e2e_;
     std::vector<AppRecord> apps_;
     std::vector<ClockRecord> clocks_;
     std::vector<PairRecord> pairs_;

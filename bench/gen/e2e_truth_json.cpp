@@ -66,10 +66,10 @@ class Writer {
         signed_num(c.key("t_post_ns"), e.t_post_ns).field("t_first_ns", m.t_first_ns);
         c.field_opt("t_ack_ns", m.t_ack_ns);
         opt_signed(c, "t_poll_ns", e.t_poll_ns);
-        opt_signed(c, "host_ns", e.host_ns);
-        opt_signed(c, "net_ns", e.net_ns);
-        opt_signed(c, "completion_ns", e.completion_ns);
-        opt_signed(c, "total_ns", e.total_ns);
+        opt_signed(c, "host_ns", e.host_ns());
+        opt_signed(c, "net_ns", e.net_ns());
+        opt_signed(c, "completion_ns", e.completion_ns());
+        opt_signed(c, "total_ns", e.total_ns());
         c.field("retx_pkts", m.retx_pkts).field("naks", m.naks);
         c.key("status").lit("\"").str(status_name(m.status)).lit("\"");
         c.key("match");

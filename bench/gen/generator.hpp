@@ -45,6 +45,7 @@ class Generation {
     bool write_truth(const std::string& path, std::string& error) const;
     // Three threads (the default) or all on the calling thread (pipeline.hpp); same bytes.
     void set_threaded(bool threaded) { threaded_ = threaded; }
+    bool threaded() const { return threaded_; }
     // Before a run: the simulator records what the host traces need, and run_to_files()
     // keeps the msg records it writes (msgs()).
     void record_host_events();

@@ -195,8 +195,9 @@ void HostTrace::build_conn(Draws& d, uint32_t c) {
         const uint64_t at = msgs[first].post_ns, lead = 3 * sc_.timing.cm_delay_ns;
         first_traffic = std::min<int64_t>(first_traffic, at > lead ? at - lead : 0);
     }
-    const int64_t c0 =
-        first_traffic - static_cast<int64_t>(ht.setup_lead_ns) - d.jitter(ht.setup_lead_ns / 8);
+    const int64_t margin = static_cast<int64_t>(ht.life_margin_ns());
+    const int64_t c0 = first_traffic - static_cast<int64_t>(ht.setup_lead_ns) - margin -
+                       d.jitter(ht.setup_lead_ns / 8);
 
     for (int side = 0; side < 2; ++side) {
         HostQp& q = qps_[c * 2 + side];
@@ -305,7 +306,7 @@ void HostTrace::build_conn(Draws& d, uint32_t c) {
     // Teardown: both QPs go once everything of the connection is over; a QP whose process
     // exits without destroying it ends at the exit (build_processes) - unless a later
     // connection takes its QPN, which needs it destroyed.
-    const int64_t down = conn_end + kTeardownNs + d.jitter(kTeardownNs / 2);
+    const int64_t down = conn_end + kTeardownNs + margin + d.jitter(kTeardownNs / 2);
     for (int side = 0; side < 2; ++side) {
         HostQp& q = qps_[c * 2 + side];
         q.end_ns = down + side * kStepNs;
@@ -437,6 +438,20 @@ uint64_t HostTrace::mr_ptr(uint32_t mr) const {
 uint32_t HostTrace::open_mrs(uint32_t proc) const {
     return process(proc).exits_without_destroy ? static_cast<uint32_t>(layout_.mrs_of(proc).size())
                                                : 0;
+}
+
+void HostTrace::prefetch(const HostRecord& r) const {
+    switch (r.kind) {
+        case HostRec::post_send:
+        case HostRec::poll_send:
+        case HostRec::post_recv:
+        case HostRec::poll_recv:
+            __builtin_prefetch(&sim_.messages()[r.ref]);
+            if (r.kind == HostRec::poll_send) __builtin_prefetch(&sim_.host_events()[r.ref]);
+            break;
+        default:
+            break;
+    }
 }
 
 int64_t HostTrace::true_ns(const HostRecord& r) const {

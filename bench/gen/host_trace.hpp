@@ -176,6 +176,9 @@ class HostTrace {
     uint32_t open_qps(uint32_t proc) const { return open_qps_[proc]; }
     uint32_t open_mrs(uint32_t proc) const;
 
+    // A hint: `r`'s fields will be read soon (the message and QP a data-path record names
+    // are random lines in big tables).
+    void prefetch(const HostRecord& r) const;
     // The record's moment in simulation time (its wall clock without the host's offset).
     int64_t true_ns(const HostRecord& r) const;
     uint64_t records_lost() const { return lost_; }
@@ -199,7 +202,7 @@ class HostTrace {
     std::vector<TraceHost> hosts_;
     std::vector<HostQp> qps_;
     std::vector<uint32_t> open_qps_;
-    std::vector<uint8_t> proc_used_;
+    std::vector<uint32_t> proc_used_;  // QPs made so far per process (their addresses)
     HugeVector<HostRecord> recs_;
     uint64_t lost_ = 0;
     uint64_t reuse_overlaps_ = 0;

@@ -256,7 +256,12 @@ std::string trace_host_name(std::size_t host) {
 void write_host_records(const Scenario& sc, const Simulator&, const HostTrace& trace,
                         JsonOut& out) {
     Writer w(sc, trace, out);
-    for (const HostRecord& r : trace.records()) w.write(r);
+    const std::span<const HostRecord> records = trace.records();
+    constexpr std::size_t kAhead = 8;
+    for (std::size_t n = 0; n < records.size(); ++n) {
+        if (n + kAhead < records.size()) trace.prefetch(records[n + kAhead]);
+        w.write(records[n]);
+    }
 }
 
 bool write_host_traces(const Scenario& sc, const Simulator& sim, const HostTrace& trace,

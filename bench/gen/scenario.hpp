@@ -3,6 +3,7 @@
 // simulator reads nothing else.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -163,6 +164,20 @@ struct HostTraceSpec {
     uint32_t mrs_per_process = 3;
     double qpn_reuse = 0.0;  // connections taking the QPN of an earlier, destroyed QP
     uint64_t reuse_gap_ns = 1'000'000;
+
+    // The largest |theta_h| the hosts can have.
+    uint64_t max_offset_ns() const {
+        uint64_t m = static_cast<uint64_t>(clock_offset_max_ns);
+        if (!clock_offsets_ns.empty()) {
+            m = 0;
+            for (int64_t o : clock_offsets_ns) m = std::max<uint64_t>(m, o < 0 ? -o : o);
+        }
+        return m;
+    }
+    // How long a QP lives beyond its traffic on either side: more than any error of a
+    // correlator's clock estimate (at most the offset itself, for a host whose offset has
+    // no bound), so that the correlator's view of which QP was alive is never in doubt.
+    uint64_t life_margin_ns() const { return 2 * max_offset_ns() + 50'000; }
 };
 
 struct Scenario {

@@ -298,7 +298,7 @@ void Simulator::setup() {
             const HostTraceSpec& ht = sc_.host_trace;
             const uint64_t after = msgs_[from.first_msg + from.num_msgs - 1].post_ns +
                                    ht.reuse_gap_ns + 4 * sc_.timing.retx_timeout_ns +
-                                   2 * ht.setup_lead_ns +
+                                   2 * (ht.setup_lead_ns + ht.life_margin_ns()) +
                                    (ci.spec.cm ? 3 * sc_.timing.cm_delay_ns : 0);
             const uint64_t first = msgs_[ci.first_msg].post_ns;
             if (after > first)
