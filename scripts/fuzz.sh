@@ -5,8 +5,10 @@
 # seconds, seeded from pcaps/. Exits non-zero if any target finds a crash, a leak, a
 # sanitizer report or a timeout; the reproducer is left in $INSERT_FUZZ_DIR/artifacts/.
 #
-# Targets: proto (parser + ICRC), capture (pcap/pcapng reader), state (state engine).
-# Default: proto capture (and state when tests/fuzz/state_fuzz.cpp exists). 60 s default.
+# Targets: proto (parser + ICRC), capture (pcap/pcapng reader), state (state engine),
+# workers (multi-source traffic to shared QPs through 1 and 2-4 engines sharded as replay
+# shards: the records must be the same, SPEC invariant 1).
+# Default: every target whose tests/fuzz/TARGET_fuzz.cpp exists. 60 s default.
 # The project builds with g++; the fuzzers are compiled here, directly, because libFuzzer
 # and its sanitizer runtime come with clang (libclang-rt-14-dev).
 #   scripts/fuzz.sh              # 60 s over the default targets (what `meson test` runs)
@@ -19,7 +21,9 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(proto capture)
-    [ -f "$root/tests/fuzz/state_fuzz.cpp" ] && targets+=(state)
+    for t in state workers; do
+        [ -f "$root/tests/fuzz/${t}_fuzz.cpp" ] && targets+=("$t")
+    done
 fi
 out=${INSERT_FUZZ_DIR:-$root/build-fuzz}
 cxx=${FUZZ_CXX:-clang++}
@@ -81,14 +85,20 @@ for t in "${targets[@]}"; do
     [ -f "$src" ] || { echo "fuzz.sh: no target $src" >&2; exit 2; }
     sources=("${proto_sources[@]}")
     seed="$seeds/frames"
+    libs=(-lz)
     case "$t" in
         capture) seed="$seeds/files" ;;
         state) sources+=("$root"/dataplane/state/*.cpp); seed="" ;;
+        workers)
+            sources+=("$root"/dataplane/state/*.cpp "$root"/dataplane/export/*.cpp
+                      "$root"/dataplane/pipeline/shard.cpp)
+            libs+=(-lfmt)
+            seed="" ;;
     esac
     objects=()
     for s in "$src" "${sources[@]}"; do objects+=("$(compile "$s")"); done
     bin="$out/${t}_fuzz"
-    "$cxx" "${flags[@]}" "${objects[@]}" -lz -o "$bin"
+    "$cxx" "${flags[@]}" "${objects[@]}" "${libs[@]}" -o "$bin"
     corpus="$out/corpus/$t"
     mkdir -p "$corpus"
     echo "fuzz.sh: running $t for ${per_target}s"

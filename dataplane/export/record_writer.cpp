@@ -350,6 +350,7 @@ void RecordWriter::write(Record& r) {
             return;
         }
         if (q.evicted && !bounded_memory_) evicted_seen_.insert(key);
+        if (q.evicted && q.endpoint_gone) ++endpoints_gone_;
         if (q.evicted && split_tick_ns_ != 0 && q.transport == TransportFamily::ud) {
             held_evictions_.push_back(r);
             return;
@@ -505,6 +506,8 @@ void RecordWriter::write_summary(SummaryCounts s) {
         for (const EndpointKey& k : evicted_seen_)
             if (book_.final_record_of(k) == EndpointBook::kNoFinal) ++distinct;
         s.endpoints = distinct;
+    } else {
+        s.endpoints = n + endpoints_gone_;
     }
     for (const EndpointKey& k : final_keys_) book_.final_record(k) = EndpointBook::kNoFinal;
     finals_.clear();

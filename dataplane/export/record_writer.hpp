@@ -81,8 +81,9 @@ class RecordWriter {
     }
 
     // Live appliance: idle endpoints come and go for months, so the writer keeps nothing
-    // per endpoint it has seen go (the summary's `endpoints` is then the count it is given:
-    // the engines' endpoint lifetimes). Replay counts distinct endpoints exactly.
+    // per endpoint it has seen go: the summary's `endpoints` then counts the endpoints alive
+    // at the end and the lifetimes of those that went idle in between (an endpoint that
+    // comes back counts again). Replay counts distinct endpoints exactly.
     void set_bounded_memory(bool on) { bounded_memory_ = on; }
 
     // Updates the latency book from `msg` records and fills the latency fields of `qp`
@@ -130,6 +131,7 @@ class RecordWriter {
     std::vector<EndpointKey> final_keys_;
     std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
     bool bounded_memory_ = false;
+    uint64_t endpoints_gone_ = 0;  // bounded memory: endpoint lifetimes ended by eviction
     uint64_t split_timeout_ns_ = 0, split_tick_ns_ = 0;
     std::vector<state::Record> held_evictions_;  // UD endpoints' evicted parts
     // JSON lines waiting for one fwrite: records are written straight into it (room for

@@ -157,6 +157,7 @@ void EngineImpl::fill_qp(const Endpoint& ep, bool final, bool evicted, QpRecord&
     q.src_ip = ep.src_ip;
     q.final = final;
     q.evicted = evicted;
+    q.endpoint_gone = evicted && !ep.secondary && ep.next_part == kNoIndex;
 }
 
 void EngineImpl::emit_qp(const Endpoint& ep, bool final, bool evicted) noexcept {

@@ -68,6 +68,8 @@ struct QpRecord {
     TransportFamily transport = TransportFamily::unknown;
     bool final = false;
     bool evicted = false;  // final because the endpoint went idle (not exported)
+    // Evicted, and no other part of the endpoint is left in its engine (not exported).
+    bool endpoint_gone = false;
     uint64_t pkts = 0;
     uint64_t bytes = 0;
     uint64_t msgs[5] = {};  // indexed by MsgOp

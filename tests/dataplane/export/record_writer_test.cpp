@@ -335,16 +335,24 @@ TEST(RecordWriter, a_live_writer_keeps_nothing_for_evicted_endpoints) {
         Record m = acked_msg("10.0.0.1", i, 1000 + i);
         w.write(m);
         Record q = evicted_part("10.0.0.1", i);
+        q.qp.endpoint_gone = true;
         w.write(q);
     }
     EXPECT_EQ(w.endpoints().size(), 0u);
     EXPECT_EQ(w.endpoints().parts(), 0u);
     // 65 bytes each would be 12.7 MiB; the book's reused entries and table stay small.
     EXPECT_LT(resident_kib() - before, 4096) << "resident memory grew with the endpoints seen";
-    SummaryCounts s;
-    s.endpoints = kEndpoints;  // the engines' count is kept as it is
-    std::vector<Record> seen;
-    w.write_summary(s);
+    // The summary counts the endpoint alive at the end and the lifetimes that ended.
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    w.set_output(f);
+    Record alive = make_final_qp(1, 0);
+    w.write(alive);
+    w.write_summary(SummaryCounts{});
+    ASSERT_TRUE(w.flush());
+    const std::string all = read_all(f);
+    std::fclose(f);
+    EXPECT_NE(all.find("\"endpoints\":200001,"), std::string::npos) << all;
 }
 
 }  // namespace

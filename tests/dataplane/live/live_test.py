@@ -26,6 +26,8 @@ PCAPS = [os.path.join(ROOT, "pcaps", p) for p in
          ("rc_mixed.pcap", "all_opcodes.pcap", "cnp_ud.pcap", "low_sport.pcap", "ipv6_vlan.pcapng")]
 TIME_FIELDS = {"t_first_ns", "t_last_ns", "t_ack_ns", "latency_ns", "lat_p50_ns", "lat_p99_ns",
                "lat_max_ns", "t_ns", "wall_s", "mpps"}
+# How a run ended: a live run stops by signal, a replay at the end of its file.
+STOP_FIELDS = {"interrupted", "signal"}
 
 
 def fail(msg):
@@ -212,9 +214,16 @@ def comparable(records):
                   for r in records if r["type"] == "msg")
     qps = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS}, sort_keys=True)
                  for r in records if r["type"] == "qp" and r.get("final"))
-    summary = [{k: v for k, v in r.items() if k not in TIME_FIELDS} for r in records
+    summary = [{k: v for k, v in r.items() if k not in TIME_FIELDS | STOP_FIELDS} for r in records
                if r["type"] == "summary"]
     return msgs, qps, summary
+
+
+def check_stopped_by(records, sig):
+    """The live summary names the signal that stopped the run."""
+    s = [r for r in records if r["type"] == "summary"][-1]
+    if s["interrupted"] is not True or s["signal"] != sig.name:
+        fail(f"summary after {sig.name}: interrupted {s['interrupted']}, signal {s['signal']}")
 
 
 def replay_records(pcap, tmp):
@@ -293,8 +302,11 @@ def case_inline(workers):
                 fail(f"/insert/stats {k} {stats[k]} != replay {ref_summary[k]}")
         if stats["tx_dropped"] != 0 or stats["rx_missed"] != 0:
             fail(f"drops: {stats}")
+        if stats["table_full"] != 0 or stats["table_full_endpoints"] != 0:
+            fail(f"table_full in /insert/stats: {stats}")
         check_rule_hits(offload, ref_summary)
         compare_with_replay(load_records(rec), ref)
+        check_stopped_by(load_records(rec), signal.SIGTERM)
         print(f"inline, {workers} worker(s): {len(sent)} frames forwarded once, byte-identical, "
               f"per-flow order kept; records equal replay's ({ref_summary['msgs']} msgs)")
 
@@ -330,6 +342,7 @@ def case_monitor():
         if not any("refused 7 of 7 rte_flow rules" in l for l in dp.lines):
             fail("no log line for the refused rules")
         compare_with_replay(load_records(rec), replay_records(pcap, tmp))
+        check_stopped_by(load_records(rec), signal.SIGINT)
         print(f"monitor: {len(sent)} frames observed, nothing sent, records equal replay's")
 
 

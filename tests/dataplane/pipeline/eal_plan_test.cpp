@@ -43,11 +43,21 @@ TEST(EalPlan, one_lcore_per_core_when_they_fit) {
     EXPECT_EQ(starting(plan_eal(r).args, "--lcores="), "--lcores=0@" + std::to_string(cpus[0]));
 }
 
+// Issue 22: every run printed "EAL: No free 1048576 kB hugepages reported" (a warning about
+// a choice made here), even with --quiet. EAL's errors still show.
+TEST(EalPlan, eal_says_only_errors_by_default) {
+    EalRequest r;
+    const auto plan = plan_eal(r);
+    EXPECT_EQ(starting(plan.args, "--log-level"), "--log-level=lib.eal:error");
+    EXPECT_TRUE(plan.own_prefix);  // made here: removed after a failed start
+}
+
 TEST(EalPlan, user_options_win) {
     EalRequest r;
     r.user_args = {"--file-prefix", "mine", "-l", "0-2", "--no-huge", "-m", "300", "--log-level=8"};
     const auto plan = plan_eal(r);
     EXPECT_EQ(plan.file_prefix, "mine");
+    EXPECT_FALSE(plan.own_prefix);  // may be another process's: never removed on failure
     EXPECT_EQ(starting(plan.args, "--file-prefix="), "");
     EXPECT_EQ(starting(plan.args, "--lcores"), "");
     EXPECT_EQ(std::count(plan.args.begin(), plan.args.end(), "-m"), 1);

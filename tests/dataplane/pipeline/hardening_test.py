@@ -116,6 +116,19 @@ def case_signals(insert_dp, d):
             fail(f"{sig.name}: summary {s}")
         if s["msgs"] != sum(1 for r in recs if r["type"] == "msg") or f"interrupted by {sig.name}" not in err:
             fail(f"{sig.name}: msg records do not match the summary, or no line says so: {err!r}")
+    # decode: whole rows, one line naming the signal, exit 128 + the signal.
+    out = os.path.join(d, "decode.csv")
+    with open(out, "w") as f:
+        proc = subprocess.Popen([insert_dp, "decode", big], stdout=f, stderr=subprocess.PIPE, text=True)
+        if not wait_for_bytes(out, proc, at_least=1 << 20):
+            fail("decode ended before the signal")
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    data = open(out).read()
+    if proc.returncode != 128 + int(signal.SIGHUP) or "interrupted by SIGHUP" not in err:
+        fail(f"decode, SIGHUP: exit {proc.returncode}, stderr {err!r}")
+    if not data.endswith("\n") or any(line.count(",") != 22 for line in data.splitlines()):
+        fail("decode, SIGHUP: a row was cut")
     # A run to its end says it was not interrupted.
     p = run_checked([insert_dp, "replay", os.path.join(d, "stray.pcap"), "--quiet", "--records", "-", *EAL])
     s = json.loads(p.stdout.splitlines()[-1])

@@ -138,6 +138,11 @@ TEST(EngineSources, parts_go_idle_on_their_own_and_later_packets_find_the_others
         if (r.type == state::RecordType::qp && r.qp.final) {
             (r.qp.evicted ? evicted_pkts : final_pkts) += r.qp.pkts;
             gaps += r.qp.gaps;
+            // The evicted part is the first source's; the endpoint lives on in the other.
+            if (r.qp.evicted) {
+                EXPECT_EQ(r.qp.src_ip, *proto::IpAddress::parse(kReq));
+                EXPECT_FALSE(r.qp.endpoint_gone);
+            }
         }
     EXPECT_EQ(evicted_pkts, 1u);
     EXPECT_EQ(final_pkts, 3u);
