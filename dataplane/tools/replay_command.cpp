@@ -157,7 +157,7 @@ bool fit_max_endpoints(ReplayOptions& opt, uint64_t other, std::string& error) {
 
 // A pcapng is walked once before anything is written: a corrupt block deep inside fails
 // with nothing on stdout, as `insert-dp decode` does. (A pcap has no such errors: a record
-// cut short only ends it, which is a warning.)
+// cut short only ends it, which is a warning.) It runs while EAL starts, which mostly waits.
 bool check_whole_capture(const std::string& path, capture::Format format, std::string& error) {
     if (format != capture::Format::pcapng) return true;
     capture::CaptureFile walk;
@@ -187,7 +187,6 @@ int run_replay(int argc, char** argv) {
     capture::CaptureFile capture;
     if (!capture.open(opt.file)) return refuse(capture.error());
     std::string error;
-    if (!check_whole_capture(opt.file, capture.format(), error)) return refuse(error);
     const bool records_to_stdout = opt.records_given && opt.records == "-";
     if (opt.records_given && !records_to_stdout &&
         !check_output("--records", opt.records, opt.file, error))
@@ -207,9 +206,20 @@ int run_replay(int argc, char** argv) {
     constexpr std::size_t kPopulateBytes = std::size_t{1} << 30;
     std::jthread populate(
         [mapping = capture.mapping()] { capture::populate(mapping, kPopulateBytes); });
+    std::string scan_error;
+    bool scan_ok = true;
+    std::thread scan([&, format = capture.format()] {
+        scan_ok = check_whole_capture(opt.file, format, scan_error);
+    });
     pipeline::EalSession eal;
     pipeline::MbufTimestamp timestamp;
-    if (!start_dataplane(eal_request, eal, timestamp, error)) {
+    const bool started = start_dataplane(eal_request, eal, timestamp, error);
+    scan.join();
+    if (!scan_ok) {
+        populate.join();
+        return refuse(scan_error);  // EAL stops with `eal`
+    }
+    if (!started) {
         std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
         return eal.bad_options() ? 2 : 1;
     }
