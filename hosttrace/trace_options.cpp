@@ -62,7 +62,8 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         "libibverbs\n"
         "  insert-trace -p 4242 -o verbs.jsonl           # one running process\n"
         "  insert-trace -l build/hosttrace/softverbs/libibverbs.so.1 --datapath sample:100\n"
-        "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n");
+        "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n"
+        "  insert-trace --netns h1 --host h1 -o h1.jsonl       # one emulated host\n");
     std::string datapath = "all";
     std::string cgroup;
     std::string sites = "auto";
@@ -84,6 +85,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     app.add_option("--scan-ms", out.scan_ms,
                    "look for processes mapping other libibverbs copies every N ms (0: off)");
     app.add_option("--duration", out.duration_s, "stop after this many seconds");
+    app.add_option("--netns", out.netns,
+                   "trace only processes in this network namespace (a name under /run/netns, "
+                   "or a path such as /proc/PID/ns/net)");
     app.add_option("--host", out.host,
                    "name of this host in every record (default: the hostname); the "
                    "correlator keys processes and clocks by it");
@@ -126,6 +130,16 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     if (!std::isfinite(out.duration_s) || out.duration_s < 0) {  // NaN compares false
         error = "--duration: not a number of seconds >= 0";
         return 2;
+    }
+    if (!out.netns.empty()) {
+        const std::string path =
+            out.netns.find('/') == std::string::npos ? "/run/netns/" + out.netns : out.netns;
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0) {
+            error = "--netns " + out.netns + ": " + path + " does not exist";
+            return 2;
+        }
+        out.netns_inode = st.st_ino;
     }
     if (out.host.empty()) {
         char name[256] = {};

@@ -25,6 +25,10 @@ struct TraceOptions {
     // Names the clock domain of every record (`host` field): the correlator keys processes
     // and clock offsets by it. Default: this machine's hostname.
     std::string host;
+    // --netns NAME|PATH: only processes in this network namespace (one tracer per emulated
+    // host when namespaces stand in for machines). 0: every namespace.
+    std::string netns;
+    uint64_t netns_inode = 0;
 };
 
 // Returns -1 to go on, 0 after --help, 2 with `error` set for a bad option.

@@ -65,6 +65,7 @@ constexpr std::pair<std::string_view, Field> kNames[] = {
     {"status_code", Field::status_code},
     {"byte_len", Field::byte_len},
     {"ringbuf_drops", Field::ringbuf_drops},
+    {"iova", Field::iova},
 };
 static_assert(std::size(kNames) + 1 == static_cast<std::size_t>(Field::count),
               "every Field has its name");

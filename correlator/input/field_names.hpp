@@ -74,6 +74,7 @@ enum class Field : uint8_t {
     status_code,
     byte_len,
     ringbuf_drops,
+    iova,
     count
 };
 

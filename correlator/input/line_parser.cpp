@@ -438,7 +438,7 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
     uint64_t seen = 0;
     std::string_view text;
     auto& mod = e.u.modify;
-    if (kind == HostKind::reg_mr || kind == HostKind::dereg_mr) e.u.mr.rkey = kNone;
+    if (kind == HostKind::reg_mr || kind == HostKind::dereg_mr) e.u.mr.rkey = e.u.mr.iova = kNone;
     if (kind == HostKind::post_send) e.u.post.remote_addr = e.u.post.rkey = kNone;
     bool has_peer = false;
     INSERT_FOR_EACH_FIELD(
@@ -543,6 +543,8 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
                             return read_u32(v_, e.u.mr.access);
                         case Field::rkey:
                             return read_opt_u64(v_, e.u.mr.rkey);
+                        case Field::iova:
+                            return read_opt_u64(v_, e.u.mr.iova);
                         default:
                             return true;
                     }

@@ -147,6 +147,7 @@ struct HostEvent {
         } modify;
         struct {
             uint64_t pd, addr, length;
+            int64_t iova;  // kNone: as addr
             uint32_t access;
             int64_t rkey;  // kNone on failure
         } mr;

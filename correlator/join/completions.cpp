@@ -20,6 +20,7 @@ void complete_work_requests(Incarnation& q) {
     for (WorkRequest& w : q.wrs) {
         w.t_poll = kNone;
         w.wc_status = 0;
+        w.completion_event = -1;
         if (!w.signaled) continue;
         const auto it = by_wr_id.find(w.wr_id);
         if (it == by_wr_id.end()) continue;
@@ -31,6 +32,7 @@ void complete_work_requests(Incarnation& q) {
         const Completion& c = q.send_completions[queue.items[queue.next++]];
         w.t_poll = c.wall;
         w.wc_status = c.status;
+        w.completion_event = c.event;
     }
     // Unsignaled: the next signaled work request with a completion, walking back.
     int64_t next_poll = kNone;
@@ -50,7 +52,7 @@ void complete_work_requests(Incarnation& q) {
 
 std::vector<int64_t> match_receive_completions(const Incarnation& q,
                                                const std::vector<const WireMsg*>& sends) {
-    std::vector<int64_t> out(sends.size(), kNone);
+    std::vector<int64_t> out(sends.size(), -1);
     const auto& recvs = q.recv_completions;
     const auto agree = [&](std::size_t i, std::size_t j) {
         const WireMsg& m = *sends[i];
@@ -59,7 +61,7 @@ std::vector<int64_t> match_receive_completions(const Incarnation& q,
         return c.opcode == WcOpcode::recv_rdma_with_imm;
     };
     const Alignment a = align(sends.size(), recvs.size(), agree);
-    for (const AlignedPair& p : a.pairs) out[p.a] = recvs[p.b].wall;
+    for (const AlignedPair& p : a.pairs) out[p.a] = p.b;
     return out;
 }
 

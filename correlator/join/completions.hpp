@@ -16,8 +16,8 @@ namespace insert::correlate {
 void complete_work_requests(Incarnation& q);
 
 // `sends`: the messages to responder q that consume a receive (SENDs, WRITEs with
-// immediate data), in the join's message order. Returns, per entry of `sends`, the host
-// time of the receive completion that matched it, or kNone.
+// immediate data), in the join's message order. Returns, per entry of `sends`, the index
+// (in q.recv_completions) of the receive completion that matched it, or -1.
 std::vector<int64_t> match_receive_completions(const Incarnation& q,
                                                const std::vector<const WireMsg*>& sends);
 

@@ -113,7 +113,8 @@ void order_by_psn(std::vector<uint32_t>& list, const std::vector<WireMsg>& msgs,
 
 struct Assignment {
     std::vector<int64_t> requester;  // per message
-    bool ambiguous = false;          // some message had several candidate QPNs
+    std::vector<SourceState> source;
+    bool ambiguous = false;  // some message had several candidate QPNs
     uint64_t src_untraced = 0;
     uint64_t src_host_untraced = 0;
     uint64_t pair_conflicts = 0;
@@ -125,6 +126,7 @@ Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& 
                              const QpIndex& index, const std::vector<int64_t>& theta) {
     Assignment a;
     a.requester.assign(msgs.size(), -1);
+    a.source.assign(msgs.size(), SourceState::assigned);
     std::atomic<uint64_t> untraced{0}, host_untraced{0}, conflicts{0};
     std::atomic<bool> ambiguous{false};
     tbb::parallel_for(std::size_t{0}, msgs.size(), [&](std::size_t i) {
@@ -134,11 +136,14 @@ Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& 
             candidates = &index.at_endpoint(m.src_ip, static_cast<uint32_t>(m.src_qpn));
         else if (!candidates->empty() && m.src_qpn != kNone &&
                  std::none_of(candidates->begin(), candidates->end(),
-                              [&](uint32_t q) { return model.qps[q].qpn == m.src_qpn; }))
+                              [&](uint32_t q) { return model.qps[q].qpn == m.src_qpn; })) {
             conflicts.fetch_add(1, std::memory_order_relaxed);
+            a.source[i] = SourceState::assigned_conflict;
+        }
         const int64_t host = index.host_of(m.src_ip);
         if (candidates->empty()) {
             (host >= 0 ? untraced : host_untraced).fetch_add(1, std::memory_order_relaxed);
+            a.source[i] = host >= 0 ? SourceState::untraced_qp : SourceState::untraced_host;
             return;
         }
         // One candidate: the message is its, whatever the clocks say (section 3's time
@@ -152,6 +157,7 @@ Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& 
         const int64_t pick = index.pick(*candidates, m.t_first + theta[h]);
         if (pick < 0) {
             untraced.fetch_add(1, std::memory_order_relaxed);
+            a.source[i] = SourceState::untraced_qp;
             return;
         }
         a.requester[i] = pick;
@@ -165,6 +171,8 @@ Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& 
 
 struct RequesterJoin {
     std::vector<std::vector<E2eMatch>> matches;  // per incarnation
+    std::vector<WireState> wire;                 // per message
+    std::vector<uint32_t> position;              // per message
     std::vector<uint64_t> unmatched_wr;          // per incarnation
     std::vector<uint64_t> wire_only;             // per incarnation
     std::vector<ClockBounds> bounds;             // per host id
@@ -183,6 +191,8 @@ RequesterJoin join_requesters(const HostModel& model, const std::vector<WireMsg>
     const std::size_t n = model.qps.size();
     RequesterJoin r;
     r.matches.resize(n);
+    r.wire.assign(msgs.size(), WireState::no_requester);
+    r.position.assign(msgs.size(), 0);
     r.unmatched_wr.assign(n, 0);
     r.wire_only.assign(n, 0);
     std::vector<std::vector<uint32_t>> per_qp = group_by(requester, n);
@@ -199,8 +209,20 @@ RequesterJoin join_requesters(const HostModel& model, const std::vector<WireMsg>
         r.unmatched_wr[q] = a.unmatched_a.size();
         r.wire_only[q] = a.unmatched_b.size();
         r.matches[q].reserve(a.pairs.size());
-        for (const AlignedPair& p : a.pairs)
+        std::vector<bool> matched(list.size(), false);
+        for (const AlignedPair& p : a.pairs) {
             r.matches[q].push_back({list[p.b], static_cast<uint32_t>(q), p.a, p.resync});
+            matched[p.b] = true;
+        }
+        // Messages are disjoint between incarnations: each task writes only its own.
+        bool covered = false;
+        for (std::size_t j = 0; j < list.size(); ++j) {
+            r.position[list[j]] = static_cast<uint32_t>(j);
+            covered = covered || matched[j];
+            r.wire[list[j]] = matched[j] ? WireState::matched
+                              : covered  ? WireState::wire_only_covered
+                                         : WireState::wire_only_uncovered;
+        }
     });
     r.bounds.resize(hosts);
     for (std::size_t q = 0; q < n; ++q) {
@@ -215,10 +237,14 @@ RequesterJoin join_requesters(const HostModel& model, const std::vector<WireMsg>
 }
 
 std::vector<ClockEstimate> estimate_all(const std::vector<ClockBounds>& bounds,
+                                        const std::vector<ClockBounds>& prior,
                                         const HostNames& names, const ClockPolicy& policy) {
     std::vector<ClockEstimate> out(bounds.size());
-    for (std::size_t h = 0; h < bounds.size(); ++h)
-        out[h] = estimate_clock(bounds[h], names.name(static_cast<uint32_t>(h)), policy);
+    for (std::size_t h = 0; h < bounds.size(); ++h) {
+        ClockBounds b = bounds[h];
+        if (h < prior.size()) b.merge(prior[h]);
+        out[h] = estimate_clock(b, names.name(static_cast<uint32_t>(h)), policy);
+    }
     return out;
 }
 
@@ -231,7 +257,7 @@ std::vector<int64_t> offsets_of(const std::vector<ClockEstimate>& clocks) {
 }  // namespace
 
 JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
-                      const ClockPolicy& policy) {
+                      const ClockPolicy& policy, const std::vector<ClockBounds>& prior) {
     JoinResult result;
     result.counts.duplicate_msgs = dedupe(msgs);
     tbb::parallel_for(std::size_t{0}, model.qps.size(),
@@ -240,24 +266,28 @@ JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNa
     const QpIndex index(model);
     const std::size_t hosts = names.size();
 
-    // Pass 1 with the offsets of the command line (else 0); pass 2, where a message had
-    // several candidate incarnations, with the offsets pass 1 estimated.
+    // Pass 1 with the offsets of the command line (else those of earlier windows, else 0);
+    // pass 2, where a message had several candidate incarnations, with the offsets pass 1
+    // estimated.
     std::vector<int64_t> theta =
-        offsets_of(estimate_all(std::vector<ClockBounds>(hosts), names, policy));
+        offsets_of(estimate_all(std::vector<ClockBounds>(hosts), prior, names, policy));
     Assignment assignment = assign_requesters(msgs, model, index, theta);
     RequesterJoin joined = join_requesters(model, msgs, assignment.requester, hosts);
-    result.clocks = estimate_all(joined.bounds, names, policy);
+    result.clocks = estimate_all(joined.bounds, prior, names, policy);
     if (assignment.ambiguous) {
         theta = offsets_of(result.clocks);
         assignment = assign_requesters(msgs, model, index, theta);
         joined = join_requesters(model, msgs, assignment.requester, hosts);
-        result.clocks = estimate_all(joined.bounds, names, policy);
+        result.clocks = estimate_all(joined.bounds, prior, names, policy);
     }
     theta = offsets_of(result.clocks);
     result.counts.src_untraced = assignment.src_untraced;
     result.counts.src_host_untraced = assignment.src_host_untraced;
     result.counts.pair_conflicts = assignment.pair_conflicts;
     result.requester = std::move(assignment.requester);
+    result.source = std::move(assignment.source);
+    result.wire = std::move(joined.wire);
+    result.position = std::move(joined.position);
     result.unmatched_wr = joined.unmatched_wr;
     for (std::size_t q = 0; q < model.qps.size(); ++q) {
         result.counts.unmatched_wr += joined.unmatched_wr[q];
@@ -282,6 +312,7 @@ JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNa
         result.responder[i] = index.pick(candidates, m.t_first + theta[h]);
     });
     result.t_recv_poll.assign(msgs.size(), kNone);
+    result.recv_event.assign(msgs.size(), -1);
     std::vector<std::vector<uint32_t>> per_responder = group_by(result.responder, model.qps.size());
     std::atomic<uint64_t> recv_matched{0};
     tbb::parallel_for(std::size_t{0}, model.qps.size(), [&](std::size_t q) {
@@ -298,8 +329,11 @@ JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNa
         const std::vector<int64_t> polls = match_receive_completions(inc, sends);
         uint64_t matched = 0;
         for (std::size_t k = 0; k < list.size(); ++k) {
-            result.t_recv_poll[list[k]] = polls[k];
-            matched += polls[k] != kNone;
+            if (polls[k] < 0) continue;
+            const Completion& c = inc.recv_completions[static_cast<std::size_t>(polls[k])];
+            result.t_recv_poll[list[k]] = c.wall;
+            result.recv_event[list[k]] = c.event;
+            ++matched;
         }
         recv_matched.fetch_add(matched, std::memory_order_relaxed);
     });

@@ -33,19 +33,31 @@ struct JoinCounts {
     uint64_t recv_matched = 0;
 };
 
+// Per message: how its requester was found (docs/correlation.md 3).
+enum class SourceState : uint8_t { assigned, assigned_conflict, untraced_qp, untraced_host };
+
+// Per message with a requester: matched to a work request, or wire-only before the QP's
+// first match (its data path not yet shown to be traced), or wire-only after one.
+enum class WireState : uint8_t { no_requester, matched, wire_only_uncovered, wire_only_covered };
+
 struct JoinResult {
     std::vector<E2eMatch> matches;       // by (t_first_ns, src_ip, src_qpn, psn_first)
     std::vector<int64_t> requester;      // per message: incarnation or -1
+    std::vector<SourceState> source;     // per message
+    std::vector<WireState> wire;         // per message
+    std::vector<uint32_t> position;      // per message: its place in its requester's order
     std::vector<int64_t> responder;      // per message: incarnation or -1
     std::vector<int64_t> t_recv_poll;    // per message: responder's host time or kNone
+    std::vector<int64_t> recv_event;     // per message: that completion's host record or -1
     std::vector<uint64_t> unmatched_wr;  // per incarnation
     std::vector<ClockEstimate> clocks;   // per host id
     JoinCounts counts;
 };
 
 // `msgs` is deduplicated and sorted in place (docs/correlation.md 1); `model`'s work
-// requests get their completions.
+// requests get their completions. `prior` (per host id, may be shorter or empty): clock
+// bounds of messages joined before (the live correlator's earlier windows).
 JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
-                      const ClockPolicy& policy);
+                      const ClockPolicy& policy, const std::vector<ClockBounds>& prior = {});
 
 }  // namespace insert::correlate

@@ -107,9 +107,13 @@ struct ProcessBuild {
     uint64_t orphans = 0;
 };
 
-// Walks one process's records in canonical order.
-ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
+// Walks one process's records in canonical order; fills needed_until for them.
+ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const HostEvent* end,
+                           int64_t* needed_until) {
     ProcessBuild out;
+    // Control records wait for the end of their object: (record, QP) and (record, MR).
+    std::vector<std::pair<uint32_t, std::size_t>> qp_records, mr_records;
+    std::vector<uint32_t> exit_records;
     Process& p = out.process;
     p.host = begin->host;
     p.pid = begin->pid;
@@ -133,6 +137,8 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
     };
     for (const HostEvent* it = begin; it != end; ++it) {
         const HostEvent& e = *it;
+        const auto index = static_cast<uint32_t>(it - base);
+        needed_until[index] = e.wall;
         if (p.comm.len == 0 && e.comm.len) {
             p.comm = e.comm;
             p.cgroup = e.cgroup;
@@ -165,11 +171,13 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                 out.qps.push_back(std::move(q));
                 live_by_obj[e.obj] = out.qps.size() - 1;
                 live_by_qpn[e.qpn] = out.qps.size() - 1;
+                qp_records.emplace_back(index, out.qps.size() - 1);
                 break;
             }
             case HostKind::modify_qp: {
                 const auto found = live_by_obj.find(e.obj);
                 if (found == live_by_obj.end() || e.ret != 0) break;
+                qp_records.emplace_back(index, found->second);
                 Incarnation& q = out.qps[found->second];
                 fill_ip(q, e);
                 const auto& m = e.u.modify;
@@ -196,14 +204,17 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
             }
             case HostKind::destroy_qp: {
                 const auto found = live_by_obj.find(e.obj);
-                if (found != live_by_obj.end()) end_qp(found->second, e.wall);
+                if (found != live_by_obj.end()) {
+                    qp_records.emplace_back(index, found->second);
+                    end_qp(found->second, e.wall);
+                }
                 break;
             }
             case HostKind::reg_mr: {
                 if (e.ret != 0 || e.obj == 0 || e.u.mr.rkey == kNone) break;
                 MemoryRegion r;
                 r.pd = e.u.mr.pd;
-                r.addr = e.u.mr.addr;
+                r.addr = e.u.mr.iova != kNone ? static_cast<uint64_t>(e.u.mr.iova) : e.u.mr.addr;
                 r.length = e.u.mr.length;
                 r.access = e.u.mr.access;
                 r.rkey = static_cast<uint32_t>(e.u.mr.rkey);
@@ -212,11 +223,13 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                     p.mrs[old->second].t_dereg = e.wall;
                 p.mrs.push_back(r);
                 live_mrs[e.obj] = p.mrs.size() - 1;
+                mr_records.emplace_back(index, p.mrs.size() - 1);
                 break;
             }
             case HostKind::dereg_mr: {
                 const auto found = live_mrs.find(e.obj);
                 if (found == live_mrs.end()) break;
+                mr_records.emplace_back(index, found->second);
                 p.mrs[found->second].t_dereg = e.wall;
                 live_mrs.erase(found);
                 break;
@@ -234,6 +247,8 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                 const auto family = family_of(e.u.post.opcode);
                 if (!family) break;
                 WorkRequest w;
+                w.event = index;
+                needed_until[index] = kForever;  // until the live join is done with it
                 w.wall = e.wall;
                 w.wr_id = e.u.post.wr_id;
                 w.len = e.u.post.len;
@@ -252,6 +267,8 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                 if (found == live_by_qpn.end()) break;
                 Incarnation& q = out.qps[found->second];
                 Completion c;
+                c.event = index;
+                needed_until[index] = kForever;
                 c.wall = e.wall;
                 c.wr_id = e.u.poll.wr_id;
                 c.tid = e.tid;
@@ -265,6 +282,7 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                 break;
             }
             case HostKind::process_exit: {
+                exit_records.push_back(index);
                 p.t_exit = std::min(p.t_exit, e.wall);
                 std::vector<std::size_t> live;
                 for (const auto& [obj, idx] : live_by_obj) live.push_back(idx);
@@ -277,6 +295,9 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
                 break;
         }
     }
+    for (const auto& [record, qp] : qp_records) needed_until[record] = out.qps[qp].t_end;
+    for (const auto& [record, mr] : mr_records) needed_until[record] = p.mrs[mr].t_dereg;
+    for (uint32_t record : exit_records) needed_until[record] = p.t_exit;
     return out;
 }
 
@@ -284,8 +305,17 @@ ProcessBuild build_process(const HostEvent* begin, const HostEvent* end) {
 
 HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& names) {
     HostModel model;
-    for (const HostEvent& e : events)
-        if (e.kind == HostKind::lost) model.trace_drops += e.u.lost.drops;
+    model.lost_at.resize(names.size());
+    model.first_record.assign(names.size(), kForever);
+    for (const HostEvent& e : events) {
+        if (e.host >= model.first_record.size()) continue;
+        model.first_record[e.host] = std::min(model.first_record[e.host], e.wall);
+        if (e.kind == HostKind::lost) {
+            model.trace_drops += e.u.lost.drops;
+            model.lost_at[e.host].push_back(e.wall);
+        }
+    }
+    for (auto& times : model.lost_at) std::sort(times.begin(), times.end());
     // Group by process, canonical order inside.
     tbb::parallel_sort(events.begin(), events.end(), [](const HostEvent& a, const HostEvent& b) {
         if (a.host != b.host) return a.host < b.host;
@@ -302,8 +332,10 @@ HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& name
         i = j;
     }
     std::vector<ProcessBuild> built(ranges.size());
+    model.needed_until.assign(events.size(), 0);
     tbb::parallel_for(std::size_t{0}, ranges.size(), [&](std::size_t r) {
-        built[r] = build_process(events.data() + ranges[r].first, events.data() + ranges[r].second);
+        built[r] = build_process(events.data(), events.data() + ranges[r].first,
+                                 events.data() + ranges[r].second, model.needed_until.data());
     });
     // Deterministic layout: processes by (host name, pid), QPs by (process, t_create, qp).
     std::vector<std::string> host_names(names.size());

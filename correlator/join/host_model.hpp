@@ -25,13 +25,16 @@ struct WorkRequest {
     Op family = Op::send;
     WrOpcode opcode = WrOpcode::send;
     bool signaled = true;
+    uint32_t event = 0;  // its record in the (sorted) host events
     // Set by the completion rule (docs/correlation.md 4).
     int64_t t_poll = kNone;  // host clock
     uint16_t wc_status = 0;
+    int64_t completion_event = -1;  // the poll_cq record that completed it (signaled)
 };
 
 struct Completion {
     int64_t wall = 0;
+    uint32_t event = 0;  // its record in the (sorted) host events
     uint64_t wr_id = 0;
     int32_t tid = 0;
     uint32_t byte_len = 0;
@@ -71,7 +74,7 @@ struct Incarnation {
 
 struct MemoryRegion {
     uint64_t pd = 0;
-    uint64_t addr = 0;
+    uint64_t addr = 0;  // the address remote requests use (iova; = addr for ibv_reg_mr)
     uint64_t length = 0;
     uint32_t access = 0;
     uint32_t rkey = 0;
@@ -89,10 +92,17 @@ struct Process {
 };
 
 struct HostModel {
+    // Per host event (in the sorted order build_host_model leaves them): the host time
+    // until which the join still needs it - the end of its QP, MR or process for control
+    // records, kForever while they live; its own time for records read only once. The live
+    // correlator forgets records --ttl after that.
+    std::vector<int64_t> needed_until;
     std::vector<Process> processes;
-    std::vector<Incarnation> qps;  // sorted by (host name, pid, t_create, qp object)
-    uint64_t trace_drops = 0;      // `lost` records' ringbuf_drops
-    uint64_t orphan_records = 0;   // data-path records of a QP the trace never created
+    std::vector<Incarnation> qps;               // sorted by (host name, pid, t_create, qp object)
+    uint64_t trace_drops = 0;                   // `lost` records' ringbuf_drops
+    std::vector<std::vector<int64_t>> lost_at;  // per host id: times of its `lost` records
+    std::vector<int64_t> first_record;          // per host id: its earliest record (kForever)
+    uint64_t orphan_records = 0;                // data-path records of a QP the trace never created
 };
 
 class HostNames;

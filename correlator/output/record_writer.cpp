@@ -179,4 +179,114 @@ void append_clock(std::string& out, std::string_view host, const ClockEstimate& 
     line.end();
 }
 
+namespace {
+
+std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool with_cgroup) {
+    std::string text;
+    JsonLine obj(text);
+    obj.ip("ip", ip).opt_u("qpn", qpn);
+    if (owner.traced) {
+        obj.i("pid", owner.pid).s("comm", owner.comm.view());
+        if (with_cgroup) obj.u("cgroup", owner.cgroup);
+        obj.s("host", owner.host);
+    } else {
+        obj.null("pid").null("comm");
+        if (with_cgroup) obj.null("cgroup");
+        obj.null("host");
+    }
+    text += '}';
+    return text;
+}
+
+}  // namespace
+
+void append_congestion(std::string& out, const CongestionEpisode& e) {
+    const auto apps = [](const std::vector<EpisodeApp>& list, bool victims) {
+        std::string text = "[";
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const EpisodeApp& a = list[i];
+            if (i) text += ',';
+            JsonLine obj(text);
+            obj.ip("ip", a.app.ip);
+            if (a.app.owner.traced)
+                obj.i("pid", a.app.owner.pid)
+                    .s("comm", a.app.owner.comm.view())
+                    .u("cgroup", a.app.owner.cgroup)
+                    .s("host", a.app.owner.host);
+            else
+                obj.null("pid").null("comm").null("cgroup").null("host");
+            obj.u("msgs", a.msgs);
+            if (victims)
+                obj.i("added_net_ns", a.added_net_ns);
+            else
+                obj.u("bytes", a.bytes);
+            obj.u("cnps", a.cnps);
+            text += '}';
+        }
+        return text + "]";
+    };
+    std::string where, signals, ips = "[";
+    for (std::size_t i = 0; i < e.dst_ips.size(); ++i) {
+        if (i) ips += ',';
+        ips += '"' + e.dst_ips[i].to_string() + '"';
+    }
+    ips += ']';
+    JsonLine(where).s("node", e.node).raw("dst_ips", ips);
+    where += '}';
+    JsonLine(signals)
+        .u("cnps", e.cnps)
+        .u("ecn_ce", e.ecn_ce)
+        .u("retx_pkts", e.retx_pkts)
+        .u("naks", e.naks)
+        .i("p99_net_ns", e.p99_net_ns)
+        .i("baseline_net_ns", e.baseline_net_ns)
+        .u("msgs", e.msgs);
+    signals += '}';
+    JsonLine line(out);
+    line.s("type", "congestion")
+        .i("t_start_ns", e.t_start_ns)
+        .i("t_end_ns", e.t_end_ns)
+        .raw("where", where)
+        .raw("signals", signals)
+        .raw("victims", apps(e.victims, true))
+        .raw("contributors", apps(e.contributors, false));
+    line.end();
+}
+
+void append_alert(std::string& out, const Alert& a) {
+    const Offence& o = a.first;
+    const WireMsg& m = o.msg;
+    std::string evidence, rkeys = "[";
+    for (std::size_t i = 0; i < a.rkeys.size(); ++i) {
+        if (i) rkeys += ',';
+        rkeys += std::to_string(a.rkeys[i]);
+    }
+    rkeys += ']';
+    JsonLine ev(evidence);
+    ev.s("op", kOpNames[static_cast<std::size_t>(m.op)])
+        .opt_u("rkey", m.rkey)
+        .opt_u("va", m.va)
+        .opt_u("length", m.op == Op::cmp_swap || m.op == Op::fetch_add
+                             ? int64_t{8}
+                             : (m.dma_len != kNone ? m.dma_len : static_cast<int64_t>(m.bytes)))
+        .u("psn_first", m.psn_first)
+        .s("status", kStatusNames[static_cast<std::size_t>(m.status)])
+        .u("pkts", a.pkts)
+        .raw("rkeys", rkeys)
+        .u("distinct_rkeys", a.distinct_rkeys)
+        .u("victims", a.victims);
+    evidence += '}';
+    JsonLine line(out);
+    line.s("type", "alert")
+        .s("kind", alert_kind_name(a.kind))
+        .s("severity", alert_severity(a.kind))
+        .i("t_ns", a.t_ns)
+        .u("count", a.count)
+        .raw("victim", owner_object(o.victim_ip, o.victim_qpn, o.victim, true))
+        .raw("source", owner_object(o.source_ip, o.source_qpn, o.source, false))
+        .raw("evidence", evidence)
+        .i("t_last_ns", a.t_last_ns);
+    line.end();
+}
+
 }  // namespace insert::correlate

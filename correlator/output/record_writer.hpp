@@ -7,6 +7,8 @@
 
 #include "correlator/join/clock.hpp"
 #include "correlator/output/views.hpp"
+#include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/security.hpp"
 
 namespace insert::correlate {
 
@@ -16,6 +18,8 @@ void append_e2e(std::string& out, const E2eRow& row, const HostNames& names);
 void append_app(std::string& out, const AppView& app, bool final);
 void append_pair(std::string& out, const PairView& pair, const HostNames& names);
 void append_clock(std::string& out, std::string_view host, const ClockEstimate& clock);
+void append_alert(std::string& out, const Alert& alert);
+void append_congestion(std::string& out, const CongestionEpisode& episode);
 
 // The name insert-trace gives an ibv_wc_status code.
 std::string_view wc_status_name(uint16_t code);

@@ -18,28 +18,33 @@ std::string p50_p99(const PartStats& part) {
 
 // How many applications the table shows; the records have all of them.
 constexpr std::size_t kTopApps = 15;
+constexpr std::size_t kTopAlerts = 20;
 
 }  // namespace
 
-std::string terminal_report(const RunReport& r) {
-    const IngestCounts& c = *r.counts;
-    const JoinCounts& j = *r.join;
-    const Views& v = *r.views;
+std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_views,
+                            const std::vector<std::pair<std::string, ClockEstimate>>& clocks,
+                            const std::vector<Alert>& alerts,
+                            const std::vector<CongestionEpisode>& episodes) {
+    const IngestCounts& c = s.inputs;
+    const JoinCounts& j = s.join;
     std::string out;
     out += fmt::format(
         "insert-correlate: {} lines in {:.2f} s ({:.2f} M lines/s): {} msg, {} qp, {} host "
         "records, {} ignored, {} bad\n",
-        c.lines, r.wall_s, r.wall_s > 0 ? static_cast<double>(c.lines) / r.wall_s / 1e6 : 0.0,
+        c.lines, s.wall_s, s.wall_s > 0 ? static_cast<double>(c.lines) / s.wall_s / 1e6 : 0.0,
         c.msg, c.qp, c.host, c.ignored, c.bad());
-    uint64_t resync = 0;
-    for (const E2eRow& row : v.e2e) resync += row.resync;
     out += fmt::format(
         "joined: {} messages to work requests ({} after resynchronisation) over {} host QPs; "
         "unmatched: {} work requests, {} wire-only messages; {} messages from untraced QPs, "
         "{} from untraced hosts\n",
-        v.e2e.size(), resync, r.qps, j.unmatched_wr, j.wire_only, j.src_untraced,
-        j.src_host_untraced);
-    for (const auto& [host, clock] : r.clocks) {
+        s.e2e, s.resync, s.qps, j.unmatched_wr, j.wire_only, j.src_untraced, j.src_host_untraced);
+    if (s.late || s.evicted_wrs || s.evicted_msgs || s.evicted_completions)
+        out += fmt::format(
+            "live: {} late records; evicted after --ttl: {} work requests, {} messages, {} "
+            "without their completion\n",
+            s.late, s.evicted_wrs, s.evicted_msgs, s.evicted_completions);
+    for (const auto& [host, clock] : clocks) {
         out += fmt::format("clock {}: offset {} ns ({}", host.empty() ? "\"\"" : host, clock.offset,
                            clock_source_name(clock.source));
         if (clock.bounds.has_lo || clock.bounds.has_hi)
@@ -49,9 +54,45 @@ std::string terminal_report(const RunReport& r) {
                                clock.bounds.matches);
         out += clock.consistent ? ")\n" : "; INCONSISTENT: the bounds do not intersect)\n";
     }
-    if (v.apps.empty()) return out;
-    std::vector<const AppView*> apps;
-    for (const AppView& a : v.apps) apps.push_back(&a);
+    const auto who = [](const QpOwner& o) {
+        return o.traced ? fmt::format("{}[{}] cgroup {}", o.comm.view(), o.pid, o.cgroup)
+                        : std::string("untraced");
+    };
+    for (std::size_t i = 0; i < alerts.size() && i < kTopAlerts; ++i) {
+        const Alert& a = alerts[i];
+        const Offence& o = a.first;
+        out += fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; source {} {}\n",
+                           alert_kind_name(a.kind), alert_severity(a.kind), a.count,
+                           o.victim_ip.to_string(), o.victim_qpn, who(o.victim),
+                           o.source_ip.to_string(), who(o.source));
+    }
+    if (alerts.size() > kTopAlerts)
+        out += fmt::format("... and {} more alerts (see the alert records)\n",
+                           alerts.size() - kTopAlerts);
+    for (std::size_t i = 0; i < episodes.size() && i < kTopAlerts; ++i) {
+        const CongestionEpisode& e = episodes[i];
+        out += fmt::format(
+            "CONGESTION toward {} for {:.1f} ms: p99 net {:.1f} us (baseline {:.1f}), {} CNPs, {} "
+            "ECN-CE, {} retransmitted packets\n",
+            e.node, static_cast<double>(e.t_end_ns - e.t_start_ns) / 1e6,
+            static_cast<double>(e.p99_net_ns) / 1e3, static_cast<double>(e.baseline_net_ns) / 1e3,
+            e.cnps, e.ecn_ce, e.retx_pkts);
+        const auto name = [](const EpisodeApp& a) {
+            return a.app.owner.traced ? fmt::format("{}[{}]@{}", a.app.owner.comm.view(),
+                                                    a.app.owner.pid, a.app.ip.to_string())
+                                      : a.app.ip.to_string();
+        };
+        std::string contributors, victims;
+        for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)
+            contributors +=
+                fmt::format(" {} ({} B)", name(e.contributors[k]), e.contributors[k].bytes);
+        for (std::size_t k = 0; k < e.victims.size() && k < 5; ++k)
+            victims += fmt::format(" {} (+{:.1f} us)", name(e.victims[k]),
+                                   static_cast<double>(e.victims[k].added_net_ns) / 1e3);
+        out += "  contributors:" + contributors + "\n  victims:" + victims + "\n";
+    }
+    std::vector<const AppView*> apps = app_views.apps();
+    if (apps.empty()) return out;
     const auto total = [](const AppView* a) {
         uint64_t n = 0;
         for (uint64_t m : a->msgs) n += m;

@@ -2,25 +2,19 @@
 // applications with their latency split (microseconds, p50 / p99).
 #pragma once
 
-#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "correlator/input/ingest.hpp"
-#include "correlator/join/correlation.hpp"
+#include "correlator/output/record_sink.hpp"
 #include "correlator/output/views.hpp"
+#include "correlator/usecases/congestion.hpp"
 
 namespace insert::correlate {
 
-struct RunReport {
-    const IngestCounts* counts = nullptr;
-    const JoinCounts* join = nullptr;
-    const Views* views = nullptr;
-    std::vector<std::pair<std::string, ClockEstimate>> clocks;  // hosts with QPs, by name
-    std::size_t qps = 0;
-    double wall_s = 0;
-};
-
-std::string terminal_report(const RunReport& report);
+std::string terminal_report(const SummaryCounts& summary, const AppAggregator& apps,
+                            const std::vector<std::pair<std::string, ClockEstimate>>& clocks,
+                            const std::vector<Alert>& alerts,
+                            const std::vector<CongestionEpisode>& episodes);
 
 }  // namespace insert::correlate

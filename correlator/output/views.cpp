@@ -1,7 +1,6 @@
 #include "correlator/output/views.hpp"
 
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 #include "correlator/input/line_parser.hpp"
@@ -13,27 +12,6 @@ namespace {
 
 int64_t sub_or_none(int64_t a, int64_t b) {
     return a == kNone || b == kNone ? kNone : a - b;
-}
-
-// docs/correlation.md 6: per endpoint instance (ip, qpn, t_first_ns) the latest record:
-// final beats interval, then the larger t_last_ns (then the larger pkts, for a total order).
-void keep_latest_records(std::vector<WireQp>& records) {
-    std::sort(records.begin(), records.end(), [](const WireQp& a, const WireQp& b) {
-        return std::make_tuple(a.ip.bytes, a.qpn, a.t_first, !a.final, -a.t_last, ~a.pkts, a.cnps,
-                               a.ecn_ce) < std::make_tuple(b.ip.bytes, b.qpn, b.t_first, !b.final,
-                                                           -b.t_last, ~b.pkts, b.cnps, b.ecn_ce);
-    });
-    const auto end =
-        std::unique(records.begin(), records.end(), [](const WireQp& a, const WireQp& b) {
-            return a.ip == b.ip && a.qpn == b.qpn && a.t_first == b.t_first;
-        });
-    records.erase(end, records.end());
-}
-
-using AppKey = std::tuple<std::string, std::array<uint8_t, 16>, int32_t, std::string, uint64_t>;
-
-AppKey app_key(const Incarnation& q, const HostNames& names) {
-    return {names.name(q.host), q.ip.bytes, q.pid, std::string(q.comm.view()), q.cgroup};
 }
 
 }  // namespace
@@ -65,50 +43,76 @@ std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model
     return rows;
 }
 
-Views make_views(const JoinResult& join, const HostModel& model, const std::vector<WireMsg>& msgs,
-                 std::vector<WireQp>& qp_records, const HostNames& names) {
-    Views v;
-    v.e2e = make_e2e_rows(join, model, msgs);
-
-    // Applications: every process/address owning a requester QP with a matched message.
-    std::map<AppKey, AppView> apps;
-    std::vector<bool> counted(model.qps.size(), false);
-    for (const E2eRow& r : v.e2e) {
-        const Incarnation& q = *r.requester;
-        AppView& app = apps[app_key(q, names)];
-        if (app.qps == 0) {
-            app.host = names.name(q.host);
-            app.ip = q.ip;
-            app.pid = q.pid;
-            app.comm = q.comm;
-            app.cgroup = q.cgroup;
-        }
-        const std::size_t qi = static_cast<std::size_t>(&q - model.qps.data());
-        if (!counted[qi]) {
-            counted[qi] = true;
-            ++app.qps;
-        }
-        const auto op = static_cast<std::size_t>(r.msg->op);
-        ++app.msgs[op];
-        app.bytes[op] += r.wr->len;
-        if (r.host_ns != kNone) app.host_ns.add(r.host_ns);
-        if (r.net_ns != kNone) app.net_ns.add(r.net_ns);
-        if (r.completion_ns != kNone) app.completion_ns.add(r.completion_ns);
-        if (r.total_ns != kNone) app.total_ns.add(r.total_ns);
-        app.retx_pkts += r.msg->retx_pkts;
-        app.naks += r.msg->naks;
+AppAggregator::Entry& AppAggregator::entry(const Incarnation& q, const HostNames& names) {
+    Entry& e =
+        apps_[Key{names.name(q.host), q.ip.bytes, q.pid, std::string(q.comm.view()), q.cgroup}];
+    if (!e.named) {
+        e.named = true;
+        e.view.host = names.name(q.host);
+        e.view.ip = q.ip;
+        e.view.pid = q.pid;
+        e.view.comm = q.comm;
+        e.view.cgroup = q.cgroup;
     }
-    const auto app_of = [&](const Incarnation& q) -> AppView* {
-        if (!q.has_ip) return nullptr;
-        const auto it = apps.find(app_key(q, names));
-        return it == apps.end() ? nullptr : &it->second;
-    };
-    for (std::size_t q = 0; q < model.qps.size(); ++q)
-        if (AppView* app = app_of(model.qps[q])) app->unmatched_wr += join.unmatched_wr[q];
+    return e;
+}
 
-    // Dataplane counters of each endpoint instance, to the incarnation alive then: its
-    // own (cnps, ecn_ce received) and, as a peer, the QP connected to it (ecn_ce caused).
-    keep_latest_records(qp_records);
+void AppAggregator::add_row(const E2eRow& r, const HostNames& names) {
+    const Incarnation& q = *r.requester;
+    Entry& e = entry(q, names);
+    AppView& app = e.view;
+    e.has_e2e = true;
+    e.qps.emplace(q.qp_obj, q.t_create);
+    app.qps = e.qps.size();
+    const auto op = static_cast<std::size_t>(r.msg->op);
+    ++app.msgs[op];
+    app.bytes[op] += r.wr->len;
+    if (r.host_ns != kNone) app.host_ns.add(r.host_ns);
+    if (r.net_ns != kNone) app.net_ns.add(r.net_ns);
+    if (r.completion_ns != kNone) app.completion_ns.add(r.completion_ns);
+    if (r.total_ns != kNone) app.total_ns.add(r.total_ns);
+    app.retx_pkts += r.msg->retx_pkts;
+    app.naks += r.msg->naks;
+}
+
+void AppAggregator::add_unmatched(const Incarnation& q, uint64_t n, const HostNames& names) {
+    if (n == 0 || !q.has_ip) return;
+    entry(q, names).view.unmatched_wr += n;
+}
+
+void AppAggregator::add_counters(const Incarnation& q, uint64_t cnps, uint64_t ecn_ce,
+                                 uint64_t ecn_ce_caused, const HostNames& names) {
+    if (!q.has_ip || (cnps | ecn_ce | ecn_ce_caused) == 0) return;
+    AppView& app = entry(q, names).view;
+    app.cnps += cnps;
+    app.ecn_ce += ecn_ce;
+    app.ecn_ce_caused += ecn_ce_caused;
+}
+
+std::vector<const AppView*> AppAggregator::apps() const {
+    std::vector<const AppView*> out;
+    for (const auto& [key, e] : apps_)
+        if (e.has_e2e) out.push_back(&e.view);
+    return out;
+}
+
+void keep_latest_records(std::vector<WireQp>& records) {
+    std::sort(records.begin(), records.end(), [](const WireQp& a, const WireQp& b) {
+        return std::make_tuple(a.ip.bytes, a.qpn, a.t_first, !a.final, -a.t_last, ~a.pkts, a.cnps,
+                               a.ecn_ce) < std::make_tuple(b.ip.bytes, b.qpn, b.t_first, !b.final,
+                                                           -b.t_last, ~b.pkts, b.cnps, b.ecn_ce);
+    });
+    const auto end =
+        std::unique(records.begin(), records.end(), [](const WireQp& a, const WireQp& b) {
+            return a.ip == b.ip && a.qpn == b.qpn && a.t_first == b.t_first;
+        });
+    records.erase(end, records.end());
+}
+
+std::vector<const WireQp*> attribute_qp_records(const std::vector<WireQp>& records,
+                                                const HostModel& model,
+                                                const std::vector<ClockEstimate>& clocks,
+                                                AppAggregator& apps, const HostNames& names) {
     const QpIndex index(model);
     std::unordered_map<EndpointKey, std::vector<uint32_t>, EndpointKeyHash> by_peer_endpoint;
     for (uint32_t i = 0; i < model.qps.size(); ++i) {
@@ -119,18 +123,19 @@ Views make_views(const JoinResult& join, const HostModel& model, const std::vect
         std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
             return std::tie(model.qps[a].t_create, a) < std::tie(model.qps[b].t_create, b);
         });
-    const auto theta = [&](uint32_t q) { return join.clocks[model.qps[q].host].offset; };
+    const auto theta = [&](uint32_t q) {
+        const uint32_t h = model.qps[q].host;
+        return h < clocks.size() ? clocks[h].offset : 0;
+    };
     std::vector<const WireQp*> latest_of(model.qps.size(), nullptr);
-    for (const WireQp& rec : qp_records) {
+    for (const WireQp& rec : records) {
         const auto& own = index.at_endpoint(rec.ip, rec.qpn);
         if (!own.empty()) {
             const int64_t q = index.pick(own, rec.t_first + theta(own.front()));
             if (q >= 0) {
-                if (AppView* app = app_of(model.qps[static_cast<std::size_t>(q)])) {
-                    app->cnps += rec.cnps;
-                    app->ecn_ce += rec.ecn_ce;
-                }
-                const WireQp*& latest = latest_of[static_cast<std::size_t>(q)];
+                const auto qi = static_cast<std::size_t>(q);
+                apps.add_counters(model.qps[qi], rec.cnps, rec.ecn_ce, 0, names);
+                const WireQp*& latest = latest_of[qi];
                 if (!latest ||
                     std::tie(rec.t_last, rec.t_first) > std::tie(latest->t_last, latest->t_first))
                     latest = &rec;
@@ -140,27 +145,44 @@ Views make_views(const JoinResult& join, const HostModel& model, const std::vect
         if (peers != by_peer_endpoint.end()) {
             const int64_t q = index.pick(peers->second, rec.t_first + theta(peers->second.front()));
             if (q >= 0)
-                if (AppView* app = app_of(model.qps[static_cast<std::size_t>(q)]))
-                    app->ecn_ce_caused += rec.ecn_ce;
+                apps.add_counters(model.qps[static_cast<std::size_t>(q)], 0, 0, rec.ecn_ce, names);
         }
     }
-    for (auto& [key, app] : apps) v.apps.push_back(std::move(app));
+    return latest_of;
+}
 
-    // Pairs the host knows and the dataplane did not make (or made otherwise).
+std::vector<PairView> make_pairs(const HostModel& model,
+                                 const std::vector<const WireQp*>& latest_of,
+                                 const HostNames& names) {
+    std::vector<PairView> pairs;
     for (std::size_t q = 0; q < model.qps.size(); ++q) {
         const Incarnation& inc = model.qps[q];
         const WireQp* rec = latest_of[q];
         if (!inc.has_peer || !rec) continue;
         const bool same = rec->pair_by != PairBy::none && rec->has_peer_ip &&
                           rec->peer_ip == inc.peer_ip && rec->peer_qpn == inc.dest_qpn;
-        if (!same) v.pairs.push_back({&inc, rec});
+        if (!same) pairs.push_back({&inc, rec});
     }
-    std::sort(v.pairs.begin(), v.pairs.end(), [&](const PairView& a, const PairView& b) {
+    std::sort(pairs.begin(), pairs.end(), [&](const PairView& a, const PairView& b) {
         return std::make_tuple(a.qp->ip.bytes, a.qp->qpn, a.qp->t_create, names.name(a.qp->host),
                                a.qp->pid) < std::make_tuple(b.qp->ip.bytes, b.qp->qpn,
                                                             b.qp->t_create, names.name(b.qp->host),
                                                             b.qp->pid);
     });
+    return pairs;
+}
+
+Views make_views(const JoinResult& join, const HostModel& model, const std::vector<WireMsg>& msgs,
+                 std::vector<WireQp>& qp_records, const HostNames& names) {
+    Views v;
+    v.e2e = make_e2e_rows(join, model, msgs);
+    for (const E2eRow& r : v.e2e) v.apps.add_row(r, names);
+    for (std::size_t q = 0; q < model.qps.size(); ++q)
+        v.apps.add_unmatched(model.qps[q], join.unmatched_wr[q], names);
+    keep_latest_records(qp_records);
+    const std::vector<const WireQp*> latest_of =
+        attribute_qp_records(qp_records, model, join.clocks, v.apps, names);
+    v.pairs = make_pairs(model, latest_of, names);
     return v;
 }
 

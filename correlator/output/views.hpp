@@ -1,11 +1,15 @@
 // What the join's result means to a reader (docs/correlation.md 6): one `e2e` row per
 // matched message with its latency split, the `app` aggregates per process, the `pair`s
-// the host's view adds to the dataplane's, and the `clock` per host.
+// the host's view adds to the dataplane's. Batch runs build them once; the live
+// correlator feeds the same aggregator window after window.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "correlator/join/correlation.hpp"
@@ -31,6 +35,7 @@ struct E2eRow {
     int64_t total_ns = kNone;
 };
 
+// Rows for every match of `join` (in its order).
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
                                   const std::vector<WireMsg>& msgs);
 
@@ -52,18 +57,58 @@ struct AppView {
     uint64_t unmatched_wr = 0;
 };
 
+// The `app` records: (host, ip, pid, comm, cgroup) -> aggregates.
+class AppAggregator {
+  public:
+    void add_row(const E2eRow& row, const HostNames& names);
+    void add_unmatched(const Incarnation& q, uint64_t n, const HostNames& names);
+    void add_counters(const Incarnation& q, uint64_t cnps, uint64_t ecn_ce, uint64_t ecn_ce_caused,
+                      const HostNames& names);
+    // Applications with at least one e2e record, in key order.
+    std::vector<const AppView*> apps() const;
+    std::size_t size() const { return apps().size(); }
+
+  private:
+    using Key = std::tuple<std::string, std::array<uint8_t, 16>, int32_t, std::string, uint64_t>;
+    struct Entry {
+        AppView view;
+        bool named = false;
+        bool has_e2e = false;
+        std::set<std::pair<uint64_t, int64_t>> qps;  // (qp object, t_create) with a match
+    };
+    Entry& entry(const Incarnation& q, const HostNames& names);
+    std::map<Key, Entry> apps_;
+};
+
+// docs/correlation.md 6: per endpoint instance (ip, qpn, t_first_ns) only the latest `qp`
+// record (final beats interval, then the larger t_last_ns). Sorts and deduplicates.
+void keep_latest_records(std::vector<WireQp>& records);
+
+// Attributes each record to the incarnation alive at its t_first_ns (its own endpoint's,
+// and the one connected to it) and adds its counters to `apps`. Returns, per incarnation,
+// the latest record of its own endpoint (for `pair`), or null.
+std::vector<const WireQp*> attribute_qp_records(const std::vector<WireQp>& records,
+                                                const HostModel& model,
+                                                const std::vector<ClockEstimate>& clocks,
+                                                AppAggregator& apps, const HostNames& names);
+
 struct PairView {
     const Incarnation* qp = nullptr;
     const WireQp* dataplane = nullptr;  // the endpoint's latest record
 };
 
+// Incarnations whose RTR peer the dataplane did not pair, or paired otherwise.
+std::vector<PairView> make_pairs(const HostModel& model,
+                                 const std::vector<const WireQp*>& latest_of,
+                                 const HostNames& names);
+
 struct Views {
     std::vector<E2eRow> e2e;
-    std::vector<AppView> apps;    // by (host, ip, pid, comm, cgroup)
+    AppAggregator apps;
     std::vector<PairView> pairs;  // by (ip, qpn, t_create)
 };
 
-// `qp_records` is deduplicated in place (latest record per endpoint instance).
+// The batch run's views. `qp_records` is deduplicated in place.
 Views make_views(const JoinResult& join, const HostModel& model, const std::vector<WireMsg>& msgs,
                  std::vector<WireQp>& qp_records, const HostNames& names);
 

@@ -1,5 +1,7 @@
 #include "correlator/tools/correlate_options.hpp"
 
+#include "correlator/usecases/alertmanager.hpp"
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
@@ -41,15 +43,18 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         "end-to-end views (SPEC.md section 10, docs/correlation.md)"};
     app.footer(
         "Inputs are JSON Lines files or '-' (standard input), each holding dataplane records,\n"
-        "host records or both, in any order and split in any way.\n\n"
+        "host records or both, in any order and split in any way. Regular files are read to\n"
+        "their end and joined at once; pipes, FIFOs and --listen connections are joined live,\n"
+        "in windows of data time (docs/correlation.md section 7).\n\n"
         "Examples:\n"
         "  insert-correlate dp.jsonl trace.jsonl                      # terminal report\n"
         "  insert-correlate dp.jsonl trace-*.jsonl --records e2e.jsonl\n"
         "  insert-correlate dp.jsonl trace.jsonl --records - --quiet | grep '\"type\":\"e2e\"'\n"
-        "  insert-correlate dp.jsonl trace.jsonl --clock-offset node7=-2500 --threads 1\n");
+        "  insert-correlate dp.jsonl trace.jsonl --clock-offset node7=-2500 --threads 1\n"
+        "  insert-correlate --listen /run/insert/correlator.sock --records live.jsonl\n");
     std::vector<std::string> offsets;
     int threads = 0;
-    app.add_option("inputs", out.inputs, "input files ('-' for standard input)")->required();
+    app.add_option("inputs", out.inputs, "input files ('-' for standard input)");
     app.add_option("-o,--records", out.records,
                    "write e2e/app/pair/clock/summary records here ('-' for stdout)");
     app.add_option("--threads", threads, "worker threads (default: every CPU)");
@@ -59,6 +64,27 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     app.add_flag("--same-clock", out.clock.same_clock,
                  "hosts and observers share one clock (offset 0 where no --clock-offset)");
     app.add_flag("-q,--quiet", out.quiet, "no terminal report");
+    app.add_option("--listen", out.listen,
+                   "accept producers (insert-trace --unix, insert-dp) on this Unix socket; "
+                   "runs live until SIGINT/SIGTERM or --duration");
+    app.add_option("--max-delay", out.max_delay_s,
+                   "live: seconds a record may arrive behind its stream (default 1)");
+    app.add_option("--ttl", out.ttl_s,
+                   "live: seconds of data after which undecided items are decided (default 30)");
+    app.add_option("--interval", out.interval_s,
+                   "live: seconds between windows and app records (default 1)");
+    app.add_option("--duration", out.duration_s, "live: stop after this many seconds");
+    double alert_gap_s = 1.0, scan_window_s = 1.0;
+    app.add_option("--alertmanager", out.alertmanager,
+                   "also deliver alerts to this Prometheus Alertmanager (http://HOST:PORT)");
+    app.add_option("--alert-gap", alert_gap_s,
+                   "offences of one kind, victim and source closer than this (s) are one alert "
+                   "(default 1)");
+    app.add_option("--scan-window", scan_window_s, "rkey_scan: window in seconds (default 1)");
+    double bin_ms = 10;
+    app.add_option("--congestion-bin", bin_ms, "congestion: time bin in milliseconds (default 10)");
+    app.add_option("--scan-threshold", out.security.scan_threshold,
+                   "rkey_scan: offences of one source within the window (default 8)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -71,6 +97,35 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     if (threads < 0 || threads > 1024) {
         error = "--threads " + std::to_string(threads) + ": from 1 to 1024 (0: every CPU)";
         return 2;
+    }
+    if (out.inputs.empty() && out.listen.empty()) {
+        error = "no input: give files, '-' or --listen PATH";
+        return 2;
+    }
+    const auto in_range = [&](const char* name, double v, double lo, double hi) {
+        if (v >= lo && v <= hi) return true;  // false for NaN too
+        error = std::string(name) + " " + std::to_string(v) + ": from " + std::to_string(lo) +
+                " to " + std::to_string(hi);
+        return false;
+    };
+    if (!in_range("--max-delay", out.max_delay_s, 0, 3600) ||
+        !in_range("--ttl", out.ttl_s, 0.001, 86400) ||
+        !in_range("--interval", out.interval_s, 0.01, 86400) ||
+        !in_range("--duration", out.duration_s, 0, 1e9) ||
+        !in_range("--alert-gap", alert_gap_s, 1e-6, 86400) ||
+        !in_range("--scan-window", scan_window_s, 1e-6, 86400) ||
+        !in_range("--congestion-bin", bin_ms, 0.001, 60000))
+        return 2;
+    out.congestion.bin_ns = static_cast<int64_t>(bin_ms * 1e6);
+    out.security.alert_gap_ns = static_cast<int64_t>(alert_gap_s * 1e9);
+    out.security.scan_window_ns = static_cast<int64_t>(scan_window_s * 1e9);
+    if (out.security.scan_threshold < 1) {
+        error = "--scan-threshold 0: at least 1";
+        return 2;
+    }
+    if (!out.alertmanager.empty()) {
+        std::string host, port, prefix;
+        if (!parse_alertmanager_url(out.alertmanager, host, port, prefix, error)) return 2;
     }
     out.threads = threads ? static_cast<unsigned>(threads)
                           : std::max(1u, std::thread::hardware_concurrency());

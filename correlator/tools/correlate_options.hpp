@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "correlator/join/clock.hpp"
+#include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/security.hpp"
 
 namespace insert::correlate {
 
@@ -15,6 +17,16 @@ struct CorrelateOptions {
     unsigned threads = 0;             // 0: every CPU
     ClockPolicy clock;
     bool quiet = false;  // no terminal report
+    // Live input (docs/correlation.md 7).
+    std::string listen;        // Unix stream socket to accept producers on
+    double max_delay_s = 1.0;  // how late a record may arrive behind its stream
+    double ttl_s = 30.0;       // undecided items are decided after this
+    double interval_s = 1.0;   // app records and windows, wall clock
+    double duration_s = 0;     // 0: until SIGINT/SIGTERM (or every input ended)
+    // Security alerts (docs/correlation.md 8).
+    SecurityOptions security;
+    CongestionOptions congestion;
+    std::string alertmanager;  // http://HOST:PORT: also deliver the alerts there
 };
 
 // Returns -1 to go on, 0 after --help, 2 with `error` set (naming the option) otherwise.

@@ -144,12 +144,7 @@ std::unique_ptr<PortSource> PortSource::create(const PortSourceConfig& config,
     src->workers_ = config.workers;
     src->port_index_.assign(RTE_MAX_ETHPORTS, -1);
 
-    // Clock: ns since the epoch, from the TSC (one read per burst).
-    src->tsc_base_ = rte_rdtsc();
-    src->ns_base_ = realtime_ns();
     const uint64_t hz = rte_get_tsc_hz();
-    src->ns_per_tsc_q32_ =
-        static_cast<uint64_t>((static_cast<unsigned __int128>(1'000'000'000ull) << 32) / hz);
     src->drain_tsc_ = hz / 1'000'000 * kTxDrainUs;
 
     const unsigned nports = static_cast<unsigned>(config.devices.size());
@@ -438,10 +433,12 @@ PortSource::~PortSource() {
     rte_mempool_free(pool_);
 }
 
+// CLOCK_REALTIME itself, once per burst (vDSO, ~20-25 ns here): the clock insert-trace's
+// `wall_ns` is on, so the correlator's host offsets stay constant. A TSC anchored to it at
+// start drifted from it by ~400 ppm on these VMs (8 ms in the 20 s of the demo), which no
+// constant offset absorbs (docs/live.md "Time").
 uint64_t PortSource::now_ns() const noexcept {
-    const uint64_t d = rte_rdtsc() - tsc_base_;
-    return ns_base_ +
-           static_cast<uint64_t>((static_cast<unsigned __int128>(d) * ns_per_tsc_q32_) >> 32);
+    return realtime_ns();
 }
 
 void PortSource::stamp(rte_mbuf** pkts, uint16_t n, uint16_t port, uint64_t now) noexcept {

@@ -162,9 +162,6 @@ class PortSource final : public PacketSource {
     std::vector<RxQueue> all_rx_;               // every (port, queue)
     std::vector<RxQueue> pass_rx_;              // hardware mode: the passthrough queues
     std::vector<HwClock> hw_clock_;             // by port id, for ports with Rx timestamps
-    uint64_t tsc_base_ = 0;
-    uint64_t ns_base_ = 0;
-    uint64_t ns_per_tsc_q32_ = 0;  // ns per TSC cycle, 32.32 fixed point
     uint64_t drain_tsc_ = 0;
     std::atomic<bool> stop_{false};
     std::atomic<bool> done_{false};

@@ -1,0 +1,293 @@
+#include "correlator/live/live_correlator.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "correlator/correlate_run.hpp"
+#include "correlator/join/correlation.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+// Offences kept for the alerts of the end of the run: a flood beyond this is counted only.
+constexpr std::size_t kMaxOffences = 1'000'000;
+
+int64_t saturating_sub(int64_t a, int64_t b) {
+    if (a == kMax) return kMax;
+    if (a == kMin) return kMin;
+    return a - b;
+}
+
+}  // namespace
+
+LiveCorrelator::LiveCorrelator(HostNames& names, LiveSettings settings, RecordSink& sink)
+    : names_(names),
+      settings_(std::move(settings)),
+      sink_(sink),
+      congestion_(settings_.congestion) {}
+
+int64_t LiveCorrelator::theta(uint32_t host) const {
+    if (host < clocks_.size()) return clocks_[host].offset;
+    return estimate_clock({}, names_.name(host), settings_.clock).offset;
+}
+
+void LiveCorrelator::note(uint32_t stream, int64_t t) {
+    Stream& s = streams_[stream];
+    s.newest = std::max(s.newest, t);
+    s.seen = true;
+    if (last_watermark_ != kMin && t < last_watermark_) ++late_;
+}
+
+void LiveCorrelator::add(uint32_t stream, Ingested& block) {
+    if (stream >= streams_.size()) streams_.resize(stream + 1);
+    streams_[stream].last_data = std::chrono::steady_clock::now();
+    for (WireMsg& m : block.msgs) {
+        note(stream, m.t_first);
+        msgs_.push_back(m);
+    }
+    for (WireQp& q : block.qps) {
+        note(stream, q.t_last);
+        qps_.push_back(q);
+    }
+    for (HostEvent& e : block.events) {
+        note(stream, e.wall - theta(e.host));
+        if (e.kind == HostKind::lost) {
+            trace_drops_ += e.u.lost.drops;
+            continue;
+        }
+        events_.push_back(e);
+    }
+}
+
+void LiveCorrelator::stream_closed(uint32_t stream) {
+    if (stream >= streams_.size()) streams_.resize(stream + 1);
+    streams_[stream].open = false;
+}
+
+// docs/correlation.md 7: the oldest, over the streams still sending, of their newest time
+// minus --max-delay. A stream silent for --max-delay of wall time holds nothing back; when
+// every stream is silent or ended, everything seen is settled.
+int64_t LiveCorrelator::watermark(bool final) const {
+    if (final) return kMax;
+    const auto now = std::chrono::steady_clock::now();
+    const auto quiet = std::chrono::nanoseconds(settings_.max_delay_ns);
+    int64_t w = kMax, newest = kMin;
+    bool active = false;
+    for (const Stream& s : streams_) {
+        if (!s.seen) continue;
+        newest = std::max(newest, s.newest);
+        if (s.open && now - s.last_data < quiet) {
+            w = std::min(w, saturating_sub(s.newest, settings_.max_delay_ns));
+            active = true;
+        }
+    }
+    return active ? w : newest;
+}
+
+void LiveCorrelator::window(bool final) {
+    const int64_t w = watermark(final);
+    if (events_.empty() && msgs_.empty() && qps_.empty()) return;
+    const int64_t cutoff = final ? kMax : saturating_sub(w, settings_.ttl_ns);
+
+    HostModel model = build_host_model(events_, names_);
+    JoinResult join = join_batch(model, msgs_, names_, settings_.clock, bounds_);
+    clocks_ = join.clocks;
+    if (host_has_qp_.size() < names_.size()) host_has_qp_.resize(names_.size(), false);
+    for (const Incarnation& q : model.qps) host_has_qp_[q.host] = true;
+    counts_.duplicate_msgs += join.counts.duplicate_msgs;
+    const auto host_cutoff = [&](uint32_t host) { return final ? kMax : cutoff + theta(host); };
+
+    std::vector<bool> consumed(events_.size(), false), dropped(msgs_.size(), false),
+        matched(msgs_.size(), false);
+    std::vector<std::vector<bool>> wr_matched(model.qps.size());
+    for (std::size_t q = 0; q < model.qps.size(); ++q)
+        wr_matched[q].assign(model.qps[q].wrs.size(), false);
+    const auto forget_msg = [&](std::size_t i) {
+        dropped[i] = true;
+        if (join.recv_event[i] >= 0) {
+            consumed[static_cast<std::size_t>(join.recv_event[i])] = true;
+            ++counts_.recv_matched;
+        }
+        if (join.source[i] == SourceState::assigned_conflict) ++counts_.pair_conflicts;
+    };
+
+    // Matched messages behind the watermark, with their completion or --ttl old.
+    if (bounds_.size() < names_.size()) bounds_.resize(names_.size());
+    for (const E2eRow& row : make_e2e_rows(join, model, msgs_)) {
+        const auto i = static_cast<std::size_t>(row.msg - msgs_.data());
+        const auto qi = static_cast<std::size_t>(row.requester - model.qps.data());
+        matched[i] = true;
+        wr_matched[qi][static_cast<std::size_t>(row.wr - row.requester->wrs.data())] = true;
+        if (row.msg->t_first > w) continue;
+        const bool complete = row.wr->t_poll != kNone;
+        if (!complete && !(final || row.msg->t_first < cutoff)) continue;
+        if (!complete && !final) ++evicted_completions_;
+        sink_.e2e(row, names_);
+        apps_.add_row(row, names_);
+        bounds_[row.requester->host].add(row.wr->wall, row.msg->t_first, row.wr->t_poll,
+                                         row.msg->t_ack);
+        ++e2e_;
+        resync_ += row.resync;
+        forget_msg(i);
+        consumed[row.wr->event] = true;
+        if (row.wr->completion_event >= 0)
+            consumed[static_cast<std::size_t>(row.wr->completion_event)] = true;
+    }
+    // Alignment is monotonic: what lies before an emitted pair of its QP in either order
+    // can never match any more, and is decided now rather than --ttl later.
+    std::vector<int64_t> last_wr(model.qps.size(), -1), last_pos(model.qps.size(), -1);
+    for (std::size_t i = 0; i < msgs_.size(); ++i) {
+        if (!dropped[i] || join.requester[i] < 0 || !matched[i]) continue;
+        const auto q = static_cast<std::size_t>(join.requester[i]);
+        last_pos[q] = std::max<int64_t>(last_pos[q], join.position[i]);
+    }
+    for (const E2eMatch& e : join.matches)
+        if (dropped[e.msg]) last_wr[e.qp] = std::max<int64_t>(last_wr[e.qp], e.wr);
+    const auto behind_emitted = [&](std::size_t i) {
+        return join.requester[i] >= 0 &&
+               join.position[i] < last_pos[static_cast<std::size_t>(join.requester[i])];
+    };
+    // Unmatched messages --ttl behind, or behind an emitted pair.
+    for (std::size_t i = 0; i < msgs_.size(); ++i) {
+        if (matched[i] || !(final || msgs_[i].t_first < cutoff || behind_emitted(i))) continue;
+        switch (join.source[i]) {
+            case SourceState::assigned:
+            case SourceState::assigned_conflict:
+                ++counts_.wire_only;
+                break;
+            case SourceState::untraced_qp:
+                ++counts_.src_untraced;
+                break;
+            case SourceState::untraced_host:
+                ++counts_.src_host_untraced;
+                break;
+        }
+        if (!final && !behind_emitted(i)) ++evicted_msgs_;
+        forget_msg(i);
+    }
+    // Unmatched work requests and untaken completions --ttl behind.
+    for (std::size_t qi = 0; qi < model.qps.size(); ++qi) {
+        const Incarnation& q = model.qps[qi];
+        const int64_t limit = host_cutoff(q.host);
+        for (std::size_t k = 0; k < q.wrs.size(); ++k) {
+            const bool behind = static_cast<int64_t>(k) < last_wr[qi];
+            if (wr_matched[qi][k] || !(final || q.wrs[k].wall < limit || behind)) continue;
+            consumed[q.wrs[k].event] = true;
+            ++counts_.unmatched_wr;
+            apps_.add_unmatched(q, 1, names_);
+            if (!final && !behind) ++evicted_wrs_;
+        }
+        for (const auto* list : {&q.send_completions, &q.recv_completions})
+            for (const Completion& c : *list)
+                if (final || c.wall < limit) consumed[c.event] = true;
+        if (q.t_end != kForever && q.t_end < limit) {
+            ++qps_retired_;
+            counts_.qps_without_ip += !q.has_ip;
+        }
+    }
+
+    // Security: the offences of the messages decided in this window.
+    {
+        std::vector<Offence> found =
+            find_offences(msgs_, join, model, names_, settings_.security, &dropped);
+        for (Offence& o : found) {
+            if (offences_.size() >= kMaxOffences) {
+                ++offences_dropped_;
+                continue;
+            }
+            offences_.push_back(std::move(o));
+        }
+    }
+
+    feed_congestion(congestion_, msgs_, join, model, names_, &dropped);
+
+    // Dataplane counters: final records (all at the end) go to their applications.
+    keep_latest_records(qps_);
+    if (final) {
+        const auto latest_of = attribute_qp_records(qps_, model, clocks_, apps_, names_);
+        for (const PairView& p : make_pairs(model, latest_of, names_)) {
+            sink_.pair(p, names_);
+            ++pairs_;
+        }
+        final_qps_ = model.qps.size();
+        for (const WireQp& r : qps_) congestion_.add_counters(r);
+        for (const Incarnation& q : model.qps) counts_.qps_without_ip += !q.has_ip;
+        qps_.clear();
+    } else {
+        std::vector<WireQp> finals;
+        std::erase_if(qps_, [&](const WireQp& r) {
+            if (r.final) finals.push_back(r);
+            return r.final;
+        });
+        attribute_qp_records(finals, model, clocks_, apps_, names_);
+        for (const WireQp& r : finals) congestion_.add_counters(r);
+    }
+
+    // Forget what was used or decided, and what ended --ttl ago.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < events_.size(); ++i) {
+        const bool needed = model.needed_until[i] == kForever ||
+                            model.needed_until[i] >= host_cutoff(events_[i].host);
+        if (!consumed[i] && needed && !final) events_[kept++] = events_[i];
+    }
+    events_.resize(kept);
+    kept = 0;
+    for (std::size_t i = 0; i < msgs_.size(); ++i)
+        if (!dropped[i]) msgs_[kept++] = msgs_[i];
+    msgs_.resize(kept);
+    last_watermark_ = std::max(last_watermark_, w == kMax ? last_watermark_ : w);
+    sink_.flush();
+}
+
+void LiveCorrelator::write_apps(bool final) {
+    for (const AppView* a : apps_.apps()) sink_.app(*a, final);
+    sink_.flush();
+}
+
+std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() const {
+    std::vector<std::pair<std::string, ClockEstimate>> out;
+    for (uint32_t h = 0; h < host_has_qp_.size(); ++h) {
+        if (!host_has_qp_[h]) continue;
+        const ClockBounds b = h < bounds_.size() ? bounds_[h] : ClockBounds{};
+        out.emplace_back(names_.name(h), estimate_clock(b, names_.name(h), settings_.clock));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    return out;
+}
+
+void LiveCorrelator::finish(SummaryCounts& s) {
+    alerts_ = aggregate_alerts(std::move(offences_), settings_.security);
+    for (const Alert& a : alerts_) {
+        sink_.alert(a);
+        ++s.alerts[static_cast<std::size_t>(a.kind)];
+    }
+    episodes_ = congestion_.episodes();
+    for (const CongestionEpisode& e : episodes_) sink_.congestion(e);
+    s.congestion = episodes_.size();
+    if (offences_dropped_)
+        std::fprintf(stderr,
+                     "insert-correlate: %llu offences beyond %zu were not kept for alerts\n",
+                     static_cast<unsigned long long>(offences_dropped_), kMaxOffences);
+    write_apps(true);
+    const auto host_clocks = clocks();
+    for (const auto& [host, clock] : host_clocks) sink_.clock(host, clock);
+    s.join = counts_;
+    s.e2e = e2e_;
+    s.resync = resync_;
+    s.late = late_;
+    s.evicted_wrs = evicted_wrs_;
+    s.evicted_msgs = evicted_msgs_;
+    s.evicted_completions = evicted_completions_;
+    s.hosts = host_clocks.size();
+    s.qps = qps_retired_ + final_qps_;
+    s.apps = apps_.size();
+    s.pairs = pairs_;
+    s.trace_drops = trace_drops_;
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,90 @@
+// The join on endless input (docs/correlation.md 7): records are kept until the join is
+// done with them, and every window re-runs the batch join over what is kept. A matched
+// message whose first packet is behind the watermark is emitted once its work request has
+// a completion (or --ttl after the watermark passed it, without one), and everything it
+// used is forgotten; unmatched items --ttl behind the watermark are decided as unmatched
+// and forgotten; QPs, memory regions and processes --ttl after their end. Memory is thus
+// bounded by the traffic of --max-delay + --ttl of data time, whatever the run's length.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "correlator/input/ingest.hpp"
+#include "correlator/join/clock.hpp"
+#include "correlator/join/host_model.hpp"
+#include "correlator/output/record_sink.hpp"
+#include "correlator/output/views.hpp"
+#include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/security.hpp"
+
+namespace insert::correlate {
+
+struct LiveSettings {
+    ClockPolicy clock;
+    SecurityOptions security;
+    CongestionOptions congestion;
+    int64_t max_delay_ns = 1'000'000'000;
+    int64_t ttl_ns = 30'000'000'000;
+};
+
+class LiveCorrelator {
+  public:
+    LiveCorrelator(HostNames& names, LiveSettings settings, RecordSink& sink);
+
+    // Records of one stream, as decoded from a block of its lines.
+    void add(uint32_t stream, Ingested& block);
+    void stream_closed(uint32_t stream);
+
+    // One window. `final`: at the end of input, everything left is decided.
+    void window(bool final);
+    // Cumulative `app` records (final: false until the end).
+    void write_apps(bool final);
+    // The end: pairs, final apps and clocks; fills the summary's counts.
+    void finish(SummaryCounts& summary);
+
+    const AppAggregator& apps() const { return apps_; }
+    const std::vector<Alert>& alerts() const { return alerts_; }
+    const std::vector<CongestionEpisode>& episodes() const { return episodes_; }
+    std::vector<std::pair<std::string, ClockEstimate>> clocks() const;
+    std::size_t retained() const { return events_.size() + msgs_.size() + qps_.size(); }
+
+  private:
+    struct Stream {
+        int64_t newest = INT64_MIN;  // observer time of its newest record
+        std::chrono::steady_clock::time_point last_data{};
+        bool open = true;
+        bool seen = false;
+    };
+    int64_t watermark(bool final) const;
+    int64_t theta(uint32_t host) const;
+    void note(uint32_t stream, int64_t observer_time);
+
+    HostNames& names_;
+    LiveSettings settings_;
+    RecordSink& sink_;
+    std::vector<Stream> streams_;
+    std::vector<HostEvent> events_;
+    std::vector<WireMsg> msgs_;
+    std::vector<WireQp> qps_;
+    std::vector<ClockBounds> bounds_;  // per host id, over every emitted message
+    std::vector<ClockEstimate> clocks_;
+    std::vector<bool> host_has_qp_;
+    AppAggregator apps_;
+    // Offences of decided messages, aggregated into alerts at the end (docs/correlation.md 8).
+    std::vector<Offence> offences_;
+    std::vector<Alert> alerts_;
+    uint64_t offences_dropped_ = 0;
+    CongestionTracker congestion_;
+    std::vector<CongestionEpisode> episodes_;
+    int64_t last_watermark_ = INT64_MIN;
+    // Summary counts, cumulative.
+    JoinCounts counts_;
+    uint64_t e2e_ = 0, resync_ = 0, late_ = 0;
+    uint64_t evicted_wrs_ = 0, evicted_msgs_ = 0, evicted_completions_ = 0;
+    uint64_t qps_retired_ = 0, pairs_ = 0, trace_drops_ = 0, final_qps_ = 0;
+};
+
+}  // namespace insert::correlate

@@ -1,0 +1,121 @@
+#include "correlator/output/record_sink.hpp"
+
+#include <fmt/format.h>
+
+#include "correlator/output/json_line.hpp"
+#include "correlator/output/record_writer.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+constexpr std::size_t kFlushBytes = 1 << 20;
+
+}  // namespace
+
+void RecordSink::maybe_flush() {
+    if (buffer_.size() >= kFlushBytes) flush();
+}
+
+bool RecordSink::flush() {
+    if (out_ && out_->is_open() && ok_ && !buffer_.empty()) ok_ = out_->write(buffer_);
+    buffer_.clear();
+    return ok_ || (out_ && out_->reader_gone());
+}
+
+void RecordSink::e2e(const E2eRow& row, const HostNames& names) {
+    if (!out_) return;
+    append_e2e(buffer_, row, names);
+    maybe_flush();
+}
+
+void RecordSink::app(const AppView& a, bool final) {
+    if (!out_) return;
+    append_app(buffer_, a, final);
+    maybe_flush();
+}
+
+void RecordSink::pair(const PairView& p, const HostNames& names) {
+    if (!out_) return;
+    append_pair(buffer_, p, names);
+    maybe_flush();
+}
+
+void RecordSink::clock(const std::string& host, const ClockEstimate& c) {
+    if (!out_) return;
+    append_clock(buffer_, host, c);
+    maybe_flush();
+}
+
+void RecordSink::alert(const Alert& a) {
+    if (!out_) return;
+    append_alert(buffer_, a);
+    maybe_flush();
+}
+
+void RecordSink::congestion(const CongestionEpisode& e) {
+    if (!out_) return;
+    append_congestion(buffer_, e);
+    maybe_flush();
+}
+
+void RecordSink::summary(const SummaryCounts& s) {
+    if (!out_) return;
+    std::string inputs, bad, evicted, alerts, delivery;
+    {
+        JsonLine obj(alerts);
+        for (std::size_t k = 0; k < s.alerts.size(); ++k)
+            obj.u(alert_kind_name(static_cast<AlertKind>(k)), s.alerts[k]);
+        alerts += '}';
+        JsonLine(delivery).u("sent", s.alertmanager_sent).u("failed", s.alertmanager_failed);
+        delivery += '}';
+    }
+    JsonLine(inputs)
+        .u("lines", s.inputs.lines)
+        .u("msg", s.inputs.msg)
+        .u("qp", s.inputs.qp)
+        .u("host", s.inputs.host)
+        .u("ignored", s.inputs.ignored);
+    inputs += '}';
+    JsonLine(bad)
+        .u("not_json", s.inputs.not_json)
+        .u("truncated", s.inputs.truncated)
+        .u("bad_field", s.inputs.bad_field)
+        .u("unknown_type", s.inputs.unknown_type);
+    bad += '}';
+    JsonLine(evicted)
+        .u("wrs", s.evicted_wrs)
+        .u("msgs", s.evicted_msgs)
+        .u("completions", s.evicted_completions);
+    evicted += '}';
+    JsonLine line(buffer_);
+    line.s("type", "summary")
+        .raw("inputs", inputs)
+        .raw("bad", bad)
+        .u("e2e", s.e2e)
+        .u("exact", s.e2e - s.resync)
+        .u("resync", s.resync)
+        .u("unmatched_wr", s.join.unmatched_wr)
+        .u("wire_only", s.join.wire_only)
+        .u("src_untraced", s.join.src_untraced)
+        .u("src_host_untraced", s.join.src_host_untraced)
+        .u("duplicate_msgs", s.join.duplicate_msgs)
+        .u("pair_conflicts", s.join.pair_conflicts)
+        .u("qps_without_ip", s.join.qps_without_ip)
+        .u("recv_matched", s.join.recv_matched)
+        .u("late", s.late)
+        .raw("evicted", evicted)
+        .u("hosts", s.hosts)
+        .u("qps", s.qps)
+        .u("apps", s.apps)
+        .u("pairs", s.pairs)
+        .u("trace_drops", s.trace_drops)
+        .raw("alerts", alerts)
+        .raw("alertmanager", delivery)
+        .u("congestion", s.congestion)
+        .raw("wall_s", fmt::format("{:.3f}", s.wall_s));
+    line.end();
+    maybe_flush();
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,65 @@
+// Where the correlator's records go (batch and live alike): buffered JSON Lines on an
+// OutputStream, or nowhere when no --records was given.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "correlator/input/ingest.hpp"
+#include "correlator/join/clock.hpp"
+#include "correlator/join/correlation.hpp"
+#include "correlator/output/output_stream.hpp"
+#include "correlator/output/views.hpp"
+#include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/security.hpp"
+
+namespace insert::correlate {
+
+class HostNames;
+
+// The `summary` record's counts (docs/correlation.md 6).
+struct SummaryCounts {
+    IngestCounts inputs;
+    JoinCounts join;
+    uint64_t e2e = 0;
+    uint64_t resync = 0;
+    uint64_t late = 0;
+    uint64_t evicted_wrs = 0;
+    uint64_t evicted_msgs = 0;
+    uint64_t evicted_completions = 0;
+    uint64_t hosts = 0;
+    uint64_t qps = 0;
+    uint64_t apps = 0;
+    uint64_t pairs = 0;
+    uint64_t trace_drops = 0;
+    std::array<uint64_t, static_cast<std::size_t>(AlertKind::count)> alerts{};
+    uint64_t alertmanager_sent = 0;
+    uint64_t alertmanager_failed = 0;
+    uint64_t congestion = 0;
+    double wall_s = 0;
+};
+
+class RecordSink {
+  public:
+    explicit RecordSink(OutputStream* out) : out_(out) {}
+
+    void e2e(const E2eRow& row, const HostNames& names);
+    void app(const AppView& app, bool final);
+    void pair(const PairView& pair, const HostNames& names);
+    void clock(const std::string& host, const ClockEstimate& clock);
+    void alert(const Alert& alert);
+    void congestion(const CongestionEpisode& episode);
+    void summary(const SummaryCounts& counts);
+    // Writes what is buffered; false once the output failed (not when its reader left).
+    bool flush();
+
+  private:
+    void maybe_flush();
+
+    OutputStream* out_;
+    std::string buffer_;
+    bool ok_ = true;
+};
+
+}  // namespace insert::correlate

@@ -1,0 +1,161 @@
+#include "correlator/usecases/congestion.hpp"
+
+#include <algorithm>
+
+#include "correlator/input/line_parser.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+// Floor division for the bin of a (possibly negative) time.
+int64_t bin_of(int64_t t, int64_t width) {
+    return t >= 0 ? t / width : -((-t + width - 1) / width);
+}
+
+}  // namespace
+
+void CongestionTracker::add(const WireMsg& m, const std::string& node, int64_t src_qpn,
+                            const AppRef& app) {
+    if (m.t_ack == kNone) return;  // no network latency to judge by
+    const int64_t net = m.t_ack - m.t_first;
+    Destination& d = dsts_[node];
+    d.net.add(net);
+    Bin& b = d.bins[bin_of(m.t_first, options_.bin_ns)];
+    b.dst_ips.insert(m.dst_ip.bytes);
+    b.net.add(net);
+    ++b.msgs;
+    b.retx += m.retx_pkts;
+    b.naks += m.naks;
+    EpisodeApp& a = b.apps[app];
+    a.app = app;
+    ++a.msgs;
+    a.bytes +=
+        m.op == Op::read ? (m.dma_len != kNone ? static_cast<uint64_t>(m.dma_len) : 0) : m.bytes;
+    a.added_net_ns += net;
+    if (src_qpn != kNone) requesters_[{m.src_ip.bytes, static_cast<uint32_t>(src_qpn)}] = app;
+}
+
+void CongestionTracker::add_counters(const WireQp& record) {
+    if (record.cnps || record.ecn_ce) counters_.push_back(record);
+}
+
+std::vector<CongestionEpisode> CongestionTracker::episodes() const {
+    std::vector<CongestionEpisode> out;
+    for (const auto& [node, d] : dsts_) {
+        // The destination's baseline: the 10th percentile of its messages' network latency
+        // (an incast can congest most of a run; its quiet start still shows the path).
+        const int64_t baseline = d.net.percentile(10).value_or(0);
+        const auto congested = [&](const Bin& b) {
+            const int64_t p99 = b.net.percentile(99).value_or(0);
+            const bool slow = p99 >= baseline * static_cast<int64_t>(options_.latency_factor) &&
+                              p99 - baseline >= options_.min_added_ns;
+            return slow || b.retx > 0 || b.naks > 0;
+        };
+        auto it = d.bins.begin();
+        while (it != d.bins.end()) {
+            if (!congested(it->second)) {
+                ++it;
+                continue;
+            }
+            // A run of congested bins, allowing one quiet bin inside it.
+            auto first = it, last = it;
+            for (auto next = std::next(it); next != d.bins.end(); ++next) {
+                if (next->first - last->first > 2) break;
+                if (congested(next->second)) last = next;
+            }
+            CongestionEpisode e;
+            e.node = node;
+            std::set<std::array<uint8_t, 16>> ips;
+            e.baseline_net_ns = baseline;
+            e.t_start_ns = first->first * options_.bin_ns;
+            e.t_end_ns = (last->first + 1) * options_.bin_ns;
+            PartStats net;
+            std::map<AppRef, EpisodeApp> apps;
+            for (auto b = first;; ++b) {
+                e.msgs += b->second.msgs;
+                e.retx_pkts += b->second.retx;
+                e.naks += b->second.naks;
+                ips.insert(b->second.dst_ips.begin(), b->second.dst_ips.end());
+                for (const auto& [ref, app] : b->second.apps) {
+                    EpisodeApp& into = apps[ref];
+                    into.app = ref;
+                    into.msgs += app.msgs;
+                    into.bytes += app.bytes;
+                    into.added_net_ns += app.added_net_ns;
+                }
+                if (b == last) break;
+            }
+            // p99 over the episode: bins' values are not kept per message, so the episode
+            // p99 is the largest bin p99 (a bound that names the worst part of it).
+            for (auto b = first;; ++b) {
+                e.p99_net_ns = std::max(e.p99_net_ns, b->second.net.percentile(99).value_or(0));
+                if (b == last) break;
+            }
+            it = std::next(last);
+            if (e.msgs < options_.min_msgs) continue;
+            for (const auto& ip : ips) e.dst_ips.push_back(Ip{ip});
+            for (auto& [ref, app] : apps) {
+                app.added_net_ns = std::max<int64_t>(
+                    0, app.added_net_ns - static_cast<int64_t>(app.msgs) * baseline);
+                e.contributors.push_back(app);
+                if (app.added_net_ns > 0) e.victims.push_back(app);
+            }
+            // CNPs at the contributors' QPs and ECN-CE at the destination, from the
+            // endpoint instances whose life overlaps the episode.
+            for (const WireQp& r : counters_) {
+                if (r.t_last < e.t_start_ns || r.t_first >= e.t_end_ns) continue;
+                if (ips.count(r.ip.bytes)) e.ecn_ce += r.ecn_ce;
+                const auto sender = requesters_.find({r.ip.bytes, r.qpn});
+                if (sender == requesters_.end() || !r.cnps) continue;
+                for (EpisodeApp& c : e.contributors)
+                    if (c.app == sender->second) {
+                        c.cnps += r.cnps;
+                        e.cnps += r.cnps;
+                    }
+            }
+            for (EpisodeApp& v : e.victims)
+                for (const EpisodeApp& c : e.contributors)
+                    if (c.app == v.app) v.cnps = c.cnps;
+            // Contention or a network signal: one transfer queueing behind itself is not.
+            const bool signalled = e.cnps || e.ecn_ce || e.retx_pkts || e.naks;
+            if (e.contributors.size() < 2 && !signalled) continue;
+            std::stable_sort(e.victims.begin(), e.victims.end(), [](const auto& a, const auto& b) {
+                return a.added_net_ns > b.added_net_ns;
+            });
+            std::stable_sort(e.contributors.begin(), e.contributors.end(),
+                             [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+            out.push_back(std::move(e));
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const CongestionEpisode& a, const CongestionEpisode& b) {
+        return std::tie(a.t_start_ns, a.node) < std::tie(b.t_start_ns, b.node);
+    });
+    return out;
+}
+
+void feed_congestion(CongestionTracker& tracker, const std::vector<WireMsg>& msgs,
+                     const JoinResult& join, const HostModel& model, const HostNames& names,
+                     const std::vector<bool>* only) {
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+        if (only && !(*only)[i]) continue;
+        const int64_t responder = join.responder[i];
+        const std::string node =
+            responder >= 0 ? names.name(model.qps[static_cast<std::size_t>(responder)].host)
+                           : msgs[i].dst_ip.to_string();
+        const int64_t r = join.requester[i];
+        AppRef app;
+        int64_t src_qpn = msgs[i].src_qpn;
+        if (r >= 0) {
+            const Incarnation& q = model.qps[static_cast<std::size_t>(r)];
+            app.owner = qp_owner(q, names);
+            app.ip = q.ip;
+            src_qpn = q.qpn;
+        } else {
+            app.ip = msgs[i].src_ip;
+        }
+        tracker.add(msgs[i], node, src_qpn, app);
+    }
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,111 @@
+// Congestion attribution (SPEC 10 `congestion`, docs/correlation.md 9): per destination
+// node (the traced host of the responders, else the destination IP: the receiver whose
+// path is congested), messages are put in time bins; a bin whose network latency rises
+// well above the destination's baseline, or that has retransmissions or NAKs, is
+// congested; runs of congested bins are episodes, kept when several applications
+// contend or the network signalled (CNPs, ECN-CE, retransmissions, NAKs) - one bulk
+// transfer queueing behind itself is not congestion. Each episode names its victims
+// (applications whose messages gained network latency) and its contributors
+// (applications that sent bytes toward it), per process and cgroup.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "correlator/input/records.hpp"
+#include "correlator/join/correlation.hpp"
+#include "correlator/output/part_stats.hpp"
+#include "correlator/usecases/security.hpp"
+
+namespace insert::correlate {
+
+struct CongestionOptions {
+    int64_t bin_ns = 10'000'000;    // 10 ms bins
+    int64_t min_added_ns = 20'000;  // a bin's p99 must exceed the baseline by this...
+    unsigned latency_factor = 2;    // ... and be this many times the baseline
+    uint64_t min_msgs = 3;          // an episode has at least this many messages
+};
+
+// An application as congestion reports name it (untraced sources: ip only).
+struct AppRef {
+    QpOwner owner;
+    Ip ip;
+    friend auto operator<=>(const AppRef& a, const AppRef& b) {
+        return std::make_tuple(a.ip.bytes, a.owner.host, a.owner.pid,
+                               std::string(a.owner.comm.view()), a.owner.cgroup) <=>
+               std::make_tuple(b.ip.bytes, b.owner.host, b.owner.pid,
+                               std::string(b.owner.comm.view()), b.owner.cgroup);
+    }
+    friend bool operator==(const AppRef& a, const AppRef& b) { return (a <=> b) == 0; }
+};
+
+struct EpisodeApp {
+    AppRef app;
+    uint64_t msgs = 0;
+    uint64_t bytes = 0;
+    int64_t added_net_ns = 0;  // sum of net latency above the destination's baseline
+    uint64_t cnps = 0;         // CNPs its QPs received (from `qp` records)
+};
+
+struct CongestionEpisode {
+    std::string node;         // the destination host (or IP)
+    std::vector<Ip> dst_ips;  // its addresses the episode's messages went to
+    int64_t t_start_ns = 0;
+    int64_t t_end_ns = 0;
+    uint64_t msgs = 0;
+    int64_t baseline_net_ns = 0;
+    // Signals.
+    uint64_t cnps = 0;
+    uint64_t ecn_ce = 0;
+    uint64_t retx_pkts = 0;
+    uint64_t naks = 0;
+    int64_t p99_net_ns = 0;
+    std::vector<EpisodeApp> victims;       // by added latency
+    std::vector<EpisodeApp> contributors;  // by bytes
+};
+
+class CongestionTracker {
+  public:
+    explicit CongestionTracker(CongestionOptions options) : options_(options) {}
+
+    // One wire message to `node`; `app` is its requester's application (or the source IP
+    // alone), `src_qpn` its requester QP when known (kNone otherwise).
+    void add(const WireMsg& m, const std::string& node, int64_t src_qpn, const AppRef& app);
+    // ECN-CE and CNP counters of an endpoint instance (a `qp` record), for the episodes
+    // it overlaps: ECN-CE at the destination, CNPs at a contributor.
+    void add_counters(const WireQp& record);
+
+    std::vector<CongestionEpisode> episodes() const;
+
+  private:
+    struct Bin {
+        PartStats net;
+        uint64_t msgs = 0;
+        uint64_t retx = 0;
+        uint64_t naks = 0;
+        std::map<AppRef, EpisodeApp> apps;  // added_net_ns holds the sum of net latency here
+        std::set<std::array<uint8_t, 16>> dst_ips;
+    };
+    struct Destination {
+        PartStats net;  // every message's net latency: the baseline
+        std::map<int64_t, Bin> bins;
+    };
+    CongestionOptions options_;
+    std::map<std::string, Destination> dsts_;
+    std::vector<WireQp> counters_;
+    // Requester endpoints seen per destination, to find the CNPs of contributors.
+    std::map<std::pair<std::array<uint8_t, 16>, uint32_t>, AppRef> requesters_;
+};
+
+// Feeds every message of a join (with `only`: those it marks) with its requester's
+// application.
+void feed_congestion(CongestionTracker& tracker, const std::vector<WireMsg>& msgs,
+                     const JoinResult& join, const HostModel& model, const HostNames& names,
+                     const std::vector<bool>* only = nullptr);
+
+}  // namespace insert::correlate

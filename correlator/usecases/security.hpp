@@ -1,0 +1,89 @@
+// RDMA security alerts (SPEC 10 "Security rules", docs/correlation.md 8): remote accesses
+// the target process never allowed (rkey_unknown, rkey_stale, out_of_bounds,
+// access_denied), rkey scanning, requests to QPs nobody owns, requests from an IP other
+// than the connected peer, and messages no application posted. Each offending message is
+// checked against the host's view at its time; offences of one kind, victim and source
+// less than --alert-gap apart are one alert with their count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "correlator/join/correlation.hpp"
+#include "correlator/join/host_model.hpp"
+
+namespace insert::correlate {
+
+class HostNames;
+
+enum class AlertKind : uint8_t {
+    rkey_unknown,
+    rkey_stale,
+    out_of_bounds,
+    access_denied,
+    rkey_scan,
+    unowned_qp,
+    peer_mismatch,
+    injected_message,
+    count
+};
+std::string_view alert_kind_name(AlertKind k);
+std::string_view alert_severity(AlertKind k);
+
+struct SecurityOptions {
+    int64_t alert_gap_ns = 1'000'000'000;    // offences closer than this are one alert
+    int64_t scan_window_ns = 1'000'000'000;  // rkey_scan: offences of one source within...
+    uint32_t scan_threshold = 8;             // ... this many or more
+    int64_t lost_guard_ns = 1'000'000'000;   // no injected_message near a host's trace loss
+};
+
+// The owner of a QP as an alert names it (copied: alerts outlive the live join's windows).
+struct QpOwner {
+    bool traced = false;
+    std::string host;
+    int32_t pid = 0;
+    Comm comm;
+    uint64_t cgroup = 0;
+};
+
+QpOwner qp_owner(const Incarnation& q, const HostNames& names);
+
+// One offending message.
+struct Offence {
+    AlertKind kind = AlertKind::rkey_unknown;
+    int64_t t = 0;  // its first packet at the observer
+    WireMsg msg;
+    Ip victim_ip;
+    uint32_t victim_qpn = 0;
+    int64_t victim_created = kNone;  // the target incarnation's t_create (kNone: unowned)
+    QpOwner victim;
+    Ip source_ip;
+    int64_t source_qpn = kNone;
+    QpOwner source;
+};
+
+struct Alert {
+    AlertKind kind = AlertKind::rkey_unknown;
+    int64_t t_ns = 0;  // first offence (observer clock); rkey_scan: when it reached the threshold
+    int64_t t_last_ns = 0;        // last offence
+    uint64_t count = 0;           // offending messages
+    Offence first;                // victim, source, and the first offending message as evidence
+    std::vector<uint32_t> rkeys;  // distinct rkeys tried, the first 16
+    uint64_t distinct_rkeys = 0;
+    uint64_t victims = 1;  // rkey_scan: distinct target QPs
+    uint64_t pkts = 0;
+};
+
+// Every offending message of `msgs` (docs/correlation.md 8); with `only`, of the messages
+// it marks.
+std::vector<Offence> find_offences(const std::vector<WireMsg>& msgs, const JoinResult& join,
+                                   const HostModel& model, const HostNames& names,
+                                   const SecurityOptions& options,
+                                   const std::vector<bool>* only = nullptr);
+
+// Offences into alerts: episodes per (kind, victim, source IP) and rkey scans per source.
+// Sorted by (t_ns, kind, victim, source).
+std::vector<Alert> aggregate_alerts(std::vector<Offence> offences, const SecurityOptions& options);
+
+}  // namespace insert::correlate

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""insert-correlate on live input (docs/correlation.md section 7):
+
+  pipe_equals_batch   records streamed through a pipe in bursts give the e2e, app and clock
+                      records of the batch run over the same records in a file
+  listen              two producers on --listen (host and dataplane records), records out
+                      while the run goes on, SIGTERM ends it with the final records
+  ttl_bounds_memory   an endless stream of work requests that never meet a message: they are
+                      decided unmatched --ttl after the watermark, counted in evicted.wrs,
+                      and the process's memory stays flat
+  late_input          a record older than the watermark when it arrives counts in `late`
+
+usage: live_test.py CASE"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("INSERT_BUILD_ROOT", os.path.join(SRC, "build"))
+CORRELATE = os.path.join(BUILD, "correlator", "insert-correlate")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def verb(name, wall, **fields):
+    r = {"type": "verb", "verb": name, "t_ns": wall - 1000, "wall_ns": wall, "pid": 4100, "tid": 4100,
+         "comm": "livetest", "cgroup": 3, "ip": "10.5.0.1", "ctx": "0x1", "host": "lhost"}
+    r.update(fields)
+    return r
+
+
+def setup_records():
+    return [verb("create_qp", 100, qp="0xa0", qpn=21, qp_type="RC", pd="0x2", ret=0),
+            verb("modify_qp", 110, qp="0xa0", qpn=21, state="RTR", dest_qpn=70, peer_ip="10.5.0.2",
+                 rq_psn=0, ret=0),
+            verb("modify_qp", 120, qp="0xa0", qpn=21, state="RTS", sq_psn=500, ret=0)]
+
+
+def message(k, t, offset=3000):
+    """A WRITE's post, poll and msg record (host clock = observer + offset); unique lengths."""
+    length = 100 + k
+    post = verb("post_send", t + offset, qp="0xa0", qpn=21, wr_id=k, opcode="RDMA_WRITE", signaled=True,
+                len=length, remote_addr=65536 + 4096 * k, rkey=9, chain_index=0)
+    poll = verb("poll_cq", t + 9000 + offset, cq="0x3", qpn=21, wr_id=k, status="SUCCESS", status_code=0,
+                opcode="RDMA_WRITE", byte_len=0)
+    msg = {"type": "msg", "src_ip": "10.5.0.1", "dst_ip": "10.5.0.2", "dst_qpn": 70, "src_qpn": 21,
+           "op": "WRITE", "psn_first": (500 + k) & 0xFFFFFF, "psn_last": (500 + k) & 0xFFFFFF, "pkts": 1,
+           "bytes": length, "va": 65536 + 4096 * k, "rkey": 9, "dma_len": length, "t_first_ns": t + 400,
+           "t_last_ns": t + 400, "t_ack_ns": t + 7000, "retx_pkts": 0, "naks": 0, "rnr_naks": 0,
+           "status": "ok"}
+    return [(t, post), (t + 400, msg), (t + 9000, poll)]
+
+
+def workload(n):
+    """Time-ordered records of n messages 20 us apart, one post_send record lost."""
+    timed = [(0, r) for r in setup_records()]
+    for k in range(n):
+        for item in message(k, 1_000_000 + 20_000 * k):
+            if not (k == n // 2 and item[1].get("verb") == "post_send"):
+                timed.append(item)
+    timed.sort(key=lambda x: x[0])
+    return [json.dumps(r) + "\n" for _, r in timed]
+
+
+def read_records(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def comparable(records, types):
+    out = []
+    for r in records:
+        if r["type"] in types:
+            r = dict(r)
+            r.pop("final", None)
+            out.append(json.dumps(r, sort_keys=True))
+    return sorted(out)
+
+
+def case_pipe_equals_batch(tmp):
+    lines = workload(400)
+    batch_in = os.path.join(tmp, "all.jsonl")
+    with open(batch_in, "w") as f:
+        f.writelines(lines)
+    batch_out, live_out = os.path.join(tmp, "batch.jsonl"), os.path.join(tmp, "live.jsonl")
+    r = subprocess.run([CORRELATE, batch_in, "--records", batch_out, "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"batch: {r.stderr}")
+    live = subprocess.Popen([CORRELATE, "-", "--records", live_out, "--quiet", "--interval", "0.1",
+                             "--max-delay", "0"], stdin=subprocess.PIPE, text=True)
+    for start in range(0, len(lines), 150):  # bursts, each more than a window apart
+        live.stdin.write("".join(lines[start:start + 150]))
+        live.stdin.flush()
+        time.sleep(0.25)
+    live.stdin.close()
+    check(live.wait(timeout=30) == 0, "live run exit status")
+    b, l = read_records(batch_out), read_records(live_out)
+    for types in (("e2e",), ("clock",)):
+        check(comparable(l, types) == comparable(b, types), f"{types} differ between live and batch")
+    b_apps = [r for r in b if r["type"] == "app"]
+    l_apps = [r for r in l if r["type"] == "app" and r["final"]]
+    check(comparable(l_apps, ("app",)) == comparable(b_apps, ("app",)), "final app records differ")
+    check(any(r["type"] == "app" and not r["final"] for r in l), "no interval app record")
+    e2e = [r for r in l if r["type"] == "e2e"]
+    check(len(e2e) == 399 and sum(r["match"] == "resync" for r in e2e) == 1, f"{len(e2e)} e2e")
+    s = next(r for r in l if r["type"] == "summary")
+    check(s["wire_only"] == 1 and s["late"] == 0, f"summary {s}")
+    print(f"PASS pipe_equals_batch: {len(e2e)} e2e records as in the batch run")
+
+
+def start_listener(tmp, extra):
+    sock = os.path.join(tmp, "correlator.sock")
+    out = os.path.join(tmp, "out.jsonl")
+    p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, "--quiet", *extra])
+    end = time.monotonic() + 10
+    while not os.path.exists(sock):
+        check(time.monotonic() < end and p.poll() is None, "listener did not come up")
+        time.sleep(0.02)
+    return p, sock, out
+
+
+def connect(sock):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    return s
+
+
+def case_listen(tmp):
+    lines = workload(200)
+    host = [l for l in lines if '"type": "verb"' in l]
+    wire = [l for l in lines if '"type": "msg"' in l]
+    p, sock, out = start_listener(tmp, ["--interval", "0.1", "--max-delay", "0.05"])
+    a, b = connect(sock), connect(sock)
+    for k in range(4):  # the two producers, interleaved in bursts
+        a.sendall("".join(host[k * len(host) // 4:(k + 1) * len(host) // 4]).encode())
+        b.sendall("".join(wire[k * len(wire) // 4:(k + 1) * len(wire) // 4]).encode())
+        time.sleep(0.15)
+    a.close()
+    b.close()
+    # Records appear while the correlator runs (every window), before any signal.
+    end = time.monotonic() + 10
+    while not any('"type":"e2e"' in l for l in open(out)):
+        check(time.monotonic() < end, "no e2e record while running")
+        time.sleep(0.05)
+    check(p.poll() is None, "the listener ended on its own")
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=30) == 0, "exit status after SIGTERM")
+    recs = read_records(out)
+    e2e = [r for r in recs if r["type"] == "e2e"]
+    check(len(e2e) == 199, f"{len(e2e)} e2e records")
+    check(recs[-1]["type"] == "summary" and recs[-1]["inputs"]["lines"] == len(lines), f"{recs[-1]}")
+    check(not os.path.exists(sock), "the socket was left behind")
+    print(f"PASS listen: {len(e2e)} e2e records from two producers")
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def case_ttl_bounds_memory(tmp):
+    p, sock, out = start_listener(tmp, ["--interval", "0.2", "--max-delay", "0.2", "--ttl", "0.5"])
+    c = connect(sock)
+    c.sendall("".join(json.dumps(r) + "\n" for r in setup_records()).encode())
+    sent, t0 = 0, time.monotonic()
+    samples = {}
+    data_t = 1_000_000
+    while time.monotonic() - t0 < 6:
+        # 20k work requests per second of wall time, data time advancing with it.
+        burst = []
+        for _ in range(2000):
+            data_t += 50_000
+            burst.append(json.dumps(verb("post_send", data_t, qp="0xa0", qpn=21, wr_id=sent, opcode="SEND",
+                                         signaled=True, len=64, chain_index=0)) + "\n")
+            sent += 1
+        c.sendall("".join(burst).encode())
+        time.sleep(0.1)
+        elapsed = time.monotonic() - t0
+        for mark in (2, 5.5):
+            if elapsed >= mark and mark not in samples:
+                samples[mark] = rss_kb(p.pid)
+    c.close()
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=30) == 0, "exit status")
+    s = read_records(out)[-1]
+    check(s["unmatched_wr"] == sent, f"{s['unmatched_wr']} unmatched of {sent}")
+    check(s["evicted"]["wrs"] > sent // 2, f"evicted {s['evicted']}")
+    growth = samples[5.5] - samples[2]
+    check(growth < 20_000, f"RSS grew {growth} kB from 2 s to 5.5 s ({samples})")
+    print(f"PASS ttl_bounds_memory: {sent} work requests, {s['evicted']['wrs']} evicted, "
+          f"RSS {samples[2]} -> {samples[5.5]} kB")
+
+
+def case_late_input(tmp):
+    p, sock, out = start_listener(tmp, ["--interval", "0.1", "--max-delay", "0"])
+    c = connect(sock)
+    lines = workload(20)
+    c.sendall("".join(lines).encode())
+    time.sleep(0.5)  # windows pass: the watermark is at the newest record's time
+    # A message far older than the watermark.
+    old = message(99, 10_000)[1][1]
+    c.sendall((json.dumps(old) + "\n").encode())
+    time.sleep(0.3)
+    c.close()
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=30) == 0, "exit status")
+    s = read_records(out)[-1]
+    check(s["late"] == 1, f"late {s['late']}")
+    print("PASS late_input: 1 late record")
+
+
+CASES = {"pipe_equals_batch": case_pipe_equals_batch, "listen": case_listen,
+         "ttl_bounds_memory": case_ttl_bounds_memory, "late_input": case_late_input}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print(__doc__)
+        sys.exit(2)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            CASES[sys.argv[1]](tmp)
+        except Failure as e:
+            print(f"FAIL: {e}")
+            sys.exit(1)
