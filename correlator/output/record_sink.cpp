@@ -13,6 +13,12 @@ constexpr std::size_t kFlushBytes = 1 << 20;
 
 }  // namespace
 
+void RecordSink::appended(std::size_t from) {
+    if (observer_ && buffer_.size() > from)
+        observer_(std::string_view(buffer_).substr(from, buffer_.size() - from - 1));
+    if (!out_) buffer_.clear();
+}
+
 void RecordSink::maybe_flush() {
     if (buffer_.size() >= kFlushBytes) flush();
 }
@@ -24,43 +30,56 @@ bool RecordSink::flush() {
 }
 
 void RecordSink::e2e(const E2eRow& row, const HostNames& names) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_e2e(buffer_, row, names);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::app(const AppView& a, bool final) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_app(buffer_, a, final);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::pair(const PairView& p, const HostNames& names) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_pair(buffer_, p, names);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::clock(const std::string& host, const ClockEstimate& c) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_clock(buffer_, host, c);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::alert(const Alert& a) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_alert(buffer_, a);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::congestion(const CongestionEpisode& e) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     append_congestion(buffer_, e);
+    appended(from);
     maybe_flush();
 }
 
 void RecordSink::summary(const SummaryCounts& s) {
-    if (!out_) return;
+    if (!active()) return;
+    const std::size_t from = buffer_.size();
     std::string inputs, bad, evicted, alerts, delivery;
     {
         JsonLine obj(alerts);
@@ -115,6 +134,7 @@ void RecordSink::summary(const SummaryCounts& s) {
         .u("congestion", s.congestion)
         .raw("wall_s", fmt::format("{:.3f}", s.wall_s));
     line.end();
+    appended(from);
     maybe_flush();
 }
 

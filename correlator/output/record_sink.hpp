@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/clock.hpp"
@@ -43,6 +45,11 @@ struct SummaryCounts {
 class RecordSink {
   public:
     explicit RecordSink(OutputStream* out) : out_(out) {}
+    // Sees every record line as it is made (without its newline), whether or not an output
+    // is open: the HTML report builds on the same records.
+    void set_observer(std::function<void(std::string_view)> observer) {
+        observer_ = std::move(observer);
+    }
 
     void e2e(const E2eRow& row, const HostNames& names);
     void app(const AppView& app, bool final);
@@ -56,8 +63,12 @@ class RecordSink {
 
   private:
     void maybe_flush();
+    bool active() const { return out_ || observer_; }
+    // Hands the line appended since `from` to the observer.
+    void appended(std::size_t from);
 
     OutputStream* out_;
+    std::function<void(std::string_view)> observer_;
     std::string buffer_;
     bool ok_ = true;
 };
