@@ -366,9 +366,10 @@ bool hit_by_nak(OpenMessage& m, uint8_t syndrome, MsgStatus& fatal_status) {
 
 bool EngineImpl::absorb_pending_naks(Endpoint& ep, uint32_t mi) noexcept {
     if (!ep.has_pending) return false;  // without touching the cold line
-    for (int i = 0; i < Endpoint::kPendingNaks; ++i) {
+    // The used slots in slot order (the order they were examined in before the mask).
+    for (unsigned used = ep.pending_mask; used != 0; used &= used - 1) {
+        const unsigned i = static_cast<unsigned>(__builtin_ctz(used));
         const uint8_t bit = static_cast<uint8_t>(1u << i);
-        if (!(ep.pending_mask & bit)) continue;
         const PendingNak p = ep.pending[i];
         OpenMessage& m = messages_[mi];
         const bool bounded = m.last_known || m.length_hint != 0;
