@@ -15,7 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_test import EAL, TIMEOUT, fail, run_checked  # noqa: E402
@@ -28,24 +28,34 @@ def one_error_line(p, needle, status=2, label=""):
              f"{p.returncode}, stderr {p.stderr!r}")
 
 
-def wait_for_bytes(path, proc, at_least=1, timeout=60):
-    """Waits until `path` holds at_least bytes (the run is under way) or `proc` ends."""
-    end = time.time() + timeout
-    while time.time() < end and proc.poll() is None:
-        if os.path.exists(path) and os.path.getsize(path) >= at_least:
-            return True
-        time.sleep(0.002)
-    return False
+def start_blocked(cmd):
+    """Starts `cmd` writing to a pipe and reads its first line: the run is under way, and
+    since nothing more is read it soon waits on the full pipe - it is still running whatever
+    this machine's speed, until finish() reads the rest."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    if not first:
+        fail(f"{' '.join(cmd)} wrote nothing: {proc.communicate(timeout=TIMEOUT)[1]!r}")
+    return proc, first
 
 
-def big_capture(d, name, copies=1):
-    """A copy of many.pcap (63 MB), optionally several times over, for runs that last."""
-    src = open(os.path.join(d, "many.pcap"), "rb").read()
+def finish(proc):
+    """The rest of a start_blocked() process's stdout (after the buffered first line: not
+    communicate(), which reads the pipe past Python's buffer) and its stderr; waits for it."""
+    err = []
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
+    reader.start()
+    out = proc.stdout.read()
+    proc.wait(timeout=TIMEOUT)
+    reader.join()
+    return out, err[0]
+
+
+def big_capture(d, name):
+    """A copy of many.pcap (63 MB, 120k frames), which a run may change."""
     path = os.path.join(d, name)
-    with open(path, "wb") as f:
-        f.write(src)
-        for _ in range(copies - 1):
-            f.write(src[24:])  # the records again, after the one file header
+    with open(os.path.join(d, "many.pcap"), "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read())
     return path
 
 
@@ -65,28 +75,19 @@ def case_input(insert_dp, d):
 
     # A capture truncated while replay reads it: one line naming it, exit 2, no SIGBUS.
     big = big_capture(d, "shrinking.pcap")
-    out = os.path.join(d, "shrinking.jsonl")
-    proc = subprocess.Popen([insert_dp, "replay", big, "--quiet", "--workers", "2", "--records", out, *EAL],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait_for_bytes(out, proc):
-        fail("replay of the shrinking capture ended before it could be truncated")
+    proc, first = start_blocked([insert_dp, "replay", big, "--quiet", "--workers", "2", "--records", "-", *EAL])
     os.truncate(big, 1_000_000)
-    _, err = proc.communicate(timeout=TIMEOUT)
+    out, err = finish(proc)
     if proc.returncode != 2 or "shrank" not in err or "shrinking.pcap" not in err:
         fail(f"replay of a shrinking capture: exit {proc.returncode}, stderr {err!r}")
-    lines = open(out).read().splitlines()
-    if json.loads(lines[-1])["type"] != "summary":
+    if json.loads((first + out).splitlines()[-1])["type"] != "summary":
         fail("replay of a shrinking capture: no summary record last")
 
     # The same under decode.
     big = big_capture(d, "shrinking2.pcap")
-    out = os.path.join(d, "decode.csv")
-    with open(out, "w") as f:
-        proc = subprocess.Popen([insert_dp, "decode", big], stdout=f, stderr=subprocess.PIPE, text=True)
-        if not wait_for_bytes(out, proc, at_least=1 << 20):
-            fail("decode of the shrinking capture ended before it could be truncated")
-        os.truncate(big, 1_000_000)
-        _, err = proc.communicate(timeout=TIMEOUT)
+    proc, _ = start_blocked([insert_dp, "decode", big])
+    os.truncate(big, 1_000_000)
+    _, err = finish(proc)
     if proc.returncode != 2 or "shrank" not in err:
         fail(f"decode of a shrinking capture: exit {proc.returncode}, stderr {err!r}")
     print("input: outputs that are the input refused, shrinking captures survived (replay, decode)")
@@ -94,20 +95,16 @@ def case_input(insert_dp, d):
 
 def case_signals(insert_dp, d):
     """Every stop leaves whole lines and a summary saying so; exit 128 + the signal."""
-    big = big_capture(d, "long.pcap", copies=4)
+    big = big_capture(d, "long.pcap")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-        out = os.path.join(d, f"sig{int(sig)}.jsonl")
-        proc = subprocess.Popen([insert_dp, "replay", big, "--quiet", "--workers", "2", "--records", out, *EAL],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if not wait_for_bytes(out, proc, at_least=1 << 16):
-            fail(f"{sig.name}: the replay ended before the signal")
+        proc, first = start_blocked([insert_dp, "replay", big, "--quiet", "--workers", "2", "--records", "-", *EAL])
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=TIMEOUT)
+        rest, err = finish(proc)
         if glob.glob(f"/var/run/dpdk/insert-dp-replay-{proc.pid}-*"):
             fail(f"{sig.name}: runtime directory left behind")
         if proc.returncode != 128 + int(sig):
             fail(f"{sig.name}: exit {proc.returncode}, expected {128 + int(sig)}; stderr {err!r}")
-        data = open(out).read()
+        data = first + rest
         if not data.endswith("\n"):
             fail(f"{sig.name}: the records end mid-line")
         recs = [json.loads(line) for line in data.splitlines()]
@@ -117,14 +114,10 @@ def case_signals(insert_dp, d):
         if s["msgs"] != sum(1 for r in recs if r["type"] == "msg") or f"interrupted by {sig.name}" not in err:
             fail(f"{sig.name}: msg records do not match the summary, or no line says so: {err!r}")
     # decode: whole rows, one line naming the signal, exit 128 + the signal.
-    out = os.path.join(d, "decode.csv")
-    with open(out, "w") as f:
-        proc = subprocess.Popen([insert_dp, "decode", big], stdout=f, stderr=subprocess.PIPE, text=True)
-        if not wait_for_bytes(out, proc, at_least=1 << 20):
-            fail("decode ended before the signal")
-        proc.send_signal(signal.SIGHUP)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    data = open(out).read()
+    proc, first = start_blocked([insert_dp, "decode", big])
+    proc.send_signal(signal.SIGHUP)
+    rest, err = finish(proc)
+    data = first + rest
     if proc.returncode != 128 + int(signal.SIGHUP) or "interrupted by SIGHUP" not in err:
         fail(f"decode, SIGHUP: exit {proc.returncode}, stderr {err!r}")
     if not data.endswith("\n") or any(line.count(",") != 22 for line in data.splitlines()):
@@ -193,16 +186,12 @@ def case_eal(insert_dp, d):
     # A file prefix in use by a running process: its reason, not "Success"; the running
     # process keeps its runtime directory and finishes normally.
     prefix = f"insert-hardening-{os.getpid()}"
-    big = big_capture(d, "prefix.pcap", copies=2)
-    out = os.path.join(d, "prefix.jsonl")
-    first = subprocess.Popen([insert_dp, "replay", big, "--quiet", "--records", out, "--", "--no-huge", "-m", "256",
-                              f"--file-prefix={prefix}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait_for_bytes(out, first):
-        fail("the first replay ended too soon")
+    first, _ = start_blocked([insert_dp, "replay", os.path.join(d, "many.pcap"), "--quiet", "--records", "-",
+                              "--", "--no-huge", "-m", "256", f"--file-prefix={prefix}"])
     second = subprocess.run([insert_dp, "replay", pcap, "--quiet", "--", "--no-huge", "-m", "256",
                              f"--file-prefix={prefix}"], capture_output=True, text=True, timeout=TIMEOUT)
     running = os.path.isdir(f"/var/run/dpdk/{prefix}")
-    first.communicate(timeout=TIMEOUT)
+    finish(first)
     one_error_line(second, "Is another primary process running?", status=1, label="file-prefix clash")
     if "Success" in second.stderr or second.stdout:
         fail(f"file-prefix clash: {second.stderr!r}")
