@@ -5,6 +5,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "bench/gen/host_trace_json.hpp"
 #include "dataplane/proto/psn.hpp"
 
 namespace insert::gen {
@@ -128,7 +129,7 @@ struct E2eTruth::Join {
     std::vector<Match> matches;
     std::vector<uint64_t> unmatched_wr;  // per incarnation
     bool used_time = false;              // a choice among several candidates was made
-    uint64_t wire_only = 0, src_untraced = 0, pair_conflicts = 0;
+    uint64_t wire_only = 0, src_untraced = 0, src_host_untraced = 0, pair_conflicts = 0;
 };
 
 E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const TruthMsg> msgs,
@@ -160,7 +161,7 @@ E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const T
 void E2eTruth::read_trace() {
     std::unordered_map<AliveKey, uint32_t, AliveHash> by_qp, by_qpn;
     std::map<std::pair<uint16_t, uint32_t>, std::vector<uint32_t>> created_by_process;
-    host_seen_.assign(sc_.hosts.size(), false);
+    traced_ip_.assign(sc_.hosts.size(), false);
     auto end_life = [&](uint32_t i, int64_t t) {
         Incarnation& q = incs_[i];
         q.t_end = t;
@@ -188,8 +189,10 @@ void E2eTruth::read_trace() {
     for (std::size_t n = 0; n < records.size(); ++n) {
         if (n + kAhead < records.size()) trace_.prefetch(records[n + kAhead]);
         const HostRecord& r = records[n];
-        host_seen_[r.host] = true;
+        if (r.kind == HostRec::lost) summary_.trace_drops += r.ref;  // ringbuf_drops
         if (r.kind == HostRec::trace_start || r.kind == HostRec::lost) continue;
+        if (r.kind != HostRec::process_exit)
+            if (const std::optional<uint16_t> ip = trace_.ip_of(r)) traced_ip_[*ip] = true;
         const uint32_t pid = trace_.pid(r.proc);
         switch (r.kind) {
             case HostRec::create_qp: {
@@ -308,8 +311,10 @@ void E2eTruth::read_trace() {
     by_peer_any_.finish();
 }
 
-// Section 1: a msg seen twice (same src_ip dst_ip dst_qpn psn_first op) keeps the one with
-// the smallest t_first_ns (then the first given).
+// Section 1: a msg seen twice (same src_ip dst_ip dst_qpn psn_first op, t_first_ns less than
+// 1 s after the kept one's) keeps the one with the smallest t_first_ns; the same key later is
+// another message (a reused QPN and PSN). Ties of t_first_ns: the first given (the truth
+// has no two messages alike; the contract breaks such ties by the other fields).
 void E2eTruth::dedup_msgs() {
     // The messages by key, then by t_first_ns, then as given: the first of each key stays.
     struct Key {
@@ -326,13 +331,18 @@ void E2eTruth::dedup_msgs() {
                    (uint64_t{m.psn_first} << 8) | static_cast<uint64_t>(m.op), m.t_first_ns, k};
     }
     std::sort(keys.begin(), keys.end());
+    constexpr uint64_t kDuplicateWindowNs = 1'000'000'000;
     std::vector<bool> keep(all_msgs_.size(), false);
+    uint64_t kept_at = 0;  // t_first_ns of the key's message kept last
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (i > 0 && keys[i].where == keys[i - 1].where && keys[i].what == keys[i - 1].what) {
+        const bool same_key =
+            i > 0 && keys[i].where == keys[i - 1].where && keys[i].what == keys[i - 1].what;
+        if (same_key && keys[i].t_first - kept_at < kDuplicateWindowNs) {
             ++summary_.duplicate_msgs;
             continue;
         }
         keep[keys[i].index] = true;
+        kept_at = keys[i].t_first;
     }
     msgs_.reserve(all_msgs_.size() - summary_.duplicate_msgs);
     for (uint32_t k = 0; k < all_msgs_.size(); ++k)
@@ -427,7 +437,10 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
         j.used_time |= responders.size() > 1;
         j.resp[k] = choose(responders, m.t_first_ns, theta);
         if (!j.req[k]) {
-            ++j.src_untraced;  // no requester incarnation: no e2e record (reading)
+            // No requester incarnation: no e2e record; counted by whether a host trace uses
+            // the source address (reading: a message whose candidates were all created
+            // after it counts as having none).
+            ++(traced_ip_[m.src_host] ? j.src_untraced : j.src_host_untraced);
             continue;
         }
         // The host's view wins over a disagreeing dataplane pair.
@@ -472,8 +485,10 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
             switch (y.op) {
                 case OpType::send:
                     return x.len == y.bytes;
-                case OpType::write:
-                case OpType::read:
+                case OpType::write:  // its RETH length; bytes without one (reading)
+                    if (x.len != (y.dma_len ? *y.dma_len : y.bytes)) return false;
+                    break;
+                case OpType::read:  // without dma_len it agrees with nothing
                     if (!y.dma_len || x.len != *y.dma_len) return false;
                     break;
                 case OpType::cmp_swap:
@@ -512,6 +527,12 @@ std::vector<int64_t> E2eTruth::estimate(const Join& j, std::vector<ClockRecord>*
             r.hi = r.hi ? std::min(*r.hi, hi) : hi;
         }
     }
+    // Section 6 record order: clocks by host name (as text: h10 before h2).
+    std::vector<uint16_t> by_name(nh);
+    for (uint16_t h = 0; h < nh; ++h) by_name[h] = h;
+    std::stable_sort(by_name.begin(), by_name.end(), [](uint16_t x, uint16_t y) {
+        return trace_host_name(x) < trace_host_name(y);
+    });
     std::vector<int64_t> theta(nh, 0);
     std::vector<bool> has_qp(nh, false);
     for (const Incarnation& q : incs_) has_qp[q.host] = true;
@@ -529,8 +550,10 @@ std::vector<int64_t> E2eTruth::estimate(const Join& j, std::vector<ClockRecord>*
             r.source = "upper";
         }
         theta[h] = r.offset;
-        if (out && has_qp[h]) out->push_back(r);  // a clock record per host with a QP
     }
+    if (out)
+        for (uint16_t h : by_name)
+            if (has_qp[h]) out->push_back(c[h]);  // a clock record per host with a QP
     return theta;
 }
 
@@ -577,8 +600,10 @@ void E2eTruth::match_receives(const Join& j, const std::vector<int64_t>&) {
                 return c[ci].opcode == WcOpcode::recv && c[ci].byte_len == m.bytes;
             return c[ci].opcode == WcOpcode::recv_rdma_with_imm;
         };
-        align(list.size(), c.size(), agree,
-              [&](std::size_t mi, std::size_t ci, bool) { t_recv_poll_[list[mi]] = c[ci].wall; });
+        align(list.size(), c.size(), agree, [&](std::size_t mi, std::size_t ci, bool) {
+            t_recv_poll_[list[mi]] = c[ci].wall;
+            ++summary_.recv_matched;
+        });
     }
 }
 
@@ -606,13 +631,23 @@ void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
         ++(x.resync ? summary_.resync : summary_.exact);
         e2e_.push_back(e);
     }
+    // Section 6 record order: by (t_first_ns, src_ip, src_qpn, psn_first).
+    std::stable_sort(e2e_.begin(), e2e_.end(), [&](const E2eRecord& a, const E2eRecord& b) {
+        return std::make_tuple(a.msg->t_first_ns, sc_.hosts[a.msg->src_host].ip, incs_[a.req].qpn,
+                               a.msg->psn_first) <
+               std::make_tuple(b.msg->t_first_ns, sc_.hosts[b.msg->src_host].ip, incs_[b.req].qpn,
+                               b.msg->psn_first);
+    });
     summary_.e2e = e2e_.size();
     for (uint64_t u : j.unmatched_wr) summary_.unmatched_wr += u;
     summary_.wire_only = j.wire_only;
     summary_.src_untraced = j.src_untraced;
+    summary_.src_host_untraced = j.src_host_untraced;
     summary_.pair_conflicts = j.pair_conflicts;
     summary_.qps = incs_.size();
-    summary_.hosts = static_cast<uint64_t>(std::count(host_seen_.begin(), host_seen_.end(), true));
+    std::vector<bool> has_qp(sc_.hosts.size(), false);
+    for (const Incarnation& q : incs_) has_qp[q.host] = true;
+    summary_.hosts = static_cast<uint64_t>(std::count(has_qp.begin(), has_qp.end(), true));
     unmatched_ = j.unmatched_wr;
 }
 
@@ -633,14 +668,14 @@ void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
         std::vector<int64_t> host_ns, net_ns, completion_ns, total_ns;
     };
     std::map<std::tuple<uint16_t, uint16_t, uint32_t>, Acc> apps;
+    std::vector<bool> counted(incs_.size(), false);  // an incarnation belongs to one app
     for (const E2eRecord& e : e2e_) {
         const Incarnation& q = incs_[e.req];
         Acc& a = apps[{q.host, *q.ip, q.pid}];
         a.r.host = q.host;
         a.r.ip = *q.ip;
         a.r.proc = q.proc;
-        // e2e_ lists each incarnation's records together.
-        if (a.incs.empty() || a.incs.back() != e.req) a.incs.push_back(e.req);
+        if (!counted[e.req]) a.incs.push_back(e.req), counted[e.req] = true;
         const int op = static_cast<int>(e.msg->op);
         ++a.r.msgs[op];
         a.r.bytes[op] += e.bytes;
@@ -688,6 +723,11 @@ void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
         }
         apps_.push_back(a.r);
     }
+    // Section 6 record order: by (host, ip, pid, comm, cgroup), host names as text.
+    std::stable_sort(apps_.begin(), apps_.end(), [&](const AppRecord& x, const AppRecord& y) {
+        return std::make_tuple(trace_host_name(x.host), sc_.hosts[x.ip].ip, trace_.pid(x.proc)) <
+               std::make_tuple(trace_host_name(y.host), sc_.hosts[y.ip].ip, trace_.pid(y.proc));
+    });
     summary_.apps = apps_.size();
 }
 
@@ -716,9 +756,10 @@ void E2eTruth::build_pairs(const std::vector<int64_t>& theta) {
     std::stable_sort(pairs_.begin(), pairs_.end(), [&](const PairRecord& x, const PairRecord& y) {
         const Incarnation& a = incs_[x.inc];
         const Incarnation& b = incs_[y.inc];
-        return std::make_pair(sc_.hosts[*a.ip].ip, a.qpn) <
-               std::make_pair(sc_.hosts[*b.ip].ip, b.qpn);
+        return std::make_tuple(sc_.hosts[*a.ip].ip, a.qpn, a.t_create) <
+               std::make_tuple(sc_.hosts[*b.ip].ip, b.qpn, b.t_create);
     });
+    summary_.pairs = pairs_.size();
 }
 
 // The generator's knowledge, to check the rules: the message a matched work request made.

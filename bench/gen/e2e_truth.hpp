@@ -100,10 +100,14 @@ struct PairRecord {
     std::optional<uint32_t> dp_peer_qpn;
 };
 
+// Section 6 `summary`'s counts of the join (not `inputs`, `bad`, `wall_s`: they describe a
+// correlator's run; `late` and `evicted` are 0 in a batch join).
 struct E2eSummary {
-    uint64_t e2e = 0, exact = 0, resync = 0, unmatched_wr = 0, wire_only = 0, src_untraced = 0;
-    uint64_t duplicate_msgs = 0, pair_conflicts = 0, qps_without_ip = 0;
-    uint64_t hosts = 0, qps = 0, apps = 0;
+    uint64_t e2e = 0, exact = 0, resync = 0, unmatched_wr = 0, wire_only = 0;
+    uint64_t src_untraced = 0;       // source IP of a traced host, no requester incarnation
+    uint64_t src_host_untraced = 0;  // source IP that no host record uses
+    uint64_t duplicate_msgs = 0, pair_conflicts = 0, qps_without_ip = 0, recv_matched = 0;
+    uint64_t hosts = 0, qps = 0, apps = 0, pairs = 0, trace_drops = 0;
 };
 
 class E2eTruth {
@@ -180,7 +184,7 @@ class E2eTruth {
     std::vector<PairRecord> pairs_;
     E2eSummary summary_;
     uint64_t mispaired_ = 0, indistinguishable_ = 0;
-    std::vector<bool> host_seen_;
+    std::vector<bool> traced_ip_;  // by host index: an address some host record uses
 };
 
 }  // namespace insert::gen

@@ -34,10 +34,11 @@ class Writer {
     }
 
     void write() {
+        // Section 6's order: e2e, pair, app, clock, summary.
         for (const E2eRecord& e : truth_.e2e()) e2e(e);
+        for (const PairRecord& p : truth_.pairs()) pair(p);
         for (const AppRecord& a : truth_.apps()) app(a);
         for (const ClockRecord& c : truth_.clocks()) clock(c);
-        for (const PairRecord& p : truth_.pairs()) pair(p);
         summary();
     }
 
@@ -158,18 +159,20 @@ class Writer {
         out_.commit(c);
     }
 
-    // Section 6 `summary`'s join counts (inputs, bad and wall_s describe a correlator run,
-    // not the truth; late and evicted are 0 in a batch join).
+    // Section 6 `summary`'s join counts, in its order (inputs, bad and wall_s describe a
+    // correlator run, not the truth; late and evicted are 0 in a batch join).
     void summary() {
         const E2eSummary& s = truth_.summary();
         JsonCursor c = out_.reserve();
         c.lit("{\"type\":\"e2e_summary\"").field("e2e", s.e2e).field("exact", s.exact);
         c.field("resync", s.resync).field("unmatched_wr", s.unmatched_wr);
         c.field("wire_only", s.wire_only).field("src_untraced", s.src_untraced);
+        c.field("src_host_untraced", s.src_host_untraced);
         c.field("duplicate_msgs", s.duplicate_msgs).field("pair_conflicts", s.pair_conflicts);
-        c.field("qps_without_ip", s.qps_without_ip).lit(",\"late\":0");
-        c.lit(",\"evicted\":{\"wrs\":0,\"msgs\":0,\"completions\":0}");
+        c.field("qps_without_ip", s.qps_without_ip).field("recv_matched", s.recv_matched);
+        c.lit(",\"late\":0,\"evicted\":{\"wrs\":0,\"msgs\":0,\"completions\":0}");
         c.field("hosts", s.hosts).field("qps", s.qps).field("apps", s.apps);
+        c.field("pairs", s.pairs).field("trace_drops", s.trace_drops);
         c.field("gen_mispaired", truth_.mispaired());
         c.field("gen_indistinguishable", truth_.indistinguishable()).lit("}\n");
         out_.commit(c);

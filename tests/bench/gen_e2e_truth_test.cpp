@@ -138,9 +138,13 @@ TEST(GenE2eTruth, lost_post_send_is_resynchronised) {
     EXPECT_EQ(sum.wire_only, 1u);
     EXPECT_EQ(sum.src_untraced, 0u);
     EXPECT_EQ(sum.pair_conflicts, 0u);
+    EXPECT_EQ(sum.src_host_untraced, 0u);
+    EXPECT_EQ(sum.recv_matched, 0u);  // WRITEs without immediate
     EXPECT_EQ(sum.hosts, 2u);
     EXPECT_EQ(sum.qps, 2u);
     EXPECT_EQ(sum.apps, 1u);
+    EXPECT_EQ(sum.pairs, 0u);
+    EXPECT_EQ(sum.trace_drops, 1u);
     ASSERT_EQ(r.e2e->clocks().size(), 2u);
     const ClockRecord& a = r.e2e->clocks()[0];
     EXPECT_EQ(a.lo, std::optional<int64_t>(3206));
@@ -205,14 +209,16 @@ TEST(GenE2eTruth, unsignaled_request_completes_with_the_next_signaled_one) {
     EXPECT_EQ(r.e2e->summary().wire_only, 0u);
 }
 
-// A host without a tracer: its messages have no requester (src_untraced), no e2e record,
-// no clock record; the responder's host still gets a clock record (it has a QP).
+// A host without a tracer: its messages have no requester and no e2e record, and no host
+// record uses their source address (src_host_untraced, not src_untraced); no clock record
+// for it, one for the responder's host (it has a QP).
 TEST(GenE2eTruth, untraced_requester_host_counts_src_untraced) {
     Scenario s = three_writes();
     s.host_trace.untraced_hosts = {0};
     const Traced r = run(s);
     EXPECT_TRUE(r.e2e->e2e().empty());
-    EXPECT_EQ(r.e2e->summary().src_untraced, 3u);
+    EXPECT_EQ(r.e2e->summary().src_host_untraced, 3u);
+    EXPECT_EQ(r.e2e->summary().src_untraced, 0u);
     EXPECT_EQ(r.e2e->summary().hosts, 1u);
     EXPECT_EQ(r.e2e->summary().qps, 1u);
     ASSERT_EQ(r.e2e->clocks().size(), 1u);
@@ -268,7 +274,8 @@ TEST(GenE2eTruth, rules_are_right_and_bounds_hold_on_every_scenario) {
             }
             const E2eSummary& s = e.summary();
             // Every (deduplicated) message: matched, wire-only or without requester.
-            EXPECT_EQ(s.e2e + s.wire_only + s.src_untraced, r.gen->msgs().size() - s.duplicate_msgs)
+            EXPECT_EQ(s.e2e + s.wire_only + s.src_untraced + s.src_host_untraced,
+                      r.gen->msgs().size() - s.duplicate_msgs)
                 << name;
             EXPECT_EQ(s.e2e, s.exact + s.resync) << name;
             uint64_t app_msgs = 0, app_unmatched = 0;

@@ -126,7 +126,17 @@ with tempfile.TemporaryDirectory() as tmp:
     summary = by_type["e2e_summary"][0]
     check(summary["e2e"] == len(by_type["e2e"]), "summary e2e")
     check(summary["apps"] == len(by_type.get("app", [])), "summary apps")
-    check(out[-1]["type"] == "e2e_summary", "e2e_summary is not last")
+    check(summary["pairs"] == len(by_type.get("pair", [])), "summary pairs")
+    check(summary["trace_drops"] == sum(v["ringbuf_drops"] for v in verbs if v["type"] == "lost"),
+          "summary trace_drops")
+    check(summary["hosts"] == len(by_type.get("clock", [])), "summary hosts")
+    # Section 6's record order: e2e, pair, app, clock, summary; e2e by (t_first_ns, ...).
+    rank = {"e2e": 0, "pair": 1, "app": 2, "clock": 3, "e2e_summary": 4}
+    check([rank[r["type"]] for r in out] == sorted(rank[r["type"]] for r in out), "record order")
+    firsts = [r["t_first_ns"] for r in by_type["e2e"]]
+    check(firsts == sorted(firsts), "e2e records not by t_first_ns")
+    names = [r["host"] for r in by_type.get("clock", [])]
+    check(names == sorted(names), "clock records not by host name")
 
     # The same bytes on one thread.
     hosts1, e2e1 = os.path.join(tmp, "y.hosts.jsonl"), os.path.join(tmp, "y.e2e.jsonl")
