@@ -36,9 +36,9 @@ struct BadLine {
 };
 
 struct Ingested {
-    std::vector<WireMsg> msgs;
-    std::vector<WireQp> qps;
-    std::vector<HostEvent> events;
+    WireMsgs msgs;
+    WireQps qps;
+    HostEvents events;
     IngestCounts counts;
     std::vector<BadLine> first_bad;  // the first kMaxReported, in input order
 };
@@ -50,10 +50,12 @@ inline constexpr std::size_t kMaxReported = 10;
 bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
             std::string& error);
 
-// Decodes whole lines of one block (shared with the live reader). `data` must have
-// SIMDJSON_PADDING readable bytes after `size`. `last_unterminated`: the block ends with
-// an input's last line, which had no newline (a failure to parse it is `truncated`).
+// Decodes whole lines of one block (shared with the live reader) into `records`' vectors,
+// its counts and bad lines into `counts` and `bad` (at most kMaxReported). `data` must
+// have SIMDJSON_PADDING readable bytes after `size`. `last_unterminated`: the block ends
+// with an input's last line, which had no newline (a failure to parse it is `truncated`).
 void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
-                 uint64_t first_line, bool last_unterminated, Ingested& out);
+                 uint64_t first_line, bool last_unterminated, Ingested& records,
+                 IngestCounts& counts, std::vector<BadLine>& bad);
 
 }  // namespace insert::correlate

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "correlator/input/huge_allocator.hpp"
 #include "dataplane/proto/ip_address.hpp"
 
 namespace insert::correlate {
@@ -170,5 +171,10 @@ struct HostEvent {
         } lost;
     } u{};
 };
+
+// The record arrays of a run (see huge_allocator.hpp).
+using WireMsgs = HugeVector<WireMsg>;
+using WireQps = HugeVector<WireQp>;
+using HostEvents = HugeVector<HostEvent>;
 
 }  // namespace insert::correlate

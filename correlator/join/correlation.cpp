@@ -33,7 +33,7 @@ bool same_key(const WireMsg& a, const WireMsg& b) {
            a.psn_first == b.psn_first && a.op == b.op;
 }
 
-uint64_t dedupe(std::vector<WireMsg>& msgs) {
+uint64_t dedupe(WireMsgs& msgs) {
     tbb::parallel_sort(msgs.begin(), msgs.end(),
                        [](const WireMsg& a, const WireMsg& b) { return msg_key(a) < msg_key(b); });
     std::size_t kept = 0;
@@ -94,8 +94,7 @@ Signature signature(const WireMsg& m) {
 
 // The join's message order for one QP (docs/correlation.md 4): PSN distance from the
 // QP's starting PSN (else from its earliest message), then first observation.
-void order_by_psn(std::vector<uint32_t>& list, const std::vector<WireMsg>& msgs, bool has_base,
-                  uint32_t base) {
+void order_by_psn(std::vector<uint32_t>& list, const WireMsgs& msgs, bool has_base, uint32_t base) {
     if (list.empty()) return;
     if (!has_base) {
         const auto first = *std::min_element(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
@@ -122,8 +121,8 @@ struct Assignment {
 
 // docs/correlation.md 3: the requester incarnation of every message, host times from the
 // observer's by `theta` (per host id).
-Assignment assign_requesters(const std::vector<WireMsg>& msgs, const HostModel& model,
-                             const QpIndex& index, const std::vector<int64_t>& theta) {
+Assignment assign_requesters(const WireMsgs& msgs, const HostModel& model, const QpIndex& index,
+                             const std::vector<int64_t>& theta) {
     Assignment a;
     a.requester.assign(msgs.size(), -1);
     a.source.assign(msgs.size(), SourceState::assigned);
@@ -186,7 +185,7 @@ std::vector<std::vector<uint32_t>> group_by(const std::vector<int64_t>& owner, s
     return groups;
 }
 
-RequesterJoin join_requesters(const HostModel& model, const std::vector<WireMsg>& msgs,
+RequesterJoin join_requesters(const HostModel& model, const WireMsgs& msgs,
                               const std::vector<int64_t>& requester, std::size_t hosts) {
     const std::size_t n = model.qps.size();
     RequesterJoin r;
@@ -256,7 +255,7 @@ std::vector<int64_t> offsets_of(const std::vector<ClockEstimate>& clocks) {
 
 }  // namespace
 
-JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
+JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
                       const ClockPolicy& policy, const std::vector<ClockBounds>& prior) {
     JoinResult result;
     result.counts.duplicate_msgs = dedupe(msgs);

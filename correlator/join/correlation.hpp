@@ -57,7 +57,7 @@ struct JoinResult {
 // `msgs` is deduplicated and sorted in place (docs/correlation.md 1); `model`'s work
 // requests get their completions. `prior` (per host id, may be shorter or empty): clock
 // bounds of messages joined before (the live correlator's earlier windows).
-JoinResult join_batch(HostModel& model, std::vector<WireMsg>& msgs, const HostNames& names,
+JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
                       const ClockPolicy& policy, const std::vector<ClockBounds>& prior = {});
 
 }  // namespace insert::correlate

@@ -303,7 +303,7 @@ ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const 
 
 }  // namespace
 
-HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& names) {
+HostModel build_host_model(HostEvents& events, const HostNames& names) {
     HostModel model;
     model.lost_at.resize(names.size());
     model.first_record.assign(names.size(), kForever);

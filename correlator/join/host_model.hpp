@@ -109,6 +109,6 @@ class HostNames;
 
 // Builds the model from every host record of the input (consumed: sorted in place).
 // Processes are independent and built in parallel.
-HostModel build_host_model(std::vector<HostEvent>& events, const HostNames& names);
+HostModel build_host_model(HostEvents& events, const HostNames& names);
 
 }  // namespace insert::correlate

@@ -218,7 +218,7 @@ void LiveCorrelator::window(bool final) {
         for (const Incarnation& q : model.qps) counts_.qps_without_ip += !q.has_ip;
         qps_.clear();
     } else {
-        std::vector<WireQp> finals;
+        WireQps finals;
         std::erase_if(qps_, [&](const WireQp& r) {
             if (r.final) finals.push_back(r);
             return r.final;

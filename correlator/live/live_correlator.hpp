@@ -66,9 +66,9 @@ class LiveCorrelator {
     LiveSettings settings_;
     RecordSink& sink_;
     std::vector<Stream> streams_;
-    std::vector<HostEvent> events_;
-    std::vector<WireMsg> msgs_;
-    std::vector<WireQp> qps_;
+    HostEvents events_;
+    WireMsgs msgs_;
+    WireQps qps_;
     std::vector<ClockBounds> bounds_;  // per host id, over every emitted message
     std::vector<ClockEstimate> clocks_;
     std::vector<bool> host_has_qp_;

@@ -199,7 +199,7 @@ class LiveInputs {
         Source& s = sources_[i];
         Ingested block;
         parse_block(parser_, s.buffer.get(), bytes, static_cast<uint32_t>(i), s.next_line,
-                    unterminated, block);
+                    unterminated, block, block.counts, block.first_bad);
         s.next_line += block.counts.lines;
         counts_.add(block.counts);
         for (const BadLine& b : block.first_bad)

@@ -17,7 +17,7 @@ int64_t sub_or_none(int64_t a, int64_t b) {
 }  // namespace
 
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
-                                  const std::vector<WireMsg>& msgs) {
+                                  const WireMsgs& msgs) {
     std::vector<E2eRow> rows;
     rows.reserve(join.matches.size());
     for (const E2eMatch& match : join.matches) {
@@ -96,7 +96,7 @@ std::vector<const AppView*> AppAggregator::apps() const {
     return out;
 }
 
-void keep_latest_records(std::vector<WireQp>& records) {
+void keep_latest_records(WireQps& records) {
     std::sort(records.begin(), records.end(), [](const WireQp& a, const WireQp& b) {
         return std::make_tuple(a.ip.bytes, a.qpn, a.t_first, !a.final, -a.t_last, ~a.pkts, a.cnps,
                                a.ecn_ce) < std::make_tuple(b.ip.bytes, b.qpn, b.t_first, !b.final,
@@ -109,8 +109,7 @@ void keep_latest_records(std::vector<WireQp>& records) {
     records.erase(end, records.end());
 }
 
-std::vector<const WireQp*> attribute_qp_records(const std::vector<WireQp>& records,
-                                                const HostModel& model,
+std::vector<const WireQp*> attribute_qp_records(const WireQps& records, const HostModel& model,
                                                 const std::vector<ClockEstimate>& clocks,
                                                 AppAggregator& apps, const HostNames& names) {
     const QpIndex index(model);
@@ -172,8 +171,8 @@ std::vector<PairView> make_pairs(const HostModel& model,
     return pairs;
 }
 
-Views make_views(const JoinResult& join, const HostModel& model, const std::vector<WireMsg>& msgs,
-                 std::vector<WireQp>& qp_records, const HostNames& names) {
+Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                 WireQps& qp_records, const HostNames& names) {
     Views v;
     v.e2e = make_e2e_rows(join, model, msgs);
     for (const E2eRow& r : v.e2e) v.apps.add_row(r, names);

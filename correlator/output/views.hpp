@@ -37,7 +37,7 @@ struct E2eRow {
 
 // Rows for every match of `join` (in its order).
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
-                                  const std::vector<WireMsg>& msgs);
+                                  const WireMsgs& msgs);
 
 struct AppView {
     std::string host;
@@ -82,13 +82,12 @@ class AppAggregator {
 
 // docs/correlation.md 6: per endpoint instance (ip, qpn, t_first_ns) only the latest `qp`
 // record (final beats interval, then the larger t_last_ns). Sorts and deduplicates.
-void keep_latest_records(std::vector<WireQp>& records);
+void keep_latest_records(WireQps& records);
 
 // Attributes each record to the incarnation alive at its t_first_ns (its own endpoint's,
 // and the one connected to it) and adds its counters to `apps`. Returns, per incarnation,
 // the latest record of its own endpoint (for `pair`), or null.
-std::vector<const WireQp*> attribute_qp_records(const std::vector<WireQp>& records,
-                                                const HostModel& model,
+std::vector<const WireQp*> attribute_qp_records(const WireQps& records, const HostModel& model,
                                                 const std::vector<ClockEstimate>& clocks,
                                                 AppAggregator& apps, const HostNames& names);
 
@@ -109,7 +108,7 @@ struct Views {
 };
 
 // The batch run's views. `qp_records` is deduplicated in place.
-Views make_views(const JoinResult& join, const HostModel& model, const std::vector<WireMsg>& msgs,
-                 std::vector<WireQp>& qp_records, const HostNames& names);
+Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                 WireQps& qp_records, const HostNames& names);
 
 }  // namespace insert::correlate

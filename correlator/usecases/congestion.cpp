@@ -134,8 +134,8 @@ std::vector<CongestionEpisode> CongestionTracker::episodes() const {
     return out;
 }
 
-void feed_congestion(CongestionTracker& tracker, const std::vector<WireMsg>& msgs,
-                     const JoinResult& join, const HostModel& model, const HostNames& names,
+void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const JoinResult& join,
+                     const HostModel& model, const HostNames& names,
                      const std::vector<bool>* only) {
     for (std::size_t i = 0; i < msgs.size(); ++i) {
         if (only && !(*only)[i]) continue;

@@ -97,15 +97,15 @@ class CongestionTracker {
     };
     CongestionOptions options_;
     std::map<std::string, Destination> dsts_;
-    std::vector<WireQp> counters_;
+    WireQps counters_;
     // Requester endpoints seen per destination, to find the CNPs of contributors.
     std::map<std::pair<std::array<uint8_t, 16>, uint32_t>, AppRef> requesters_;
 };
 
 // Feeds every message of a join (with `only`: those it marks) with its requester's
 // application.
-void feed_congestion(CongestionTracker& tracker, const std::vector<WireMsg>& msgs,
-                     const JoinResult& join, const HostModel& model, const HostNames& names,
+void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const JoinResult& join,
+                     const HostModel& model, const HostNames& names,
                      const std::vector<bool>* only = nullptr);
 
 }  // namespace insert::correlate

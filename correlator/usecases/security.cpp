@@ -110,7 +110,7 @@ std::string_view alert_severity(AlertKind k) {
     }
 }
 
-std::vector<Offence> find_offences(const std::vector<WireMsg>& msgs, const JoinResult& join,
+std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const HostModel& model, const HostNames& names,
                                    const SecurityOptions& options, const std::vector<bool>* only) {
     const QpIndex index(model);

@@ -77,7 +77,7 @@ struct Alert {
 
 // Every offending message of `msgs` (docs/correlation.md 8); with `only`, of the messages
 // it marks.
-std::vector<Offence> find_offences(const std::vector<WireMsg>& msgs, const JoinResult& join,
+std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const HostModel& model, const HostNames& names,
                                    const SecurityOptions& options,
                                    const std::vector<bool>* only = nullptr);
