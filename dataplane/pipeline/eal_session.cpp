@@ -104,6 +104,10 @@ class OutputHold {
         std::fflush(stdout);
         std::fflush(stderr);
         fd_ = memfd_create("insert-eal-init", MFD_CLOEXEC);
+        if (fd_ >= 0 && fd_ <= STDERR_FILENO) {  // a standard descriptor was closed: no hold
+            ::close(fd_);
+            fd_ = -1;
+        }
         if (fd_ < 0) return;
         saved_out_ = ::dup(STDOUT_FILENO);
         saved_err_ = ::dup(STDERR_FILENO);
@@ -115,10 +119,16 @@ class OutputHold {
         if (fd_ < 0) return {};
         std::fflush(stdout);
         std::fflush(stderr);
-        ::dup2(saved_out_, STDOUT_FILENO);
-        ::dup2(saved_err_, STDERR_FILENO);
-        ::close(saved_out_);
-        ::close(saved_err_);
+        // A descriptor that was closed when the hold began is closed again.
+        for (const auto [saved, fd] :
+             {std::pair{saved_out_, STDOUT_FILENO}, {saved_err_, STDERR_FILENO}}) {
+            if (saved >= 0) {
+                ::dup2(saved, fd);
+                ::close(saved);
+            } else {
+                ::close(fd);
+            }
+        }
         std::string text;
         char buf[4096];
         ::lseek(fd_, 0, SEEK_SET);
