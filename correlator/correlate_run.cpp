@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/correlation.hpp"
@@ -16,6 +17,7 @@
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/output/views.hpp"
+#include "correlator/report/html_report.hpp"
 #include "correlator/usecases/alertmanager.hpp"
 #include "correlator/usecases/congestion.hpp"
 #include "correlator/usecases/security.hpp"
@@ -58,6 +60,11 @@ int run_batch(const CorrelateOptions& options) {
     HostNames names;
     Ingested in;
     std::string error;
+    std::optional<report::HtmlReport> html;  // --html: fed every record line
+    if (!options.html.empty() &&
+        !html.emplace().open("--html", options.html,
+                             report::run_files(options.inputs, options.records), "", error))
+        return fail(error);
     if (!ingest(options.inputs, names, in, error)) return fail(error);
     report_bad_lines(in.first_bad, in.counts.bad(), options.inputs);
 
@@ -102,6 +109,7 @@ int run_batch(const CorrelateOptions& options) {
     if (!options.records.empty() && !out.open(options.records, options.inputs, error))
         return fail(error);
     RecordSink sink(out.is_open() ? &out : nullptr);
+    if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
     for (const E2eRow& row : views.e2e) sink.e2e(row, names);
     for (const Alert& a : alerts) sink.alert(a);
     for (const CongestionEpisode& e : episodes) sink.congestion(e);
@@ -110,6 +118,8 @@ int run_batch(const CorrelateOptions& options) {
     for (const auto& [host, clock] : clocks) sink.clock(host, clock);
     sink.summary(summary);
     if (!sink.flush() || (!out.close() && !out.reader_gone())) return fail(out.error());
+    if (html && !html->write(report::run_source(options.inputs, options.listen), error))
+        return fail(error);
     if (!options.quiet) {
         const std::string text = terminal_report(summary, views.apps, clocks, alerts, episodes);
         std::fputs(text.c_str(), out.to_stdout() ? stderr : stdout);

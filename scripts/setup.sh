@@ -12,6 +12,9 @@ packages=(
     libcli11-dev zlib1g-dev libsimdjson-dev
     # tests and demos
     python3 tshark tcpreplay tcpdump iproute2 perftest iputils-ping ethtool
+    # the HTML report (Chart.js, inlined into the page) and its checks: a real headless
+    # browser, a real Alertmanager to deliver alerts to
+    libjs-chart.js chromium prometheus-alertmanager
 )
 hugepages_wanted=${INSERT_HUGEPAGES:-512}
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
+#include "correlator/report/html_report.hpp"
 #include "correlator/usecases/alertmanager.hpp"
 
 namespace insert::correlate {
@@ -232,6 +234,13 @@ int run_live(const CorrelateOptions& options) {
     std::string error;
     OutputStream out;
     RecordSink sink(&out);
+    std::optional<report::HtmlReport> html;  // --html: fed every record line
+    if (!options.html.empty()) {
+        if (!html.emplace().open("--html", options.html,
+                                 report::run_files(options.inputs, options.records), "", error))
+            return fail(error);
+        sink.set_observer([&html](std::string_view line) { html->add(line); });
+    }
     LiveSettings settings;
     settings.clock = options.clock;
     settings.max_delay_ns = static_cast<int64_t>(options.max_delay_s * 1e9);
@@ -277,6 +286,8 @@ int run_live(const CorrelateOptions& options) {
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     sink.summary(summary);
     if (!sink.flush() || (!out.close() && !out.reader_gone())) return fail(out.error());
+    if (html && !html->write(report::run_source(options.inputs, options.listen), error))
+        return fail(error);
     if (!options.quiet) {
         const std::string text = terminal_report(summary, engine.apps(), engine.clocks(),
                                                  engine.alerts(), engine.episodes());

@@ -51,7 +51,8 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         "  insert-correlate dp.jsonl trace-*.jsonl --records e2e.jsonl\n"
         "  insert-correlate dp.jsonl trace.jsonl --records - --quiet | grep '\"type\":\"e2e\"'\n"
         "  insert-correlate dp.jsonl trace.jsonl --clock-offset node7=-2500 --threads 1\n"
-        "  insert-correlate --listen /run/insert/correlator.sock --records live.jsonl\n");
+        "  insert-correlate --listen /run/insert/correlator.sock --records live.jsonl\n"
+        "  insert-correlate dp.jsonl trace-*.jsonl --records c.jsonl --html report.html\n");
     std::vector<std::string> offsets;
     int threads = 0;
     app.add_option("inputs", out.inputs, "input files ('-' for standard input)");
@@ -64,6 +65,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     app.add_flag("--same-clock", out.clock.same_clock,
                  "hosts and observers share one clock (offset 0 where no --clock-offset)");
     app.add_flag("-q,--quiet", out.quiet, "no terminal report");
+    app.add_option("--html", out.html,
+                   "also write the records as a self-contained HTML report (charts and tables; "
+                   "written at the end of a successful run)");
     app.add_option("--listen", out.listen,
                    "accept producers (insert-trace --unix, insert-dp) on this Unix socket; "
                    "runs live until SIGINT/SIGTERM or --duration");
@@ -133,6 +137,14 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         if (!parse_offset(o, out.clock, error)) return 2;
     if (app.count("--records") && out.records.empty()) {
         error = "--records: empty path (use '-' for standard output)";
+        return 2;
+    }
+    if (app.count("--html") && out.html.empty()) {
+        error = "--html: empty path";
+        return 2;
+    }
+    if (!out.html.empty() && out.html == out.records) {
+        error = "--html " + out.html + ": is the --records output too";
         return 2;
     }
     unsigned stdin_inputs = 0;

@@ -27,6 +27,7 @@ struct CorrelateOptions {
     SecurityOptions security;
     CongestionOptions congestion;
     std::string alertmanager;  // http://HOST:PORT: also deliver the alerts there
+    std::string html;          // also write the records as an HTML report (correlator/report)
 };
 
 // Returns -1 to go on, 0 after --help, 2 with `error` set (naming the option) otherwise.

@@ -1,0 +1,29 @@
+// Text from records placed into an HTML page. Every string a record carries may come from
+// an attacker (a process names itself: comm; insert-trace --host; evidence), so it goes
+// into the page only through these functions: as HTML text, or as a JSON string inside a
+// <script> block, where "</script>" and "<!--" could otherwise end or confuse the block.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace insert::correlate::report {
+
+// & < > " ' as character references: safe in element content and quoted attributes.
+void append_html(std::string& out, std::string_view text);
+std::string html(std::string_view text);
+
+// A JSON string literal (quotes included) whose text has no '<', '>' or '&' (written as
+// \u003c ...): it cannot end a <script> element or start a comment inside it.
+void append_script_json_string(std::string& out, std::string_view text);
+
+// The bytes as valid UTF-8: each byte of an invalid sequence becomes U+FFFD. A comm cut at
+// 15 bytes by the kernel can end in half a character; JSON parsers reject such lines.
+std::string valid_utf8(std::string_view bytes);
+bool is_valid_utf8(std::string_view bytes);
+
+// A JavaScript library's text made safe to inline in <script>: "</script" and "<!--"
+// cannot appear inside (both are escaped the way JavaScript reads them the same).
+std::string inline_script_text(std::string text);
+
+}  // namespace insert::correlate::report
