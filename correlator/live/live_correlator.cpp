@@ -184,7 +184,8 @@ void LiveCorrelator::window(bool final) {
         for (const auto* list : {&q.send_completions, &q.recv_completions})
             for (const Completion& c : *list)
                 if (final || c.wall < limit) consumed[c.event] = true;
-        if (q.t_end != kForever && q.t_end < limit) {
+        // Forgotten after this window (the final window counts every QP it has).
+        if (!final && q.t_end != kForever && q.t_end < limit) {
             ++qps_retired_;
             counts_.qps_without_ip += !q.has_ip;
         }

@@ -183,7 +183,10 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                 offences.push_back(o);
             }
         }
-        if (join.wire[i] == WireState::wire_only_covered) {
+        // A message that did not complete (`incomplete`, NAKed) may be a posted one whose
+        // packets the observer partly missed, so its bytes disagree with the request:
+        // only a complete, accepted message no one posted is injected.
+        if (join.wire[i] == WireState::wire_only_covered && m.status == MsgStatus::ok) {
             const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
             if (!lost_near(model, src.host, m.t_first + theta(src.host), options.lost_guard_ns)) {
                 o.kind = AlertKind::injected_message;
