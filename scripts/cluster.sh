@@ -11,8 +11,8 @@
 # of NAME-mid, where `insert-dp inline --iface left --iface right` forwards every frame
 # (ARP and perftest's TCP exchange included), so every left<->right packet crosses it and
 # nothing flows between the halves while it is not running. Host hN has the addresses
-# 10.88.0.N, 10.88.0.1N and 10.88.0.2N ("slots" 0, 1, 2): softverbs binds IP:4791 per
-# process, so a host runs one verbs process per address. The link from NAME-swr to
+# 10.88.0.N, 10.88.0.1N, 10.88.0.2N and 10.88.0.3N ("slots" 0-3): softverbs binds IP:4791
+# per process, so a host runs one verbs process per address. The link from NAME-swr to
 # NAME-h4 is rate-limited with tbf (this kernel has tbf and htb, no RED/netem/fq_codel),
 # so traffic from several left hosts to h4 queues there: the incast.
 #
@@ -31,7 +31,7 @@ CLUSTER_LEFT="h1 h2 h3"
 CLUSTER_RIGHT="h4 h5"
 CLUSTER_INCAST_HOST="h4"
 CLUSTER_PREFIX="10.88.0"
-CLUSTER_SLOTS=3
+CLUSTER_SLOTS=4
 CLUSTER_MTU="${CLUSTER_MTU:-9000}"
 CLUSTER_TBF_RATE="${CLUSTER_TBF_RATE:-200mbit}"
 CLUSTER_TBF_BURST="${CLUSTER_TBF_BURST:-64kb}"
@@ -269,7 +269,7 @@ cluster_main() {
                 cluster_err "could not create cluster '$name'"
                 return 1
             }
-            echo "cluster $name: $(cluster_hosts) ($CLUSTER_PREFIX.N, .1N, .2N), mid, swl, swr;" \
+            echo "cluster $name: $(cluster_hosts) ($CLUSTER_PREFIX.N, .1N, .2N, .3N), mid, swl, swr;" \
                 "left and right are joined only by insert-dp: cluster.sh dp $name"
             ;;
         down) cluster_down "$name" ;;

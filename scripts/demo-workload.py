@@ -64,7 +64,7 @@ def main():
     meta = {r["key"]: r["value"] for r in read_tsv(os.path.join(logs, "meta.tsv"), ["key", "value"])}
     procs = read_tsv(os.path.join(logs, "procs.tsv"),
                      ["key", "pid", "tool", "role", "host", "ip", "peer_ip", "port", "phase",
-                      "group", "target", "t_start_ns", "t_end_ns", "exit_status", "env", "args"])
+                      "group", "target", "t_start_ns", "t_end_ns", "exit_status", "env", "args", "tenant"])
     phases = read_tsv(os.path.join(logs, "phases.tsv"), ["name", "t_start_ns", "t_end_ns"])
     attacks = []
     attacks_path = os.path.join(out_dir, "attacks.jsonl")
@@ -92,6 +92,10 @@ def main():
             "t_end_ns": as_int(p["t_end_ns"]),
             "exit_status": as_int(p["exit_status"]),
             "log": os.path.join("logs", p["key"] + ".log"),
+            # Each host namespace has its own tracer: the process's records are in its file.
+            "trace_file": f"trace-{p['host']}.jsonl",
+            "tenant": p.get("tenant") or None,
+            "cgroup": as_int(meta.get("cgroup_" + p["tenant"], "")) if p.get("tenant") else None,
         }
         if rec["tool"].startswith("ib_"):
             rec["perftest"] = perftest_addresses(os.path.join(logs, p["key"] + ".log"))
@@ -115,7 +119,8 @@ def main():
         args = client["args"].split()
         iters = int(args[args.index("-n") + 1]) if "-n" in args else None
         size = int(args[args.index("-s") + 1]) if "-s" in args else 65536
-        op = {"ib_write_bw": "WRITE", "ib_read_bw": "READ", "ib_send_bw": "SEND"}.get(client["tool"])
+        op = {"ib_write_bw": "WRITE", "ib_read_bw": "READ", "ib_send_bw": "SEND",
+              "ib_write_lat": "WRITE"}.get(client["tool"])
         pairs.append({
             "group": group, "phase": client["phase"], "tool": client["tool"], "op": op,
             "iterations": iters, "size": size, "reversed": reversed_,
@@ -124,7 +129,8 @@ def main():
             "responder_pid": resp["pid"], "responder_ip": resp["ip"], "responder_qpn": qp_of(resp),
         })
 
-    incast_pairs = [x for x in pairs if x["phase"] == "incast"]
+    incast_pairs = [x for x in pairs if x["phase"] == "incast" and x["group"].startswith("incast")]
+    latency = next((x for x in pairs if x["group"] == "latency"), None)
     incast_phase = next((ph for ph in phases if ph["name"] == "incast"), None)
     incast = {
         "victim_host": meta.get("incast_host"),
@@ -137,6 +143,11 @@ def main():
                 "limit": meta.get("tbf_limit")},
         "t_start_ns": as_int(incast_phase["t_start_ns"]) if incast_phase else None,
         "t_end_ns": as_int(incast_phase["t_end_ns"]) if incast_phase else None,
+        # The latency-sensitive application into the same host meanwhile: the episode's victim.
+        "latency_victim": None if not latency else {
+            "pid": latency["requester_pid"], "ip": latency["requester_ip"],
+            "qpn": latency["requester_qpn"], "server_pid": latency["responder_pid"],
+            "server_ip": latency["responder_ip"], "tool": latency["tool"]},
     }
 
     # Attacks: each attacker's JSON line with its victim (the perftest process owning the
@@ -178,7 +189,8 @@ def main():
             "observer": {"namespace": meta.get("cluster", "") + "-mid", "ifaces": ["left", "right"],
                          "tool": "insert-dp inline"},
         },
-        "trace_host": meta.get("trace_host"),
+        "trace_hosts": meta.get("trace_hosts", "").split(),
+        "tenants": {k[len("cgroup_"):]: as_int(v) for k, v in meta.items() if k.startswith("cgroup_")},
         "t_start_ns": as_int(meta.get("t_start_ns", "")),
         "t_end_ns": as_int(meta.get("t_end_ns", "")),
         "phases": [{"name": ph["name"], "t_start_ns": as_int(ph["t_start_ns"]),

@@ -4,19 +4,24 @@
 # (scripts/cluster.sh: five host namespaces, insert-dp inline as the only path between the
 # left hosts h1-h3 and the right hosts h4-h5, tbf toward h4) with
 #   - insert-dp inline in the middle writing its records (dp.jsonl),
-#   - insert-trace tracing every process of every host (trace.jsonl),
-#   - unmodified perftest over softverbs: ib_write_bw, ib_read_bw and ib_send_bw pairs
-#     across the box; an incast (h1, h2, h3 -> h4 at once through the tbf bottleneck,
-#     softverbs marking 5% of the senders' packets ECN-CE for it); a victim ib_write_bw
-#     server attacked by insert-attack rkey-guess, and another one (writing to its client
-#     on h1) whose QP receives packets injected by insert-attack inject from h2, first
-#     from h2's address, then spoofed as its client's,
+#   - one insert-trace per host namespace (--netns, --host hN: each host its own clock
+#     domain) writing trace-hN.jsonl,
+#   - unmodified perftest over softverbs, each application in its tenant's cgroup:
+#     ib_write_bw, ib_read_bw and ib_send_bw pairs across the box; an incast (h1, h2, h3
+#     -> h4 at once through the tbf bottleneck, softverbs marking 5% of the senders'
+#     packets ECN-CE for it) while a latency-sensitive ib_write_lat runs from h2 to h4; a
+#     victim ib_write_bw server attacked by insert-attack rkey-guess, and another one whose
+#     QP, after its client's writes, receives packets injected by insert-attack inject from
+#     h2, first from h2's own address, then spoofed as its client's,
 # then stops everything, deletes the cluster and leaves in the output directory dp.jsonl,
-# trace.jsonl, attacks.jsonl (one line per attacker run), workload.json (which pid ran what
-# where: the ground truth) and logs/. Finally, if insert-correlate is built, it joins them
-# and prints its report. About 30-60 s on a 2-core machine.
+# trace-h1..h5.jsonl, attacks.jsonl (one line per attacker run), workload.json (which pid
+# ran what where: the ground truth) and logs/. Finally insert-correlate joins them into
+# correlated.jsonl and report.html (charts, tables; self-contained) and prints its report.
+# About 40-60 s on a 2-core machine.
 #
-#   scripts/demo.sh [--out DIR] [--no-correlate]   the cluster (root); DIR default out/demo-TIME
+#   scripts/demo.sh [--out DIR] [--no-correlate] [--alertmanager URL]
+#                            the cluster (root); DIR default out/demo-TIME; URL: also deliver
+#                            the alerts to this Prometheus Alertmanager (http://HOST:PORT)
 #   scripts/demo.sh --replay [FILE.pcap]           the offline pipeline over a capture
 #                                                  (default pcaps/rc_mixed.pcap; no root)
 # INSERT_BUILD_ROOT: the build directory (default build).
@@ -28,9 +33,9 @@ cd "$root"
 build=${INSERT_BUILD_ROOT:-${INSERT_BUILD_DIR:-build}}
 export INSERT_BUILD_ROOT="$build"
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
-mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1
+mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1 alertmanager=
 while [ $# -gt 0 ]; do
     case "$1" in
         --replay)
@@ -48,6 +53,11 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         --no-correlate) correlate=0 ;;
+        --alertmanager)
+            [ $# -gt 1 ] || { echo "demo: --alertmanager needs a URL" >&2; exit 2; }
+            alertmanager=$2
+            shift
+            ;;
         -h | --help) usage; exit 0 ;;
         *) echo "demo: unknown option '$1' (scripts/demo.sh --help)" >&2; exit 2 ;;
     esac
@@ -88,22 +98,33 @@ CORRELATE_BIN=$build/correlator/insert-correlate
 SV_DIR=$build/hosttrace/softverbs
 NEEDED=(dataplane/tools/insert-dp hosttrace/insert-trace bench/attack/insert-attack
     hosttrace/softverbs/libibverbs.so.1.14.44 hosttrace/softverbs/libmlx5.so.1.24.44
-    hosttrace/softverbs/libefa.so.1.2.44)
+    hosttrace/softverbs/libefa.so.1.2.44 correlator/insert-correlate)
 
 # The workload (docs/demo.md). Perftest sizes are small: everything crosses one insert-dp
 # worker and softverbs on two shared cores.
 PAIR_ARGS=(-F -n 1000 -s 4096)
 # Incast senders keep 16 x 16 KB in flight each (64 packets): the tbf queue (~0.8 MB, ~30 ms
 # at 200 Mbit/s) stays below its limit and below perftest's 67 ms retransmission timeout,
-# so the episode shows as queueing delay and ECN marks, without drops or timeouts.
-INCAST_ARGS=(-F -n 600 -s 16384 -t 16)
+# so the episode shows as queueing delay and ECN marks, without drops or timeouts. 2000
+# messages (32 MB, 1.3 s alone at the bottleneck's rate) per sender: on a loaded machine
+# the three start up to a second apart, and must still all send at once.
+INCAST_ARGS=(-F -n 2000 -s 16384 -t 16)
 INCAST_ECN=0.05
+# The latency-sensitive application into h4 during the incast: ping-pong WRITEs of 64 bytes
+# for a fixed time, started LAT_LEAD_S before the incast (its unloaded latency is the
+# baseline the episode is measured against) and ending after it.
+LAT_ARGS=(-F -D 7 -s 64)
+LAT_LEAD_S=1
 RKEY_GUESSES=10
-# The injection victim writes to its client, rate-limited (2 MiB/s, ~3 s), so its QP
-# receives no requests of its own while the injector targets it: the PSN it expects next
-# is the one its client announced.
-INJECT_PAIR_ARGS=(-F --reversed -n 1500 -s 4096 --rate_limit=2 --rate_units=M --rate_limit_type=SW)
+# The injection victim: an ib_write_bw server whose client writes INJECT_ITERS messages of
+# 64 bytes (one packet each), after which both keep their QPs for --wait_destroy seconds.
+# Then the server's QP expects exactly the client's first PSN + INJECT_ITERS, and the
+# client's QP has shown its writes traced: a spoofed request from the client's address is a
+# message the client never posted (injected_message).
+INJECT_ITERS=200
+INJECT_PAIR_ARGS=(-F -n "$INJECT_ITERS" -s 64 --wait_destroy=5)
 PHASE_DEADLINE_S=60
+CONGESTION_BIN_MS=50
 
 ensure_built() {
     scripts/setup.sh >&2 || die "scripts/setup.sh failed"
@@ -120,28 +141,64 @@ ensure_built() {
     command -v ib_write_bw >/dev/null || die "perftest is not installed (scripts/setup.sh)"
 }
 
+# ---- tenants: one cgroup v2 per kind of application ---------------------------------------------
+# Every application runs in its tenant's cgroup (insert-trace reports the cgroup id; the
+# report draws network latency per cgroup). Skipped where no cgroup v2 is writable.
+TENANTS=(pairs incast latency victims attackers)
+CG_ROOT=""
+declare -A CG_DIR CG_ID
+tenants_up() {
+    local mount t
+    mount=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+    [ -n "$mount" ] && mkdir "$mount/insert-demo-$NAME" 2>/dev/null || {
+        say "no writable cgroup v2: every application in the demo's own cgroup"
+        return 0
+    }
+    CG_ROOT=$mount/insert-demo-$NAME
+    for t in "${TENANTS[@]}"; do
+        mkdir "$CG_ROOT/$t" || die "cannot create cgroup $CG_ROOT/$t"
+        CG_DIR[$t]=$CG_ROOT/$t
+        CG_ID[$t]=$(stat -c %i "$CG_ROOT/$t")  # what bpf_get_current_cgroup_id() returns
+    done
+}
+tenants_down() {  # after every process ended: an empty cgroup can be removed
+    [ -n "$CG_ROOT" ] || return 0
+    local t
+    for _ in $(seq 20); do
+        for t in "${TENANTS[@]}"; do rmdir "$CG_ROOT/$t" 2>/dev/null; done
+        rmdir "$CG_ROOT" 2>/dev/null && break
+        sleep 0.1
+    done
+    [ -d "$CG_ROOT" ] && echo "demo: cgroup $CG_ROOT could not be removed" >&2
+    CG_ROOT=""
+}
+
 # ---- process table ---------------------------------------------------------------------------
-declare -A P_PID P_ROW P_START P_END P_STATUS P_ENV P_ARGS
+declare -A P_PID P_ROW P_START P_END P_STATUS P_ENV P_ARGS P_TENANT
 KEYS=()
 PHASE=""
+TENANT=""
 
 # spawn KEY HOST SLOT ROLE GROUP TARGET PEER_IP PORT "ENV..." TOOL ARGS...
-# Runs TOOL in host HOST's namespace on its address SLOT with softverbs, output line-buffered
-# into logs/KEY.log. `ip netns exec`, env and stdbuf all exec: $! is the tool's own pid, the
-# one insert-trace reports.
+# Runs TOOL in host HOST's namespace on its address SLOT with softverbs, in the cgroup of
+# the current TENANT, output line-buffered into logs/KEY.log. sh (after moving itself into
+# the cgroup), `ip netns exec`, env and stdbuf all exec: $! is the tool's own pid, the one
+# insert-trace reports.
 spawn() {
     local key=$1 host=$2 slot=$3 role=$4 group=$5 target=$6 peer=$7 port=$8 envs=$9
     shift 9
-    local ip
+    local ip cg=${CG_DIR[$TENANT]:-}
     ip=$(cluster_ip "$host" "$slot") || die "bad address slot $host/$slot"
-    # shellcheck disable=SC2086
-    ip netns exec "$NAME-$host" env LD_LIBRARY_PATH="$SV_DIR" SOFTVERBS_IPS="$ip" $envs \
+    # shellcheck disable=SC2086,SC2016
+    sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 125; shift; exec "$@"' sh "$cg" \
+        ip netns exec "$NAME-$host" env LD_LIBRARY_PATH="$SV_DIR" SOFTVERBS_IPS="$ip" $envs \
         stdbuf -oL "$@" > "$LOGS/$key.log" 2>&1 &
     P_PID[$key]=$!
     P_START[$key]=$(now_ns)
     P_ROW[$key]="$1	$role	$host	$ip	$peer	$port	$PHASE	$group	$target"
     P_ENV[$key]="$envs"
     P_ARGS[$key]="${*:2}"
+    P_TENANT[$key]=$TENANT
     KEYS+=("$key")
 }
 
@@ -207,6 +264,7 @@ phase_end() { PH_END[$PHASE]=$(now_ns); say "  $PHASE: $(((PH_END[$PHASE] - PH_S
 # ---- the workload ----------------------------------------------------------------------------
 phase_pairs() {
     phase_begin pairs
+    TENANT=pairs
     # Servers on h5's three addresses, clients on h1-h3: every pair crosses insert-dp.
     local -a tools=(ib_write_bw ib_read_bw ib_send_bw) names=(write read send) clients=(h1 h2 h3)
     local i
@@ -227,9 +285,20 @@ phase_pairs() {
 
 phase_incast() {
     phase_begin incast
+    # The latency-sensitive application first: ib_write_lat from h2 (its slot 1) to h4's
+    # slot 3, into the same bottleneck; its unloaded messages make h4's baseline.
+    TENANT=latency
+    spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_write_lat \
+        "${LAT_ARGS[@]}" -p 18550
+    wait_listen h4 18550 lat_srv
+    spawn lat_cli h2 1 client latency "" "$(cluster_ip h4 3)" 18550 "" ib_write_lat \
+        "${LAT_ARGS[@]}" -p 18550 "$(cluster_ip h4 3)"
+    wait_line lat_cli '#bytes' 20
+    sleep "$LAT_LEAD_S"
     # Three servers on h4 (one per address), three senders at once: the tbf on the link to
     # h4 is the bottleneck. softverbs marks a fraction of the senders' packets CE (the
     # kernel has no AQM that marks); h4 answers with CNPs.
+    TENANT=incast
     local i h
     for i in 0 1 2; do
         spawn "incast_srv$((i + 1))" h4 "$i" server "incast$((i + 1))" "" "$(cluster_ip "h$((i + 1))")" \
@@ -242,30 +311,35 @@ phase_incast() {
             $((18540 + i)) "SOFTVERBS_ECN=$INCAST_ECN SOFTVERBS_SEED=$((i + 1))" \
             ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i)) "$(cluster_ip h4 "$i")"
     done
-    say "  incast: h1, h2, h3 -> h4 (${INCAST_ARGS[*]:1}) through tbf $CLUSTER_TBF_RATE, ECN-CE $INCAST_ECN"
-    wait_keys "$PHASE_DEADLINE_S" incast_srv1 incast_srv2 incast_srv3 incast_cli1 incast_cli2 incast_cli3 ||
-        die "an incast sender or receiver failed"
+    say "  incast: h1, h2, h3 -> h4 (${INCAST_ARGS[*]:1}) through tbf $CLUSTER_TBF_RATE, ECN-CE $INCAST_ECN;" \
+        "ib_write_lat $(cluster_ip h2 1) -> $(cluster_ip h4 3) (${LAT_ARGS[*]:1}) meanwhile"
+    wait_keys "$PHASE_DEADLINE_S" incast_srv1 incast_srv2 incast_srv3 incast_cli1 incast_cli2 incast_cli3 \
+        lat_srv lat_cli || die "an incast sender or receiver, or the latency application, failed"
     phase_end
 }
 
 phase_attacks() {
     phase_begin attacks
-    local victim_ip client_ip
+    local victim_ip client_ip server_ip
     victim_ip=$(cluster_ip h5 0)
+    server_ip=$(cluster_ip h5 1)
+    client_ip=$(cluster_ip h1)
+    TENANT=victims
     # 1. rkey guessing: a victim ib_write_bw server on h5; the attacker on h3 is its client.
     spawn atk_rkey_victim h5 0 server rkey "" "$(cluster_ip h3)" 18530 "" ib_write_bw -F -p 18530
-    # 2. injection: an ib_write_bw server on h5 writing to its client on h1 (--reversed).
-    client_ip=$(cluster_ip h1)
+    # 2. injection: an ib_write_bw server on h5 whose client on h1 writes to it, then waits.
     spawn inj_victim h5 1 server inject "" "$client_ip" 18531 "" ib_write_bw "${INJECT_PAIR_ARGS[@]}" -p 18531
     wait_listen h5 18530 atk_rkey_victim
     wait_listen h5 18531 inj_victim
+    spawn inj_client h1 0 client inject "" "$server_ip" 18531 "" ib_write_bw \
+        "${INJECT_PAIR_ARGS[@]}" -p 18531 "$server_ip"
+    TENANT=attackers
     spawn atk_rkey h3 0 attacker "" atk_rkey_victim "$victim_ip" 18530 "" "$ATTACK_BIN" rkey-guess \
         --server "$victim_ip" --port 18530 --count "$RKEY_GUESSES"
-    spawn inj_client h1 0 client inject "" "$(cluster_ip h5 1)" 18531 "" ib_write_bw \
-        "${INJECT_PAIR_ARGS[@]}" -p 18531 "$(cluster_ip h5 1)"
     # The victim's QP, rkey and buffer as perftest printed them, and the PSN its client
-    # announced (the next one its QP expects); its data phase has begun at "#bytes".
-    wait_line inj_victim '#bytes' 30
+    # announced; once the client's writes are done (the server waits before destroying its
+    # QP), the PSN the QP expects next is that one + INJECT_ITERS (one packet per message).
+    wait_line inj_victim 'Waiting [0-9]+ seconds before releasing' 30
     local loc rem qpn rkey va psn
     loc=$(grep -m1 'local address' "$LOGS/inj_victim.log")
     rem=$(grep -m1 'remote address' "$LOGS/inj_victim.log")
@@ -275,14 +349,15 @@ phase_attacks() {
     psn=$(echo "$rem" | sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p')
     [ -n "$qpn" ] && [ -n "$rkey" ] && [ -n "$va" ] && [ -n "$psn" ] ||
         die "cannot read the injection victim's QP from $LOGS/inj_victim.log"
-    local inj=(inject --dst "$(cluster_ip h5 1)" --qpn "$qpn" --psn "$psn" --rkey "$rkey" --va "$va")
-    spawn atk_inject h2 0 attacker "" inj_victim "$(cluster_ip h5 1)" "" "" "$ATTACK_BIN" "${inj[@]}"
+    psn=$(printf '0x%x' $(((psn + INJECT_ITERS) & 0xffffff)))
+    local inj=(inject --dst "$server_ip" --qpn "$qpn" --psn "$psn" --rkey "$rkey" --va "$va")
+    spawn atk_inject h2 0 attacker "" inj_victim "$server_ip" "" "" "$ATTACK_BIN" "${inj[@]}"
     wait_keys 15 atk_inject || die "insert-attack inject failed"
-    spawn atk_spoof h2 0 attacker "" inj_victim "$(cluster_ip h5 1)" "" "" "$ATTACK_BIN" "${inj[@]}" \
+    spawn atk_spoof h2 0 attacker "" inj_victim "$server_ip" "" "" "$ATTACK_BIN" "${inj[@]}" \
         --src "$client_ip"
     wait_keys 15 atk_spoof || die "insert-attack inject --src failed"
     say "  attacks: rkey-guess h3 -> ib_write_bw server $victim_ip ($RKEY_GUESSES rkeys);" \
-        "inject h2 -> ib_write_bw server $(cluster_ip h5 1) QPN $qpn PSN $psn, then spoofed as $client_ip"
+        "inject h2 -> ib_write_bw server $server_ip QPN $qpn PSN $psn, then spoofed as $client_ip"
     wait_keys "$PHASE_DEADLINE_S" atk_rkey atk_rkey_victim inj_victim inj_client ||
         die "an attack or its victim failed"
     local key
@@ -290,45 +365,67 @@ phase_attacks() {
     phase_end
 }
 
-# ---- tracer -----------------------------------------------------------------------------------
-TRACE_PID=""
-start_tracer() {
-    # One tracer for every namespace (uprobes follow the library file, not the namespace):
-    # one host, one clock, several addresses. softverbs' library is probed from the start.
-    "$TRACE_BIN" -o "$OUT/trace.jsonl" --host "$NAME" -l "$SV_DIR/libibverbs.so.1" \
-        > "$LOGS/insert-trace.log" 2>&1 &
-    TRACE_PID=$!
-    for _ in $(seq 300); do
-        grep -q '"type":"trace_start"' "$OUT/trace.jsonl" 2>/dev/null && return 0
-        kill -0 "$TRACE_PID" 2>/dev/null || break
+# ---- tracers --------------------------------------------------------------------------------
+# One insert-trace per host namespace (--netns): each emulated host is a clock domain of its
+# own (--host hN), as on a real cluster; softverbs' library is probed from the start.
+declare -A TRACE_PIDS
+start_tracers() {
+    local h
+    for h in $(cluster_hosts); do
+        "$TRACE_BIN" -o "$OUT/trace-$h.jsonl" --netns "$NAME-$h" --host "$h" \
+            -l "$SV_DIR/libibverbs.so.1" > "$LOGS/insert-trace-$h.log" 2>&1 &
+        TRACE_PIDS[$h]=$!
+    done
+    for h in $(cluster_hosts); do
+        for _ in $(seq 300); do
+            grep -q '"type":"trace_start"' "$OUT/trace-$h.jsonl" 2>/dev/null && continue 2
+            kill -0 "${TRACE_PIDS[$h]}" 2>/dev/null || break
+            sleep 0.1
+        done
+        die "insert-trace for $h did not start: $(tail -2 "$LOGS/insert-trace-$h.log" | tr '\n' ' ')"
+    done
+}
+stop_tracers() {  # all at once (detaching uprobes takes seconds each); 1 if one failed
+    local h rc=0
+    for h in "${!TRACE_PIDS[@]}"; do kill -INT "${TRACE_PIDS[$h]}" 2>/dev/null; done
+    for _ in $(seq 200); do
+        local alive=0
+        for h in "${!TRACE_PIDS[@]}"; do kill -0 "${TRACE_PIDS[$h]}" 2>/dev/null && alive=1; done
+        [ $alive -eq 0 ] && break
         sleep 0.1
     done
-    die "insert-trace did not start: $(tail -2 "$LOGS/insert-trace.log" | tr '\n' ' ')"
-}
-stop_tracer() {
-    [ -n "$TRACE_PID" ] || return 0
-    kill -INT "$TRACE_PID" 2>/dev/null
-    for _ in $(seq 150); do kill -0 "$TRACE_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$TRACE_PID" 2>/dev/null
-    wait "$TRACE_PID" 2>/dev/null
-    local rc=$?
-    TRACE_PID=""
+    for h in "${!TRACE_PIDS[@]}"; do
+        kill -KILL "${TRACE_PIDS[$h]}" 2>/dev/null
+        wait "${TRACE_PIDS[$h]}" 2>/dev/null || rc=1
+        unset "TRACE_PIDS[$h]"
+    done
     return $rc
 }
 
-# ---- the correlator (the lead adapts this step) ----------------------------------------------
+# ---- the correlator ---------------------------------------------------------------------------
+# insert-correlate joins the dataplane's and the hosts' records: correlated.jsonl (e2e, app,
+# clock, alert, congestion, summary), report.html (the same as a page with charts), and its
+# terminal report (report.txt). --alertmanager also delivers the alerts.
 run_correlator() {
-    local dir=$1
-    if [ ! -x "$CORRELATE_BIN" ]; then
-        say "no $CORRELATE_BIN: the inputs are ready, correlation skipped"
-        return 0
-    fi
-    say "insert-correlate dp.jsonl trace.jsonl"
-    "$CORRELATE_BIN" "$dir/dp.jsonl" "$dir/trace.jsonl" --records "$dir/correlated.jsonl" \
-        2> "$dir/logs/insert-correlate.log" | tee "$dir/report.txt"
+    local dir=$1 h traces=()
+    for h in $(cluster_hosts); do traces+=("$dir/trace-$h.jsonl"); done
+    local extra=()
+    [ -n "$alertmanager" ] && extra=(--alertmanager "$alertmanager")
+    say "insert-correlate dp.jsonl trace-h1..h5.jsonl --records correlated.jsonl --html report.html" \
+        "--congestion-bin $CONGESTION_BIN_MS ${extra[*]}"
+    echo
+    # 50 ms congestion bins (default 10): here the observer shares two cores with the whole
+    # cluster, and its timestamps stall for tens of milliseconds now and then (no message in
+    # a bin); episodes end only after two bins without congestion.
+    "$CORRELATE_BIN" "$dir/dp.jsonl" "${traces[@]}" --records "$dir/correlated.jsonl" \
+        --html "$dir/report.html" --congestion-bin "$CONGESTION_BIN_MS" "${extra[@]}" \
+        2> "$dir/logs/insert-correlate.log" |
+        tee "$dir/report.txt"
     local rc=${PIPESTATUS[0]}
-    [ "$rc" -eq 0 ] || say "insert-correlate exited $rc: $dir/logs/insert-correlate.log"
-    return 0
+    echo
+    cat "$dir/logs/insert-correlate.log" >&2
+    [ "$rc" -eq 0 ] || die "insert-correlate exited $rc: $dir/logs/insert-correlate.log"
+    say "report: $dir/report.html (open it in a browser; it loads nothing from anywhere)"
 }
 
 # ---- run ----------------------------------------------------------------------------------------
@@ -348,9 +445,10 @@ cleanup() {
     local key
     for key in "${KEYS[@]}"; do kill -KILL "${P_PID[$key]}" 2>/dev/null; done
     for key in "${KEYS[@]}"; do wait "${P_PID[$key]}" 2>/dev/null; done  # quietly: no "Killed"
-    stop_tracer
+    stop_tracers
     cluster_dp_stop
     cluster_down "$NAME"
+    tenants_down
 }
 trap cleanup EXIT
 trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
@@ -361,8 +459,9 @@ say "cluster $NAME: h1 h2 h3 = [insert-dp inline] = h4 h5 (tbf $CLUSTER_TBF_RATE
 cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$OUT/dp.jsonl" --interval 1 ||
     die "insert-dp inline did not start ($LOGS/insert-dp.log)"
 cluster_wait_reach "$NAME" h1 "$(cluster_ip h4)" "$(cluster_ip h5)" || die "no path through insert-dp"
-start_tracer
-say "insert-dp inline in $NAME-mid, insert-trace on every host: running the workload"
+tenants_up
+start_tracers
+say "insert-dp inline in $NAME-mid, insert-trace in every host namespace: running the workload"
 
 phase_pairs
 phase_incast
@@ -372,17 +471,19 @@ phase_attacks
 # exit within 250 ms: give it that before stopping.
 sleep 0.6
 ip netns exec "$NAME-swr" tc -s qdisc show dev "p${CLUSTER_INCAST_HOST#h}" > "$LOGS/tbf.txt" 2>&1
-stop_tracer || say "insert-trace exited with an error: $LOGS/insert-trace.log"
+stop_tracers || say "an insert-trace exited with an error: $LOGS/insert-trace-*.log"
 say "insert-trace stopped"
 cluster_dp_stop || say "insert-dp exited with an error: $LOGS/insert-dp.log"
 cluster_down "$NAME"
+tenants_down
 CLEANED=1
 say "insert-dp stopped, cluster $NAME deleted"
 T1=$(now_ns)
 
 {
     printf 'cluster\t%s\n' "$NAME"
-    printf 'trace_host\t%s\n' "$NAME"
+    printf 'trace_hosts\t%s\n' "$(cluster_hosts)"
+    for t in "${TENANTS[@]}"; do printf 'cgroup_%s\t%s\n' "$t" "${CG_ID[$t]:-}"; done
     printf 'hosts\t%s\n' "$(cluster_hosts)"
     printf 'left\t%s\n' "$CLUSTER_LEFT"
     for h in $(cluster_hosts); do
@@ -394,15 +495,17 @@ T1=$(now_ns)
     printf 't_start_ns\t%s\nt_end_ns\t%s\n' "$T0" "$T1"
 } > "$LOGS/meta.tsv"
 for key in "${KEYS[@]}"; do
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "${P_PID[$key]}" "${P_ROW[$key]}" \
-        "${P_START[$key]}" "${P_END[$key]:-}" "${P_STATUS[$key]:-}" "${P_ENV[$key]}" "${P_ARGS[$key]}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "${P_PID[$key]}" "${P_ROW[$key]}" \
+        "${P_START[$key]}" "${P_END[$key]:-}" "${P_STATUS[$key]:-}" "${P_ENV[$key]}" "${P_ARGS[$key]}" \
+        "${P_TENANT[$key]}"
 done > "$LOGS/procs.tsv"
 for p in "${PHASES[@]}"; do printf '%s\t%s\t%s\n' "$p" "${PH_START[$p]}" "${PH_END[$p]:-}"; done > "$LOGS/phases.tsv"
 python3 scripts/demo-workload.py "$OUT" || die "could not write workload.json"
 
 msgs=$(grep -c '"type":"msg"' "$OUT/dp.jsonl")
-verbs=$(grep -c '"type":"verb"' "$OUT/trace.jsonl")
-say "done in $(((T1 - T0) / 1000000000)) s: dp.jsonl ($msgs msg records), trace.jsonl ($verbs verb records)," \
-    "attacks.jsonl ($(wc -l < "$OUT/attacks.jsonl") attacks), workload.json, logs/ in $OUT"
+verbs=$(cat "$OUT"/trace-h*.jsonl | grep -c '"type":"verb"')
+say "collected in $(((T1 - T0) / 1000000000)) s: dp.jsonl ($msgs msg records), trace-h1..h5.jsonl" \
+    "($verbs verb records), attacks.jsonl ($(wc -l < "$OUT/attacks.jsonl") attacks), workload.json, logs/ in $OUT"
 [ "$correlate" -eq 1 ] && run_correlator "$OUT"
+say "done"
 exit 0
