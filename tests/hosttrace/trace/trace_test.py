@@ -807,7 +807,34 @@ def test_scan_finds_library(tmp):
     compare_with_truth(recs, w.pid, late)
 
 
+def test_netns_filter(tmp):
+    """--netns: one tracer per emulated host. ib_write_bw's server in namespace A and client
+    in B, a tracer for A only: the server's verbs are traced, none of the client's."""
+    r = subprocess.run([TRACER, "--netns", "insert-no-such-netns"], capture_output=True, text=True)
+    check(r.returncode == 2 and "--netns insert-no-such-netns" in r.stderr, f"bad --netns: {r}")
+    net = Netns()
+    try:
+        tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--netns", net.a)
+        start = next(r for r in tracer.records() if r.get("type") == "trace_start")
+        check(start["netns"] == net.a, f"trace_start {start}")
+        args = ["ib_write_bw", "-F", "-n", "20", "-s", "4096"]
+        with open(os.path.join(tmp, "perftest.log"), "w") as log:
+            server = net.run(net.a, args, stdout=log, stderr=subprocess.STDOUT)
+            wait_until(lambda: net.listening(net.a, 18515) or server.poll() is not None, "perftest server")
+            client = net.run(net.b, args + [net.ip_a], stdout=log, stderr=subprocess.STDOUT)
+            check(client.wait(timeout=90) == 0 and server.wait(timeout=90) == 0, "ib_write_bw failed")
+        tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == server.pid,
+                           "process_exit of the server")
+        tracer.stop()
+    finally:
+        net.close()
+    pids = {r.get("pid") for r in tracer.records() if r.get("type") in ("verb", "process_exit")}
+    check(pids == {server.pid}, f"traced pids {pids}: server {server.pid}, client {client.pid}")
+    check(any(r.get("verb") == "create_qp" for r in tracer.records()), "no create_qp of the server")
+
+
 TESTS = {
+    "netns_filter": test_netns_filter,
     "real_libibverbs": test_real_libibverbs,
     "softverbs_ground_truth": test_softverbs_ground_truth,
     "filters": test_filters,
