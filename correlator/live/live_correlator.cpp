@@ -55,10 +55,9 @@ void LiveCorrelator::add(uint32_t stream, Ingested& block) {
     }
     for (HostEvent& e : block.events) {
         note(stream, e.wall - theta(e.host));
-        if (e.kind == HostKind::lost) {
-            trace_drops_ += e.u.lost.drops;
-            continue;
-        }
+        // `lost` records stay for the windows after them (injected_message looks for trace
+        // losses near a message); they are counted here, once.
+        if (e.kind == HostKind::lost) trace_drops_ += e.u.lost.drops;
         events_.push_back(e);
     }
 }
