@@ -54,7 +54,8 @@ while [ $# -gt 0 ]; do
             ;;
         --no-correlate) correlate=0 ;;
         --alertmanager)
-            [ $# -gt 1 ] || { echo "demo: --alertmanager needs a URL" >&2; exit 2; }
+            [ $# -gt 1 ] && [ "${2#http://}" != "$2" ] ||
+                { echo "demo: --alertmanager needs a URL http://HOST:PORT" >&2; exit 2; }
             alertmanager=$2
             shift
             ;;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "correlator/report/html_text.hpp"
+#include "correlator/report/json_fields.hpp"
 
 namespace insert::correlate::report {
 
@@ -18,7 +19,7 @@ const std::vector<std::string>& known_alert_kinds() {
 namespace {
 
 std::string seconds(int64_t t_ns, int64_t origin_ns) {
-    return fmt::format("{:.6f}", static_cast<double>(t_ns - origin_ns) / 1e9);
+    return fmt::format("{:.6f}", ns_between(origin_ns, t_ns, 1e9));
 }
 
 std::string micros(int64_t ns) {
@@ -62,7 +63,8 @@ void append_net(std::string& out, const ReportData& d, ChartData& result) {
             const SeriesPoint& p = series[s].points[k];
             // Plotted at the bin's middle.
             out += fmt::format("{}[{},{},{}]", k ? "," : "",
-                               seconds(p.t_start_ns + d.net.bin_ns() / 2, d.t_min_ns),
+                               fmt::format("{:.6f}", ns_between(d.t_min_ns, p.t_start_ns, 1e9) +
+                                                         static_cast<double>(d.net.bin_ns()) / 2e9),
                                micros(p.p99_ns), p.msgs);
         }
         out += "]}";

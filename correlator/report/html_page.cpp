@@ -7,6 +7,7 @@
 #include "correlator/report/chart_data.hpp"
 #include "correlator/report/html_tables.hpp"
 #include "correlator/report/html_text.hpp"
+#include "correlator/report/json_fields.hpp"
 #include "correlator/report/page_assets.hpp"
 
 namespace insert::correlate::report {
@@ -70,7 +71,7 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
         out += fmt::format(
             "; times are seconds since {} ({} ns, the earliest charted record), "
             "to {:.3f} s",
-            utc(d.t_min_ns), d.t_min_ns, static_cast<double>(d.t_max_ns - d.t_min_ns) / 1e9);
+            utc(d.t_min_ns), d.t_min_ns, ns_between(d.t_min_ns, d.t_max_ns, 1e9));
     if (d.unreadable)
         out += fmt::format("; {} lines were not insert-correlate records", d.unreadable);
     out += ".</p>\n";

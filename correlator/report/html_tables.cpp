@@ -141,7 +141,7 @@ void generic_table(std::string& out, const std::vector<std::string>& lines, cons
 
 std::string since_origin(const ReportData& d, std::optional<int64_t> t_ns) {
     if (!t_ns) return "-";
-    return fmt::format("{:.6f}", static_cast<double>(*t_ns - d.t_min_ns) / 1e9);
+    return fmt::format("{:.6f}", ns_between(d.t_min_ns, *t_ns, 1e9));
 }
 
 void append_summary_table(std::string& out, const ReportData& d) {
@@ -303,7 +303,7 @@ void append_congestion_table(std::string& out, const ReportData& d) {
         const bool has_signals = r["signals"].get(signals) == SUCCESS;
         out += "<tr>";
         cell(out, since_origin(d, t0));
-        cell(out, t0 && t1 ? fmt::format("{:.1f}", static_cast<double>(*t1 - *t0) / 1e6) : "-");
+        cell(out, t0 && t1 ? fmt::format("{:.1f}", ns_between(*t0, *t1, 1e6)) : "-");
         cell(out, has_where ? field_text(where, "node") : "-");
         cell(out, has_where ? field_text(where, "dst_ips") : "-");
         cell(out, has_signals ? us(int_field(signals, "p99_net_ns")) : "-");

@@ -42,6 +42,11 @@ inline std::string cell_text(simdjson::dom::element v) {
     return simdjson::to_string(v);
 }
 
+// b - a in units of `unit` ns, without overflow whatever the records say.
+inline double ns_between(int64_t a, int64_t b, double unit) {
+    return static_cast<double>(static_cast<__int128>(b) - a) / unit;
+}
+
 inline std::string field_text(simdjson::dom::element e, const char* key) {
     simdjson::dom::element v;
     if (e[key].get(v) != simdjson::SUCCESS) return "-";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 namespace insert::correlate::report {
 
@@ -88,7 +89,8 @@ void NetLatencySeries::add(uint64_t cgroup, const std::string& comm, int64_t t_n
         std::find(tenant.comms.begin(), tenant.comms.end(), comm) == tenant.comms.end())
         tenant.comms.push_back(comm);
     bins_[floor_div(t_ns, bin_ns_)][s].add(net_ns);
-    while (bins_.size() > 1 &&
+    // (Bins of 2^61 ns span any int64 time: no doubling beyond, whatever the records say.)
+    while (bins_.size() > 1 && bin_ns_ < (int64_t{1} << 61) &&
            bins_.rbegin()->first - bins_.begin()->first >= static_cast<int64_t>(max_bins_))
         coarsen();
 }
@@ -116,7 +118,10 @@ std::vector<Series> NetLatencySeries::series() const {
     }
     for (const auto& [bin, cells] : bins_)
         for (const auto& [s, h] : cells)
-            out[s].points.push_back({bin * bin_ns_, h.percentile(99), h.count()});
+            out[s].points.push_back(
+                {static_cast<int64_t>(std::max<__int128>(std::numeric_limits<int64_t>::min(),
+                                                         static_cast<__int128>(bin) * bin_ns_)),
+                 h.percentile(99), h.count()});
     return out;
 }
 

@@ -2,6 +2,7 @@
 // deterministic latency sample, the time bins, and the page made from records.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "correlator/report/chart_data.hpp"
@@ -150,6 +151,19 @@ TEST(ReportData, takes_records_and_counts_the_rest) {
     EXPECT_EQ(d.t_min_ns, 10);
     EXPECT_EQ(d.t_max_ns, 4000);
     EXPECT_EQ(d.e2e_without_net, 1u);
+}
+
+TEST(ReportPage, extreme_times_make_a_page) {
+    // Times at both ends of int64 (hostile or broken records): bounded bins, no overflow.
+    ReportData d;
+    for (const char* t : {"-9223372036854775808", "9223372036854775807", "0"})
+        d.add(std::string(R"({"type":"e2e","src_ip":"10.0.0.1","pid":1,"comm":"c","cgroup":1,)") +
+              R"("host":"h","t_first_ns":)" + t +
+              R"(,"net_ns":9223372036854775807,"host_ns":-5,"completion_ns":1,"total_ns":1})");
+    EXPECT_LE(d.net.series()[0].points.size(), 400u);
+    EXPECT_EQ(d.t_min_ns, std::numeric_limits<int64_t>::min());
+    const std::string page = render_page(d, "", "x");
+    EXPECT_NE(page.find("data-chart-list=\"chart-cdf-0=9 chart-net=3\""), std::string::npos);
 }
 
 TEST(ReportPage, hostile_text_stays_text) {
