@@ -9,10 +9,11 @@
 #   - unmodified perftest over softverbs, each application in its tenant's cgroup:
 #     ib_write_bw, ib_read_bw and ib_send_bw pairs across the box; an incast (h1, h2, h3
 #     -> h4 at once through the tbf bottleneck, softverbs marking 5% of the senders'
-#     packets ECN-CE for it) while a latency-sensitive ib_write_lat runs from h2 to h4; a
-#     victim ib_write_bw server attacked by insert-attack rkey-guess, and another one whose
-#     QP, after its client's writes, receives packets injected by insert-attack inject from
-#     h2, first from h2's own address, then spoofed as its client's,
+#     packets ECN-CE for it) while a latency-sensitive flow of small paced WRITEs runs
+#     from h2 to h4 (ib_write_bw -s 64, ~500 messages/s); a victim ib_write_bw server
+#     attacked by insert-attack rkey-guess, and another one whose QP, after its client's
+#     writes, receives packets injected by insert-attack inject from h2, first from h2's
+#     own address, then spoofed as its client's,
 # then stops everything, deletes the cluster and leaves in the output directory dp.jsonl,
 # trace-h1..h5.jsonl, attacks.jsonl (one line per attacker run), workload.json (which pid
 # ran what where: the ground truth) and logs/. Finally insert-correlate joins them into
@@ -111,10 +112,14 @@ PAIR_ARGS=(-F -n 1000 -s 4096)
 # the three start up to a second apart, and must still all send at once.
 INCAST_ARGS=(-F -n 2000 -s 16384 -t 16)
 INCAST_ECN=0.05
-# The latency-sensitive application into h4 during the incast: ping-pong WRITEs of 64 bytes
-# for a fixed time, started LAT_LEAD_S before the incast (its unloaded latency is the
-# baseline the episode is measured against) and ending after it.
-LAT_ARGS=(-F -D 7 -s 64)
+# The latency-sensitive application into h4 during the incast: WRITEs of 64 bytes paced
+# one by one (~200-500 per second, as the load allows) for 7 s, started LAT_LEAD_S before
+# the incast (its unloaded latency is the baseline the episode is measured against) and
+# ending after it. ib_write_bw, not ib_write_lat -D: the latter's two sides stop on their
+# own timers and exit at once, so the last ping of one side sometimes reached a QP whose
+# process was gone - a request to an unowned QP, which insert-correlate rightly reported.
+# ib_write_bw's server only receives, and exits after the client's final handshake.
+LAT_ARGS=(-F -D 7 -s 64 --rate_limit=0.032 --rate_units=M --rate_limit_type=SW --burst_size=1)
 LAT_LEAD_S=1
 RKEY_GUESSES=10
 # The injection victim: an ib_write_bw server whose client writes INJECT_ITERS messages of
@@ -286,13 +291,13 @@ phase_pairs() {
 
 phase_incast() {
     phase_begin incast
-    # The latency-sensitive application first: ib_write_lat from h2 (its slot 1) to h4's
-    # slot 3, into the same bottleneck; its unloaded messages make h4's baseline.
+    # The latency-sensitive application first: small paced WRITEs from h2 (its slot 1) to
+    # h4's slot 3, into the same bottleneck; its unloaded messages make h4's baseline.
     TENANT=latency
-    spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_write_lat \
+    spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_write_bw \
         "${LAT_ARGS[@]}" -p 18550
     wait_listen h4 18550 lat_srv
-    spawn lat_cli h2 1 client latency "" "$(cluster_ip h4 3)" 18550 "" ib_write_lat \
+    spawn lat_cli h2 1 client latency "" "$(cluster_ip h4 3)" 18550 "" ib_write_bw \
         "${LAT_ARGS[@]}" -p 18550 "$(cluster_ip h4 3)"
     wait_line lat_cli '#bytes' 20
     sleep "$LAT_LEAD_S"
@@ -313,7 +318,7 @@ phase_incast() {
             ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i)) "$(cluster_ip h4 "$i")"
     done
     say "  incast: h1, h2, h3 -> h4 (${INCAST_ARGS[*]:1}) through tbf $CLUSTER_TBF_RATE, ECN-CE $INCAST_ECN;" \
-        "ib_write_lat $(cluster_ip h2 1) -> $(cluster_ip h4 3) (${LAT_ARGS[*]:1}) meanwhile"
+        "latency app (ib_write_bw ${LAT_ARGS[*]:1}) $(cluster_ip h2 1) -> $(cluster_ip h4 3) meanwhile"
     wait_keys "$PHASE_DEADLINE_S" incast_srv1 incast_srv2 incast_srv3 incast_cli1 incast_cli2 incast_cli3 \
         lat_srv lat_cli || die "an incast sender or receiver, or the latency application, failed"
     phase_end

@@ -2,7 +2,9 @@
 // latency CDFs per application, congestion over time, the alert timeline and the tables,
 // with Chart.js inlined. The same page as `insert-correlate --html`.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
