@@ -24,20 +24,20 @@
 #include <vector>
 
 #include "bench/gen/huge_vector.hpp"
-#include "bench/micro/workload.hpp"
 #include "dataplane/export/record_writer.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/record_ring.hpp"
 #include "dataplane/pipeline/shard.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/state/engine.hpp"
+#include "dataplane/workload/workload.hpp"
 
 using namespace insert;
 
 namespace {
 
 struct Trace {
-    bench::CompactWorkload w;
+    workload::CompactWorkload w;
     std::vector<proto::ParsedPacket> parsed;
 };
 
@@ -46,11 +46,11 @@ const Trace& trace(uint32_t endpoints, uint64_t messages) {
     for (auto& [key, t] : cache)
         if (key == std::make_pair(endpoints, messages)) return *t;
     auto t = std::make_unique<Trace>();
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = endpoints;
     spec.hosts = 1024;
     spec.messages = messages;
-    t->w = bench::build_compact_workload(spec);
+    t->w = workload::build_compact_workload(spec);
     t->parsed.resize(t->w.frames());
     for (std::size_t i = 0; i < t->w.frames(); ++i)
         proto::parse_frame({t->w.frame(i), t->w.lengths[i]}, t->parsed[i]);

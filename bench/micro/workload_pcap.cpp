@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bench/micro/workload.hpp"
 #include "dataplane/capture/pcap_writer.hpp"
+#include "dataplane/workload/workload.hpp"
 
 int main(int argc, char** argv) {
     if (argc < 2 || argv[1][0] == '-') {
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
             "usage: insert-workload-pcap OUT.pcap [--endpoints N] [--messages M] [--seed S]\n");
         return 2;
     }
-    insert::bench::WorkloadSpec spec;
+    insert::workload::WorkloadSpec spec;
     spec.endpoints = 100000;
     spec.messages = 400000;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "insert-workload-pcap: %s\n", pcap.error().c_str());
         return 2;
     }
-    insert::bench::generate_workload(
+    insert::workload::generate_workload(
         spec, [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
     const uint64_t frames = pcap.frames();
     if (!pcap.close()) {

@@ -3,20 +3,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include <rte_thash.h>
+
+#include "dataplane/proto/byte_order.hpp"
+
 namespace insert::offload {
 
 namespace {
 
-constexpr uint16_t kEtherIpv4 = 0x0800;
-constexpr uint16_t kEtherIpv6 = 0x86DD;
-constexpr uint16_t kEtherVlan = 0x8100;
-constexpr uint16_t kEtherQinq = 0x88A8;
-constexpr uint8_t kProtoUdp = 17;
-constexpr std::size_t kEthLen = 14;
-constexpr std::size_t kTagLen = 4;
-constexpr std::size_t kIpv4Len = 20;
-constexpr std::size_t kIpv6Len = 40;
-constexpr std::size_t kUdpLen = 8;
+using proto::kIpv4MinHeaderLen;
+using proto::kIpv6HeaderLen;
+using proto::kUdpHeaderLen;
 constexpr std::size_t kBthLen = 12;
 
 // The device key NICs ship with (Microsoft's RSS verification key); what a port hashes
@@ -26,31 +23,23 @@ constexpr uint8_t kDefaultKey[kDefaultRssKeyLen] = {
     0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
     0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
-inline uint16_t be16(const uint8_t* p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-bool is_tpid(uint16_t t) {
-    return t == kEtherVlan || t == kEtherQinq;
-}
-
 // Bytes of the header an item compares, and whether the emulation knows the item.
 bool header_len(rte_flow_item_type t, uint8_t& len) {
     switch (t) {
         case RTE_FLOW_ITEM_TYPE_ETH:
-            len = kEthLen;
+            len = proto::kEthHeaderLen;
             return true;
         case RTE_FLOW_ITEM_TYPE_VLAN:
-            len = kTagLen;
+            len = proto::kVlanTagLen;
             return true;
         case RTE_FLOW_ITEM_TYPE_IPV4:
-            len = kIpv4Len;
+            len = kIpv4MinHeaderLen;
             return true;
         case RTE_FLOW_ITEM_TYPE_IPV6:
-            len = kIpv6Len;
+            len = kIpv6HeaderLen;
             return true;
         case RTE_FLOW_ITEM_TYPE_UDP:
-            len = kUdpLen;
+            len = kUdpHeaderLen;
             return true;
 #if INSERT_HAVE_IB_BTH
         case RTE_FLOW_ITEM_TYPE_IB_BTH:
@@ -75,82 +64,11 @@ bool masked_equal(const uint8_t* frame, const uint8_t* spec, const uint8_t* mask
 
 }  // namespace
 
-FrameLayout layout_of(std::span<const uint8_t> frame) noexcept {
-    FrameLayout l;
-    const uint8_t* p = frame.data();
-    const std::size_t len = frame.size();
-    if (len < kEthLen) return l;
-    l.eth = true;
-    std::size_t off = 12;
-    uint16_t type = be16(p + off);
-    while (is_tpid(type) && l.tags < FrameLayout::kMaxTags && off + 2 + kTagLen <= len) {
-        l.tag_at[l.tags++] = static_cast<uint16_t>(off);
-        off += kTagLen;
-        type = be16(p + off);
-    }
-    l.l3_type = type;
-    off += 2;
-    l.l3_at = static_cast<uint16_t>(off);
-    if (type == kEtherIpv4 && len - off >= kIpv4Len && (p[off] >> 4) == 4 && (p[off] & 0x0F) >= 5) {
-        l.ipv4 = true;
-        const std::size_t ihl = std::size_t{p[off] & 0x0Fu} * 4;
-        const uint16_t frag = be16(p + off + 6);
-        const bool fragment = (frag & 0x2000) || (frag & 0x1FFF);
-        if (!fragment && p[off + 9] == kProtoUdp && len - off >= ihl + kUdpLen) {
-            l.udp = true;
-            l.l4_at = static_cast<uint16_t>(off + ihl);
-        }
-    } else if (type == kEtherIpv6 && len - off >= kIpv6Len && (p[off] >> 4) == 6) {
-        l.ipv6 = true;
-        // Extension headers as the parser skips them (proto/parser.cpp): a RoCE packet
-        // behind Hop-by-Hop/Routing/Destination/Auth or an atomic fragment header.
-        uint8_t next = p[off + 6];
-        std::size_t hdr = off + kIpv6Len;
-        for (int guard = 0; guard < 8 && next != kProtoUdp; ++guard) {
-            if (len - hdr < 8) return l;
-            const uint8_t* ext = p + hdr;
-            std::size_t ext_len;
-            switch (next) {
-                case 0:
-                case 43:
-                case 60:
-                    ext_len = (std::size_t{ext[1]} + 1) * 8;
-                    break;
-                case 51:
-                    ext_len = (std::size_t{ext[1]} + 2) * 4;
-                    break;
-                case 44:
-                    if (be16(ext + 2) != 0) return l;
-                    ext_len = 8;
-                    break;
-                default:
-                    return l;
-            }
-            if (len - hdr < ext_len) return l;
-            next = ext[0];
-            hdr += ext_len;
-        }
-        if (next == kProtoUdp && len - hdr >= kUdpLen) {
-            l.udp = true;
-            l.l4_at = static_cast<uint16_t>(hdr);
-        }
-    }
-    return l;
-}
-
 uint32_t toeplitz(std::span<const uint8_t> input, std::span<const uint8_t> key) noexcept {
-    uint32_t hash = 0;
-    // The 32-bit window of the key starting at the current input bit.
-    uint32_t window = static_cast<uint32_t>(key[0]) << 24 | static_cast<uint32_t>(key[1]) << 16 |
-                      static_cast<uint32_t>(key[2]) << 8 | key[3];
-    for (std::size_t i = 0; i < input.size(); ++i) {
-        const uint8_t next = i + 4 < key.size() ? key[i + 4] : 0;
-        for (int b = 7; b >= 0; --b) {
-            if (input[i] & (1u << b)) hash ^= window;
-            window = (window << 1) | ((next >> b) & 1u);
-        }
-    }
-    return hash;
+    uint32_t words[8];
+    const uint32_t n = static_cast<uint32_t>(input.size() / 4);
+    for (uint32_t i = 0; i < n; ++i) words[i] = proto::load_be32(input.data() + 4 * i);
+    return rte_softrss(words, n, key.data());
 }
 
 bool SoftClassifier::supports(const FlowRule& rule, std::string& why) {
@@ -376,9 +294,9 @@ bool SoftClassifier::matches(const Rule& r, std::span<const uint8_t> f,
                 break;
 #if INSERT_HAVE_IB_BTH
             case RTE_FLOW_ITEM_TYPE_IB_BTH:
-                if (prev != RTE_FLOW_ITEM_TYPE_UDP || f.size() < l.l4_at + kUdpLen + kBthLen)
+                if (prev != RTE_FLOW_ITEM_TYPE_UDP || f.size() < l.l4_at + kUdpHeaderLen + kBthLen)
                     return false;
-                at = p + l.l4_at + kUdpLen;
+                at = p + l.l4_at + kUdpHeaderLen;
                 break;
 #endif
             default:
@@ -416,7 +334,7 @@ uint16_t SoftClassifier::rss_queue(const Rss& rss, std::span<const uint8_t> f,
 }
 
 Decision SoftClassifier::classify_by_layout(std::span<const uint8_t> frame) const noexcept {
-    const FrameLayout l = layout_of(frame);
+    const FrameLayout l = proto::walk_frame(frame);
     const ShapeRules& candidates = by_shape_[shape_class(l)];
     for (const uint16_t i : candidates.compared)
         if (matches(rules_[i], frame, l)) return decide(rules_[i], frame, l);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dataplane/offload/flow_rules.hpp"
+#include "dataplane/proto/frame_walk.hpp"
 
 namespace insert::offload {
 
@@ -30,22 +31,12 @@ struct Decision {
     int32_t rule = -1;
 };
 
-// Where a frame's headers are, found once per frame and shared by every rule.
-struct FrameLayout {
-    static constexpr unsigned kMaxTags = 4;
-    uint8_t tags = 0;                         // VLAN tags after the Ethernet header
-    std::array<uint16_t, kMaxTags> tag_at{};  // offset of each tag's TPID
-    uint16_t l3_type = 0;                     // EtherType after the tags
-    uint16_t l3_at = 0;
-    bool ipv4 = false;
-    bool ipv6 = false;
-    bool udp = false;  // an unfragmented datagram with a UDP header
-    uint16_t l4_at = 0;
-    bool eth = false;  // at least an Ethernet header
-};
-FrameLayout layout_of(std::span<const uint8_t> frame) noexcept;
+// Where a frame's headers are (the walk the parser and the software RSS use too), found
+// once per frame and shared by every rule.
+using FrameLayout = proto::FrameWalk;
 
-// 32-bit Toeplitz hash of `input` with `key` (key must be at least input + 4 bytes).
+// 32-bit Toeplitz hash of `input` (a multiple of 4 bytes, at most 32) with `key` (at least
+// input + 4 bytes): rte_softrss over the input's big-endian words.
 uint32_t toeplitz(std::span<const uint8_t> input, std::span<const uint8_t> key) noexcept;
 
 class SoftClassifier {
@@ -59,9 +50,10 @@ class SoftClassifier {
     Decision classify(std::span<const uint8_t> frame) const noexcept {
         // An untagged non-IP frame (ARP, LLDP, ...) has the shape of class 0 whatever its
         // bytes; when no rule of that shape compares bytes, the decision is known ahead.
-        if (non_ip_known_ && frame.size() >= kEthHeader) {
+        if (non_ip_known_ && frame.size() >= proto::kEthHeaderLen) {
             const unsigned type = unsigned{frame[12]} << 8 | frame[13];
-            if (type != 0x0800 && type != 0x86DD && type != 0x8100 && type != 0x88A8)
+            if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6 &&
+                type != proto::kEtherTypeVlan && type != proto::kEtherTypeQinQ)
                 return non_ip_;
         }
         return classify_by_layout(frame);
@@ -123,7 +115,6 @@ class SoftClassifier {
     static bool decided_by_shape(const Rule& r);
     void index_shapes();
     Decision classify_by_layout(std::span<const uint8_t> frame) const noexcept;
-    static constexpr std::size_t kEthHeader = 14;
     Decision decide(const Rule& r, std::span<const uint8_t> f,
                     const FrameLayout& l) const noexcept {
         if (r.rss.queues.empty()) return r.decision;

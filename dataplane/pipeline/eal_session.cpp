@@ -120,7 +120,7 @@ class OutputHold {
         std::fflush(stdout);
         std::fflush(stderr);
         // A descriptor that was closed when the hold began is closed again.
-        for (const auto [saved, fd] :
+        for (const auto& [saved, fd] :
              {std::pair{saved_out_, STDOUT_FILENO}, {saved_err_, STDERR_FILENO}}) {
             if (saved >= 0) {
                 ::dup2(saved, fd);

@@ -12,6 +12,7 @@
 
 #include "dataplane/pipeline/backoff.hpp"
 #include "dataplane/pipeline/borrowed_mbuf.hpp"
+#include "dataplane/pipeline/dpdk_name.hpp"
 
 namespace insert::pipeline {
 
@@ -19,8 +20,6 @@ namespace {
 
 constexpr unsigned kPoolCache = 256;
 constexpr uint16_t kMaxMbufFrame = std::numeric_limits<uint16_t>::max();
-
-std::atomic<unsigned> g_source_sequence{0};
 
 }  // namespace
 
@@ -35,14 +34,13 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
     src->file_ = std::move(file);
     src->timestamp_ = timestamp;
     src->policy_ = config.policy;
-    const unsigned id = g_source_sequence++;
 
     // Every mbuf may sit in a ring, in the reader's staging or in a worker's burst, or in
     // a per-lcore mempool cache (up to 1.5x its size); beyond that the reader waits.
     const unsigned lcores = rte_lcore_count();
     const unsigned count =
         config.workers * (config.ring_size + 2 * kBurst) + lcores * (kPoolCache * 3 / 2) + 1024;
-    const std::string pool_name = "insert_src" + std::to_string(id);
+    const std::string pool_name = dpdk_name("src", src.get());
     src->pool_ = create_borrowing_pool(pool_name.c_str(), count, kPoolCache,
                                        static_cast<int>(rte_socket_id()));
     if (src->pool_ == nullptr) {
@@ -51,7 +49,7 @@ std::unique_ptr<FileSource> FileSource::create(capture::CaptureFile file,
         return nullptr;
     }
     for (unsigned q = 0; q < config.workers; ++q) {
-        const std::string name = "insert_rx" + std::to_string(id) + "_" + std::to_string(q);
+        const std::string name = dpdk_name("rx", src.get(), q);
         rte_ring* ring =
             rte_ring_create(name.c_str(), config.ring_size, static_cast<int>(rte_socket_id()),
                             RING_F_SP_ENQ | RING_F_SC_DEQ);

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "dataplane/pipeline/borrowed_mbuf.hpp"
+#include "dataplane/pipeline/dpdk_name.hpp"
 
 namespace insert::pipeline {
 
@@ -15,7 +16,6 @@ namespace {
 
 constexpr unsigned kPoolCache = 256;
 constexpr unsigned kMaxBurst = 64;
-std::atomic<unsigned> g_sequence{0};
 
 }  // namespace
 
@@ -38,7 +38,7 @@ std::unique_ptr<MemorySource> MemorySource::create(std::span<const MemoryFrame> 
         src->end_ns_ = std::max(src->end_ns_, f.ts_ns);
     }
     const unsigned count = workers * (kMaxBurst + kPoolCache * 2) + 2048;
-    const std::string name = "insert_mem" + std::to_string(g_sequence++);
+    const std::string name = dpdk_name("mem", src.get());
     src->pool_ =
         create_borrowing_pool(name.c_str(), count, kPoolCache, static_cast<int>(rte_socket_id()));
     if (src->pool_ == nullptr) {

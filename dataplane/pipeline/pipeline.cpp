@@ -7,12 +7,9 @@
 #include <atomic>
 
 #include "dataplane/pipeline/backoff.hpp"
+#include "dataplane/pipeline/dpdk_name.hpp"
 
 namespace insert::pipeline {
-
-namespace {
-std::atomic<unsigned> g_pipeline_sequence{0};
-}
 
 std::unique_ptr<Pipeline> Pipeline::create(const PipelineConfig& config, PacketSource& source,
                                            const MbufTimestamp& timestamp, std::string& error) {
@@ -29,12 +26,11 @@ std::unique_ptr<Pipeline> Pipeline::create(const PipelineConfig& config, PacketS
     }
     std::unique_ptr<Pipeline> p(new Pipeline());
     p->source_ = &source;
-    const unsigned id = g_pipeline_sequence++;
     std::vector<RecordRing*> rings;
     unsigned lcore = rte_get_next_lcore(-1, /*skip_main=*/1, /*wrap=*/0);
     for (unsigned w = 0; w < n; ++w, lcore = rte_get_next_lcore(lcore, 1, 0)) {
-        auto ring = RecordRing::create("insert_rec" + std::to_string(id) + "_" + std::to_string(w),
-                                       config.record_ring_size, config.full_policy, error);
+        auto ring = RecordRing::create(dpdk_name("rec", p.get(), w), config.record_ring_size,
+                                       config.full_policy, error);
         if (!ring) return nullptr;
         auto engine = config.make_engine(config.engine, *ring, error);
         if (!engine) {

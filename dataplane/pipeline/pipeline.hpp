@@ -6,6 +6,7 @@
 //        --record rings--> exporter thread (RecordWriter, HumanSummary)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,9 +21,11 @@
 
 namespace insert::pipeline {
 
-// How engines are made: state::Engine::create in the tools; tests may hand in another.
-using EngineFactory = std::unique_ptr<state::Engine> (*)(const state::EngineConfig&,
-                                                         state::RecordSink&, std::string&);
+// How engines are made, one per worker in order: state::Engine::create in replay; the live
+// modes wrap each worker's record sink first (QpBoards::factory), benchmarks may hand in
+// another engine.
+using EngineFactory = std::function<std::unique_ptr<state::Engine>(
+    const state::EngineConfig&, state::RecordSink&, std::string&)>;
 
 struct PipelineConfig {
     state::EngineConfig engine;

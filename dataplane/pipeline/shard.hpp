@@ -24,9 +24,10 @@ enum class ShardPolicy : uint8_t {
 std::optional<ShardPolicy> parse_shard_policy(std::string_view name);
 std::string_view shard_policy_name(ShardPolicy policy);
 
-// 64-bit symmetric flow hash of a raw Ethernet frame. Non-IP frames hash to 0 (worker 0);
-// never reads outside `frame`. A header walk rather than parse_frame(): the reader lcore
-// only needs addresses, and the worker parses the frame fully anyway.
+// 64-bit symmetric flow hash of a raw Ethernet frame. Non-IP frames (and frames with more
+// VLAN tags than RoCE may have) hash to 0 (worker 0); never reads outside `frame`. The
+// headers are found by proto::walk_frame, not parse_frame(): the reader lcore only needs
+// addresses (and the UDP source port), and the worker parses the frame fully anyway.
 uint64_t shard_hash(std::span<const uint8_t> frame, ShardPolicy policy) noexcept;
 
 // Maps a hash onto [0, workers) without a division (multiply-high, Lemire).

@@ -2,6 +2,7 @@
 
 #include "dataplane/proto/byte_order.hpp"
 #include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/frame_walk.hpp"
 
 namespace insert::proto {
 
@@ -21,85 +22,37 @@ std::string_view malformed_name(Malformed m) {
 
 namespace {
 
-struct L3Result {
-    bool udp = false;            // an unfragmented IP datagram carrying UDP
-    std::size_t l4_offset = 0;   // UDP header
+// The IP header's fields in a datagram the walk found to be unfragmented UDP; the lengths
+// are checked against the UDP header by the caller.
+struct L3Lengths {
     int64_t ip_payload_len = 0;  // bytes from the UDP header to the end of the datagram
-    std::size_t datagram_end = 0;
-    bool beyond_frame = false;  // IP length says more than the frame holds
+    bool beyond_frame = false;   // IP length says more than the frame holds
 };
 
-L3Result parse_ipv4(const uint8_t* p, std::size_t len, std::size_t off, ParsedPacket& out) {
-    L3Result r;
-    if (len - off < kIpv4MinHeaderLen) return r;
-    const uint8_t* ip = p + off;
-    if ((ip[0] >> 4) != 4) return r;
+L3Lengths read_ipv4(const uint8_t* p, std::size_t len, const FrameWalk& w, ParsedPacket& out) {
+    const uint8_t* ip = p + w.l3_at;
     const std::size_t ihl = std::size_t{ip[0] & 0x0Fu} * 4;
-    if (ihl < kIpv4MinHeaderLen || len - off < ihl) return r;
-    if (ip[9] != kIpProtoUdp) return r;
-    const uint16_t frag = load_be16(ip + 6);
-    if ((frag & 0x2000) || (frag & 0x1FFF)) return r;  // MF or a non-zero offset
     out.ipv6 = false;
     out.dscp = ip[1] >> 2;
     out.ecn = ip[1] & 0x3;
     out.src_ip = IpAddress::v4_bytes(ip + 12);
     out.dst_ip = IpAddress::v4_bytes(ip + 16);
     const std::size_t total = load_be16(ip + 2);
-    r.udp = true;
-    r.l4_offset = off + ihl;
-    r.ip_payload_len = static_cast<int64_t>(total) - static_cast<int64_t>(ihl);
-    r.beyond_frame = total > len - off;
-    r.datagram_end = off + total;
-    return r;
+    return {static_cast<int64_t>(total) - static_cast<int64_t>(ihl), total > len - w.l3_at};
 }
 
-L3Result parse_ipv6(const uint8_t* p, std::size_t len, std::size_t off, ParsedPacket& out) {
-    L3Result r;
-    if (len - off < kIpv6HeaderLen) return r;
-    const uint8_t* ip = p + off;
-    if ((ip[0] >> 4) != 6) return r;
+L3Lengths read_ipv6(const uint8_t* p, std::size_t len, const FrameWalk& w, ParsedPacket& out) {
+    const uint8_t* ip = p + w.l3_at;
     const uint8_t tclass = static_cast<uint8_t>(((ip[0] & 0x0F) << 4) | (ip[1] >> 4));
     const std::size_t payload = load_be16(ip + 4);
-    uint8_t next = ip[6];
-    std::size_t hdr = off + kIpv6HeaderLen;
-    // Skip extension headers; each is bounds-checked against the frame.
-    for (int guard = 0; guard < 8 && next != kIpProtoUdp; ++guard) {
-        if (len - hdr < 8) return r;
-        const uint8_t* ext = p + hdr;
-        std::size_t ext_len;
-        switch (next) {
-            case kIpv6HopByHop:
-            case kIpv6Routing:
-            case kIpv6DestOptions:
-                ext_len = (std::size_t{ext[1]} + 1) * 8;
-                break;
-            case kIpv6Auth:
-                ext_len = (std::size_t{ext[1]} + 2) * 4;
-                break;
-            case kIpv6Fragment:
-                if (load_be16(ext + 2) != 0) return r;  // offset or M: a real fragment
-                ext_len = 8;
-                break;
-            default:
-                return r;
-        }
-        if (len - hdr < ext_len) return r;
-        next = ext[0];
-        hdr += ext_len;
-    }
-    if (next != kIpProtoUdp) return r;
     out.ipv6 = true;
     out.dscp = tclass >> 2;
     out.ecn = tclass & 0x3;
     out.src_ip = IpAddress::v6_bytes(ip + 8);
     out.dst_ip = IpAddress::v6_bytes(ip + 24);
-    r.udp = true;
-    r.l4_offset = hdr;
-    r.ip_payload_len =
-        static_cast<int64_t>(payload) - static_cast<int64_t>(hdr - off - kIpv6HeaderLen);
-    r.beyond_frame = kIpv6HeaderLen + payload > len - off;
-    r.datagram_end = off + kIpv6HeaderLen + payload;
-    return r;
+    const std::size_t extensions = w.l4_at - w.l3_at - kIpv6HeaderLen;
+    return {static_cast<int64_t>(payload) - static_cast<int64_t>(extensions),
+            kIpv6HeaderLen + payload > len - w.l3_at};
 }
 
 // Decodes the extension headers in wire order; the caller has checked they fit.
@@ -229,28 +182,17 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     const uint8_t* p = frame.data();
     const std::size_t len = frame.size();
     if (parse_plain_ipv4_udp(p, len, out)) return parse_transport(p, kPlainUdp, out);
-    if (len < kEthHeaderLen) return out.verdict;
+    // Tagged frames, IPv6, IPv4 with options: the walk finds the headers.
+    const FrameWalk w = walk_frame(frame);
+    if (!w.eth || w.tags > kMaxVlanTags) return out.verdict;
+    for (unsigned i = 0; i < w.tags; ++i) out.vlan_tci[i] = load_be16(p + w.tag_at[i] + 2);
+    out.vlan_count = w.tags;
+    out.l3_offset = w.l3_at;
+    if (!w.udp) return out.verdict;  // also every non-IP frame
+    const L3Lengths l3 = w.ipv4 ? read_ipv4(p, len, w, out) : read_ipv6(p, len, w, out);
 
-    std::size_t off = 12;
-    uint16_t ether_type = load_be16(p + off);
-    while (ether_type == kEtherTypeVlan || ether_type == kEtherTypeQinQ) {
-        if (out.vlan_count == kMaxVlanTags || len - off < 2 + kVlanTagLen) return out.verdict;
-        out.vlan_tci[out.vlan_count++] = load_be16(p + off + 2);
-        off += kVlanTagLen;
-        ether_type = load_be16(p + off);
-    }
-    off += 2;
-    out.l3_offset = static_cast<uint16_t>(off);
-
-    L3Result l3;
-    if (ether_type == kEtherTypeIpv4)
-        l3 = parse_ipv4(p, len, off, out);
-    else if (ether_type == kEtherTypeIpv6)
-        l3 = parse_ipv6(p, len, off, out);
-    if (!l3.udp || len - l3.l4_offset < kUdpHeaderLen) return out.verdict;
-
-    const uint8_t* udp = p + l3.l4_offset;
-    out.l4_offset = static_cast<uint16_t>(l3.l4_offset);
+    const uint8_t* udp = p + w.l4_at;
+    out.l4_offset = w.l4_at;
     out.src_port = load_be16(udp);
     out.dst_port = load_be16(udp + 2);
     if (out.dst_port != kRoceV2Port) return out.verdict;
@@ -261,7 +203,7 @@ Verdict parse_frame(std::span<const uint8_t> frame, ParsedPacket& out) noexcept 
     if (l3.beyond_frame || static_cast<int64_t>(out.udp_len) != l3.ip_payload_len)
         return set_malformed(out, Malformed::length_mismatch);
     if (out.udp_len < kUdpHeaderLen + kBthLen) return set_malformed(out, Malformed::truncated);
-    return parse_transport(p, l3.l4_offset, out);
+    return parse_transport(p, w.l4_at, out);
 }
 
 }  // namespace insert::proto

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "dataplane/common/hash.hpp"
 #include "dataplane/state/lazy_array.hpp"
 
 namespace insert::state {
@@ -166,13 +167,6 @@ class FixedHashMap {
     LazyArray<Slot> spare_;
 };
 
-// 64-bit mix (splitmix64 finaliser) used by every key hash of the state layer.
-constexpr uint64_t mix64(uint64_t h) {
-    h ^= h >> 30;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 27;
-    h *= 0x94D049BB133111EBull;
-    return h ^ (h >> 31);
-}
+using common::mix64;
 
 }  // namespace insert::state

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/micro/workload.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/memory_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
@@ -22,6 +21,7 @@
 #include "dataplane/tools/commands.hpp"
 #include "dataplane/tools/memory_budget.hpp"
 #include "dataplane/tools/option_checks.hpp"
+#include "dataplane/workload/workload.hpp"
 
 namespace insert::tools {
 
@@ -32,7 +32,7 @@ constexpr unsigned kMaxWorkers = 64;
 // Frames per pass: long enough that set-up is noise (~0.2-1 s per pass), small enough that
 // the compact workload (128 B per frame) stays far from the machine's memory.
 constexpr uint64_t kMessagesPerPass = 400'000;
-// Line-rate traffic: messages up to 64 packets, 64 in flight (bench/micro/workload.hpp), and
+// Line-rate traffic: messages up to 64 packets, 64 in flight (dataplane/workload/workload.hpp), and
 // a quarter as many messages per pass (about 8x the frames of small ones each).
 constexpr uint32_t kLineRateMessagePackets = 64;
 constexpr uint32_t kLineRateActive = 64;
@@ -71,9 +71,9 @@ busy-Mpps is frames per second of time a worker spent on non-empty bursts.
 
 // Upper bound of a workload's memory: frames are at most a message's packets plus one
 // response each, and each costs its 128-byte slot, length, timestamp and MemoryFrame.
-uint64_t workload_bytes(const bench::WorkloadSpec& spec) {
+uint64_t workload_bytes(const workload::WorkloadSpec& spec) {
     const uint64_t frames = spec.messages * (spec.max_message_packets + 1);
-    return frames * (bench::CompactWorkload::kSlot + sizeof(uint32_t) + sizeof(uint64_t) +
+    return frames * (workload::CompactWorkload::kSlot + sizeof(uint32_t) + sizeof(uint64_t) +
                      sizeof(pipeline::MemoryFrame));
 }
 
@@ -106,7 +106,7 @@ int run_bench(int argc, char** argv) {
     app.add_flag("--only", opt.only, "run N workers only, not 1..N");
     if (const int rc = parse_args(app, args, kName); rc != 0) return rc == 1 ? 0 : rc;
 
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = opt.endpoints;
     spec.hosts = std::max<uint32_t>(2, std::min<uint32_t>(opt.endpoints / 4, 4096));
     // Every endpoint appears (messages go to every connection once before repeating); at
@@ -138,7 +138,7 @@ int run_bench(int argc, char** argv) {
             return 2;
         }
     }
-    const bench::CompactWorkload w = bench::build_compact_workload(spec);
+    const workload::CompactWorkload w = workload::build_compact_workload(spec);
     std::vector<pipeline::MemoryFrame> frames(w.frames());
     uint64_t total_bytes = 0;
     for (std::size_t f = 0; f < w.frames(); ++f) {

@@ -3,6 +3,7 @@
 // columns print exactly what is on the wire, in decimal, and nothing that is not.
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <array>
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "dataplane/capture/capture_file.hpp"
 #include "dataplane/proto/parser.hpp"
+#include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/commands.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
@@ -116,11 +118,6 @@ bool flush(fmt::memory_buffer& out) {
     return ok;
 }
 
-std::atomic<bool> g_stop{false};
-void stop_decoding() {
-    g_stop.store(true, std::memory_order_relaxed);
-}
-
 void print_summary(const std::string& path, const Counts& c) {
     std::fprintf(stderr, "%s: %llu frames, %llu roce, %llu non_roce, %llu malformed", path.c_str(),
                  static_cast<unsigned long long>(c.frames), static_cast<unsigned long long>(c.roce),
@@ -140,32 +137,18 @@ void print_summary(const std::string& path, const Counts& c) {
 }  // namespace
 
 int run_decode(int argc, char** argv) {
+    constexpr const char* kName = "insert-dp decode";
     std::string path;
     bool summary = false;
-    bool only_positional = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        if (!only_positional && (arg == "-h" || arg == "--help")) {
-            std::fputs(kUsage, stdout);
-            return 0;
-        }
-        if (!only_positional && arg == "--summary") {
-            summary = true;
-        } else if (!only_positional && arg == "--") {
-            only_positional = true;
-        } else if (!only_positional && arg.size() > 1 && arg[0] == '-') {
-            std::fprintf(stderr, "insert-dp decode: unknown option '%s' (try --help)\n", argv[i]);
-            return 2;
-        } else if (path.empty()) {
-            path = arg;
-        } else {
-            std::fprintf(stderr, "insert-dp decode: unexpected argument '%s' (one FILE only)\n",
-                         argv[i]);
-            return 2;
-        }
-    }
+    CLI::App app("", kName);
+    app.add_option("FILE", path, "pcap or pcapng capture");
+    app.add_flag("--summary", summary, "frame counts on stderr");
+    // The usage text above is the whole help: the CSV columns need more than CLI11's table.
+    app.formatter_fn([](const CLI::App*, std::string, CLI::AppFormatMode) { return kUsage; });
+    if (const int rc = parse_args(app, {argv + 1, argv + argc}, kName); rc != 0)
+        return rc == 1 ? 0 : 2;
     if (path.empty()) {
-        std::fprintf(stderr, "insert-dp decode: missing FILE (try --help)\n");
+        std::fprintf(stderr, "%s: missing FILE (try --help)\n", kName);
         return 2;
     }
 
@@ -196,11 +179,11 @@ int run_decode(int argc, char** argv) {
     bool write_ok = true;
     int write_errno = 0;
     proto::ParsedPacket parsed;
-    g_stop.store(false);
-    install_stop_signals(stop_decoding);
+    StopFlag stop;
+    install_stop_signals(stop);
     // Rows are whole in the buffer: a stop between frames, or a failed write, ends the
     // output on a row boundary. A closed pipe (`| head`) stops at once.
-    while (write_ok && !g_stop.load(std::memory_order_relaxed) && file.next(frame)) {
+    while (write_ok && !stop() && file.next(frame)) {
         ++counts.frames;
         switch (proto::parse_frame(frame.data, parsed)) {
             case proto::Verdict::non_roce:

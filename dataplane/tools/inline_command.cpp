@@ -5,7 +5,7 @@
 namespace insert::tools {
 
 int run_inline(int argc, char** argv) {
-    return run_live(pipeline::PortMode::inline_pair, argc, argv);
+    return run_live(ports::PortMode::inline_pair, argc, argv);
 }
 
 }  // namespace insert::tools

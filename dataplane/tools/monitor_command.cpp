@@ -5,7 +5,7 @@
 namespace insert::tools {
 
 int run_monitor(int argc, char** argv) {
-    return run_live(pipeline::PortMode::monitor, argc, argv);
+    return run_live(ports::PortMode::monitor, argc, argv);
 }
 
 }  // namespace insert::tools

@@ -68,13 +68,6 @@ signal, and the exit status is 128 + the signal's number.
 Exit status: 0 done, 2 bad options or bad input, 1 runtime failure, 128+N stopped by signal N.
 )";
 
-std::atomic<pipeline::PacketSource*> g_source{nullptr};
-
-void stop_source() {
-    // Lock-free atomics only: stop reading, and the normal drain flushes everything.
-    if (pipeline::PacketSource* s = g_source.load()) s->stop();
-}
-
 // 0 parsed, 1 --help printed, 2 error printed.
 int parse(int argc, char** argv, ReplayOptions& opt) {
     std::vector<std::string> args;
@@ -275,10 +268,10 @@ int run_replay(int argc, char** argv) {
         }
 
         const auto start = std::chrono::steady_clock::now();
-        g_source.store(source.get());
-        // A closed records pipe (`| head`) becomes a write error: the exporter stops the
-        // reader, the workers drain and EAL still cleans up.
-        install_stop_signals(stop_source);
+        // A stop signal stops the reader (atomics only) and the normal drain flushes
+        // everything. A closed records pipe (`| head`) becomes a write error: the exporter
+        // stops the reader, the workers drain and EAL still cleans up.
+        install_stop_signals(*source);
         if (!pipe->launch(error)) {
             std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
             status = 1;
@@ -288,7 +281,6 @@ int run_replay(int argc, char** argv) {
         populate.join();
         pipe->wait();
         restore_stop_signals();
-        g_source.store(nullptr);
         const int signal = stop_signal();
         const double wall_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

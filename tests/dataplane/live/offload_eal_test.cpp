@@ -19,7 +19,7 @@
 #include "dataplane/offload/flow_installer.hpp"
 #include "dataplane/pipeline/file_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
-#include "dataplane/pipeline/port_source.hpp"
+#include "dataplane/ports/port_source.hpp"
 #include "dataplane/state/engine.hpp"
 
 namespace insert {
@@ -141,18 +141,18 @@ void inline_over_pcap(unsigned workers, offload::OffloadMode mode, const std::st
     const auto expected = frames_of(g_pcap);
     ASSERT_FALSE(expected.empty());
     {
-        pipeline::PortSourceConfig cfg;
-        cfg.mode = pipeline::PortMode::inline_pair;
+        ports::PortSourceConfig cfg;
+        cfg.mode = ports::PortMode::inline_pair;
         cfg.devices = {a, b};
         cfg.workers = workers;
         cfg.offload = mode;
         cfg.rx_desc = cfg.tx_desc = 256;
         cfg.worker_ring = 256;
         std::string error;
-        auto src = pipeline::PortSource::create(cfg, g_ts, error);
+        auto src = ports::PortSource::create(cfg, g_ts, error);
         ASSERT_TRUE(src) << error;
         EXPECT_EQ(src->steer(),
-                  workers == 1 ? pipeline::SteerMode::direct : pipeline::SteerMode::dispatch);
+                  workers == 1 ? ports::SteerMode::direct : ports::SteerMode::dispatch);
         EXPECT_EQ(src->offload(0).emulated, mode != offload::OffloadMode::off);
         pipeline::PipelineConfig pc;
         pc.make_engine = &state::Engine::create;

@@ -3,9 +3,9 @@
 
 #include <filesystem>
 
-#include "dataplane/pipeline/pci_port.hpp"
+#include "dataplane/ports/pci_port.hpp"
 
-namespace insert::pipeline {
+namespace insert::ports {
 namespace {
 
 namespace fs = std::filesystem;
@@ -85,4 +85,4 @@ TEST_F(PciPort, kernel_bound_and_unbound_devices_say_how_to_bind_them) {
 }
 
 }  // namespace
-}  // namespace insert::pipeline
+}  // namespace insert::ports

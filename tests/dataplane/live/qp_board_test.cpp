@@ -1,9 +1,13 @@
 // The top-QP board behind /insert/top_qps and the live view (no EAL).
 #include <gtest/gtest.h>
 
-#include "dataplane/pipeline/qp_board.hpp"
+#include <array>
 
-namespace insert::pipeline {
+#include "dataplane/live/qp_board.hpp"
+#include "dataplane/proto/builder.hpp"
+#include "dataplane/proto/parser.hpp"
+
+namespace insert::live {
 namespace {
 
 state::QpRecord qp(uint32_t ip, uint32_t qpn, uint64_t bytes) {
@@ -34,31 +38,38 @@ class CountingSink final : public state::RecordSink {
     unsigned n = 0;
 };
 
-TEST(QpBoard, the_engine_factory_wraps_each_sink_and_forwards_every_record) {
+TEST(QpBoard, the_engine_factory_wraps_each_workers_sink_and_forwards_every_record) {
     QpBoards boards(2);
-    boards.install();
+    auto make = boards.factory();
     CountingSink ring0, ring1;
     std::string error;
     state::EngineConfig cfg;
     cfg.max_endpoints = 64;
-    auto e0 = QpBoards::make_engine_with_board(cfg, ring0, error);
-    auto e1 = QpBoards::make_engine_with_board(cfg, ring1, error);
-    boards.uninstall();
+    auto e0 = make(cfg, ring0, error);
+    auto e1 = make(cfg, ring1, error);
     ASSERT_TRUE(e0 && e1) << error;
-    // A record pushed through the engine's sink reaches the ring and the board.
-    state::Record r;
-    r.type = state::RecordType::qp;
-    r.qp = qp(7, 42, 1234);
-    // The engine holds the BoardSink: emit through a report of an empty engine (no
-    // endpoints: no records), then check the board path directly through finish() of a
-    // real packet is covered by the netns tests; here the sink chain itself.
-    BoardSink sink;
-    sink.inner = &ring0;
-    EXPECT_TRUE(sink.push(r));
-    EXPECT_EQ(ring0.n, 1u);
-    ASSERT_EQ(sink.board.snapshot().size(), 1u);
-    EXPECT_EQ(sink.board.snapshot()[0].qpn, 42u);
+    EXPECT_EQ(make(cfg, ring0, error), nullptr) << "a third engine for two boards";
+    // One SEND to worker 1's engine: its final qp record reaches ring 1 and the boards.
+    proto::FrameSpec f;
+    f.src_ip = proto::IpAddress::v4(0x0A000001);
+    f.dst_ip = proto::IpAddress::v4(0x0A000002);
+    f.t.bth.opcode = 0x04;  // RC SEND Only
+    f.t.bth.dest_qp = 42;
+    f.payload_len = 1000;
+    std::array<uint8_t, 2048> frame{};
+    const std::size_t n = proto::build_frame(f, frame);
+    proto::ParsedPacket p;
+    ASSERT_EQ(proto::parse_frame({frame.data(), n}, p), proto::Verdict::roce);
+    e1->process(p, 1000);
+    e0->finish(2000);
+    e1->finish(2000);
+    EXPECT_EQ(ring0.n, 0u);
+    EXPECT_EQ(ring1.n, 2u);  // the message (never acknowledged), the final qp record
+    const auto top = boards.top(16);
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top[0].qpn, 42u);
+    EXPECT_EQ(top[0].bytes, 1000u);
 }
 
 }  // namespace
-}  // namespace insert::pipeline
+}  // namespace insert::live

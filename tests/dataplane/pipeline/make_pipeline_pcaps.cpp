@@ -1,6 +1,6 @@
 // Writes the captures the pipeline tests replay (replay_test.py), built with the proto
 // builder so that every expected counter is known by construction:
-//   mixed.pcap    - the benchmark workload, small (bench/micro/workload.hpp)
+//   mixed.pcap    - the benchmark workload, small (dataplane/workload/workload.hpp)
 //   hostile.pcap  - mixed traffic plus malformed frames of every reason, non-RoCE frames,
 //                   a PSN storm on one endpoint and two quiet "victim" connections whose
 //                   exact counters the test checks
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/micro/workload.hpp"
 #include "dataplane/capture/pcap_writer.hpp"
 #include "dataplane/proto/builder.hpp"
 #include "dataplane/proto/opcodes.hpp"
+#include "dataplane/workload/workload.hpp"
 
 using namespace insert;
 using namespace insert::proto;
@@ -130,13 +130,13 @@ void psn_storm(Writer& w, std::mt19937& rng) {
 bool write_mixed(const std::string& path, uint32_t endpoints, uint64_t messages, uint64_t seed) {
     capture::PcapWriter pcap;
     if (!pcap.open(path)) return false;
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = endpoints;
     spec.hosts = 16;
     spec.messages = messages;
     spec.seed = seed;
-    bench::generate_workload(spec,
-                             [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
+    workload::generate_workload(
+        spec, [&](uint64_t ts, std::span<const uint8_t> f) { pcap.write(ts, f); });
     return pcap.close();
 }
 
@@ -145,12 +145,12 @@ bool write_hostile(const std::string& path) {
     if (!w.pcap.open(path)) return false;
     std::mt19937 rng(7);
     uint32_t victim_psn = 100;
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = 64;
     spec.hosts = 8;
     spec.messages = 400;
     std::vector<std::pair<uint64_t, std::vector<uint8_t>>> normal;
-    bench::generate_workload(spec, [&](uint64_t, std::span<const uint8_t> f) {
+    workload::generate_workload(spec, [&](uint64_t, std::span<const uint8_t> f) {
         normal.emplace_back(0, std::vector<uint8_t>(f.begin(), f.end()));
     });
     // Interleave: normal traffic, victims, malformed, non-RoCE and the storm.

@@ -4,10 +4,10 @@
 #include <array>
 #include <vector>
 
-#include "bench/micro/workload.hpp"
 #include "dataplane/pipeline/shard.hpp"
 #include "dataplane/proto/builder.hpp"
 #include "dataplane/proto/opcodes.hpp"
+#include "dataplane/workload/workload.hpp"
 
 using namespace insert;
 using insert::pipeline::ShardPolicy;

@@ -1,4 +1,4 @@
-// The benchmarks' synthetic workload (bench/micro/workload.hpp) in both of its shapes:
+// The benchmarks' synthetic workload (dataplane/workload/workload.hpp) in both of its shapes:
 // every endpoint appears, each connection's requests are in PSN order without gaps, the
 // message sizes stay within the spec, and exactly `active` messages are on the wire at once.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <set>
 #include <vector>
 
-#include "bench/micro/workload.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/proto/psn.hpp"
+#include "dataplane/workload/workload.hpp"
 
 using namespace insert;
 
@@ -32,7 +32,7 @@ uint32_t connection_of(uint32_t qpn) {
     return (qpn - 0x100) / 2;
 }
 
-Shape measure(const bench::WorkloadSpec& spec) {
+Shape measure(const workload::WorkloadSpec& spec) {
     Shape s;
     std::set<std::pair<proto::IpAddress, uint32_t>> endpoints;
     std::map<uint32_t, uint32_t> next_psn;      // connection -> the next request PSN
@@ -40,7 +40,7 @@ Shape measure(const bench::WorkloadSpec& spec) {
     std::map<uint32_t, uint32_t> open;          // connection -> request packets of its message
     std::map<uint32_t, proto::OpKind> open_kind;
     uint64_t bytes = 0;
-    bench::generate_workload(spec, [&](uint64_t, std::span<const uint8_t> frame) {
+    workload::generate_workload(spec, [&](uint64_t, std::span<const uint8_t> frame) {
         proto::ParsedPacket p;
         ASSERT_EQ(proto::parse_frame(frame, p), proto::Verdict::roce);
         ++s.frames;
@@ -88,7 +88,7 @@ Shape measure(const bench::WorkloadSpec& spec) {
 }  // namespace
 
 TEST(Workload, small_messages_are_sent_one_at_a_time) {
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = 200;
     spec.hosts = 16;
     spec.messages = 2000;
@@ -102,7 +102,7 @@ TEST(Workload, small_messages_are_sent_one_at_a_time) {
 }
 
 TEST(Workload, line_rate_keeps_active_messages_interleaved) {
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = 1000;
     spec.hosts = 64;
     spec.messages = 2000;
@@ -121,7 +121,7 @@ TEST(Workload, line_rate_keeps_active_messages_interleaved) {
 
 TEST(Workload, active_is_capped_below_the_connection_count) {
     // Each active message needs a connection of its own: 10 connections, 5 at most.
-    bench::WorkloadSpec spec;
+    workload::WorkloadSpec spec;
     spec.endpoints = 20;
     spec.hosts = 4;
     spec.messages = 500;

@@ -1,10 +1,10 @@
-#include "dataplane/pipeline/port_config.hpp"
+#include "dataplane/ports/af_packet.hpp"
 
 #include <net/if.h>
 
 #include <fstream>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 namespace {
 
@@ -79,4 +79,4 @@ std::string af_packet_devargs(const std::string& name, const std::string& iface,
            ",framecnt=" + std::to_string(g.framecnt);
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports

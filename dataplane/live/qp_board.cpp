@@ -1,12 +1,8 @@
-#include "dataplane/pipeline/qp_board.hpp"
+#include "dataplane/live/qp_board.hpp"
 
 #include <algorithm>
 
-namespace insert::pipeline {
-
-namespace {
-std::atomic<QpBoards*> g_boards{nullptr};
-}
+namespace insert::live {
 
 void QpBoard::offer(const state::QpRecord& qp) noexcept {
     // Same endpoint: update in place; else replace the smallest if this one is larger.
@@ -53,29 +49,19 @@ QpBoards::QpBoards(unsigned workers) {
     for (unsigned i = 0; i < workers; ++i) sinks_.push_back(std::make_unique<BoardSink>());
 }
 
-void QpBoards::install() {
-    next_.store(0);
-    g_boards.store(this);
-}
-
-void QpBoards::uninstall() {
-    QpBoards* self = this;
-    g_boards.compare_exchange_strong(self, nullptr);
-}
-
-std::unique_ptr<state::Engine> QpBoards::make_engine_with_board(const state::EngineConfig& config,
-                                                                state::RecordSink& sink,
-                                                                std::string& error) {
-    QpBoards* boards = g_boards.load();
-    if (boards == nullptr) return state::Engine::create(config, sink, error);
-    const unsigned i = boards->next_.fetch_add(1);
-    if (i >= boards->sinks_.size()) {
-        error = "more engines than boards";
-        return nullptr;
-    }
-    BoardSink& b = *boards->sinks_[i];
-    b.inner = &sink;
-    return state::Engine::create(config, b, error);
+std::function<std::unique_ptr<state::Engine>(const state::EngineConfig&, state::RecordSink&,
+                                             std::string&)>
+QpBoards::factory() {
+    return [this, next = 0u](const state::EngineConfig& config, state::RecordSink& sink,
+                             std::string& error) mutable -> std::unique_ptr<state::Engine> {
+        if (next >= sinks_.size()) {
+            error = "more engines than boards";
+            return nullptr;
+        }
+        BoardSink& b = *sinks_[next++];
+        b.inner = &sink;
+        return state::Engine::create(config, b, error);
+    };
 }
 
 std::vector<state::QpRecord> QpBoards::top(std::size_t k) const {
@@ -90,4 +76,4 @@ std::vector<state::QpRecord> QpBoards::top(std::size_t k) const {
     return all;
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

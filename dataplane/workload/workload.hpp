@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-namespace insert::bench {
+namespace insert::workload {
 
 struct WorkloadSpec {
     uint32_t endpoints = 1000;  // rounded down to an even number (two per connection)
@@ -55,4 +55,4 @@ struct CompactWorkload {
 };
 CompactWorkload build_compact_workload(const WorkloadSpec& spec);
 
-}  // namespace insert::bench
+}  // namespace insert::workload

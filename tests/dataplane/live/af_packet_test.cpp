@@ -1,9 +1,9 @@
 // af_packet settings derived from the MTU (DESIGN.md "Inline over Linux interfaces").
 #include <gtest/gtest.h>
 
-#include "dataplane/pipeline/port_config.hpp"
+#include "dataplane/ports/af_packet.hpp"
 
-namespace insert::pipeline {
+namespace insert::ports {
 namespace {
 
 TEST(PortConfig, mtu_9000_gives_the_settings_that_forwarded_jumbo_frames) {
@@ -70,4 +70,4 @@ TEST(PortConfig, devargs_carry_the_settings) {
 }
 
 }  // namespace
-}  // namespace insert::pipeline
+}  // namespace insert::ports

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@
 #include "dataplane/state/engine.hpp"
 #include "dataplane/state/records.hpp"
 
-namespace insert::pipeline {
+namespace insert::live {
 
 class QpBoard {
   public:
@@ -46,22 +47,21 @@ class BoardSink final : public state::RecordSink {
     QpBoard board;
 };
 
-// Boards for the engines the next Pipeline::create() makes: install() before it, and the
-// factory make_engine_with_board() wraps each worker's sink in the next BoardSink.
+// One board per worker: factory() makes the engines of a Pipeline (EngineFactory), each
+// with its worker's record sink wrapped in that worker's BoardSink.
 class QpBoards {
   public:
     explicit QpBoards(unsigned workers);
-    void install();  // becomes the boards the factory uses (one set per process at a time)
-    void uninstall();
-    static std::unique_ptr<state::Engine> make_engine_with_board(const state::EngineConfig& config,
-                                                                 state::RecordSink& sink,
-                                                                 std::string& error);
+    // Engines for workers 0, 1, ... in the order Pipeline::create() asks for them; the
+    // boards must outlive the engines.
+    std::function<std::unique_ptr<state::Engine>(const state::EngineConfig&, state::RecordSink&,
+                                                 std::string&)>
+    factory();
     // The K busiest endpoints over every worker, by bytes.
     std::vector<state::QpRecord> top(std::size_t k) const;
 
   private:
     std::vector<std::unique_ptr<BoardSink>> sinks_;
-    std::atomic<unsigned> next_{0};
 };
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

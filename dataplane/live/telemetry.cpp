@@ -1,4 +1,4 @@
-#include "dataplane/pipeline/telemetry.hpp"
+#include "dataplane/live/telemetry.hpp"
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-namespace insert::pipeline {
+namespace insert::live {
 
 namespace {
 
@@ -309,4 +309,4 @@ void publish(const LiveStats* stats) {
         while (g_readers.load() != 0) std::this_thread::yield();
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

@@ -1,4 +1,4 @@
-#include "bench/micro/workload.hpp"
+#include "dataplane/workload/workload.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include "dataplane/proto/opcodes.hpp"
 #include "dataplane/proto/parser.hpp"
 
-namespace insert::bench {
+namespace insert::workload {
 
 namespace {
 
@@ -250,4 +250,4 @@ CompactWorkload build_compact_workload(const WorkloadSpec& spec) {
     return w;
 }
 
-}  // namespace insert::bench
+}  // namespace insert::workload

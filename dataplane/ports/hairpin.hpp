@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 // Whether `port` can hairpin to another port (peer-to-peer hairpin with manual binding).
 bool hairpin_capable(uint16_t port);
@@ -23,4 +23,4 @@ bool setup_hairpin_queues(uint16_t port, uint16_t peer, uint16_t queue, std::str
 // After both ports started: binds each port's hairpin Tx queue to the other's Rx queue.
 bool bind_hairpin(uint16_t a, uint16_t b, std::string& error);
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports

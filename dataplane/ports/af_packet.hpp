@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 // Kernel TPACKET_V2 layout (linux/if_packet.h, net/packet/af_packet.c tpacket_rcv()):
 // the MAC header of a received frame starts at TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 =
@@ -48,4 +48,4 @@ bool interface_mtu(const std::string& iface, uint32_t& mtu, std::string& error);
 std::string af_packet_devargs(const std::string& name, const std::string& iface, unsigned qpairs,
                               const AfPacketGeometry& g);
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
-#include "dataplane/pipeline/telemetry.hpp"
+#include "dataplane/live/telemetry.hpp"
 
-namespace insert::pipeline {
+namespace insert::live {
 
 class LiveView {
   public:
@@ -34,4 +34,4 @@ class LiveView {
     bool stopping_ = false;
 };
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

@@ -10,11 +10,18 @@
 #include <vector>
 
 #include "dataplane/export/record_writer.hpp"
+#include "dataplane/live/qp_board.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
-#include "dataplane/pipeline/port_source.hpp"
-#include "dataplane/pipeline/qp_board.hpp"
+#include "dataplane/ports/port_source.hpp"
 
-namespace insert::pipeline {
+namespace insert::live {
+
+using pipeline::Pipeline;
+using pipeline::WorkerCounters;
+using ports::LaneCounters;
+using ports::PortInfo;
+using ports::PortSource;
+using ports::SteerMode;
 
 struct LiveTotals {
     double uptime_s = 0;
@@ -72,4 +79,4 @@ void register_telemetry();
 // command in progress, so the caller may then destroy what `stats` refers to.
 void publish(const LiveStats* stats);
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

@@ -1,9 +1,9 @@
-#include "dataplane/pipeline/hairpin.hpp"
+#include "dataplane/ports/hairpin.hpp"
 
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 bool hairpin_capable(uint16_t port) {
     rte_eth_hairpin_cap cap{};
@@ -47,4 +47,4 @@ bool bind_hairpin(uint16_t a, uint16_t b, std::string& error) {
     return true;
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports

@@ -1,9 +1,9 @@
-#include "dataplane/pipeline/live_view.hpp"
+#include "dataplane/live/live_view.hpp"
 
 #include <chrono>
 #include <string>
 
-namespace insert::pipeline {
+namespace insert::live {
 
 namespace {
 
@@ -107,4 +107,4 @@ void LiveView::loop() {
     }
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::live

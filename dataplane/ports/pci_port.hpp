@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 // `address` is DDDD:BB:DD.F or BB:DD.F (hex; domain 0000 assumed). On success `canonical`
 // is DDDD:BB:DD.F in lower case. The device must exist under `sysfs_pci` (the directory
@@ -15,4 +15,4 @@ namespace insert::pipeline {
 bool check_pci_port(const std::string& address, std::string& canonical, std::string& error,
                     const std::string& sysfs_pci = "/sys/bus/pci/devices");
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports

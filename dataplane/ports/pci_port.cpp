@@ -1,4 +1,4 @@
-#include "dataplane/pipeline/pci_port.hpp"
+#include "dataplane/ports/pci_port.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string_view>
 
-namespace insert::pipeline {
+namespace insert::ports {
 
 namespace {
 
@@ -62,4 +62,4 @@ bool check_pci_port(const std::string& address, std::string& canonical, std::str
     return true;
 }
 
-}  // namespace insert::pipeline
+}  // namespace insert::ports
