@@ -143,21 +143,78 @@ Scenario reordering(const ScaleOptions& o) {
     return s;
 }
 
+// A 3-to-1 incast into h3 at 19.5 ms - its queues drain past 20 ms, so that it spans two of
+// the correlator's 10 ms congestion bins - and a latency-sensitive flow into h3 from h4, a
+// 64-byte WRITE every 40 us for 40 ms, that lives through it: before and after, h3's
+// traffic is that flow alone (the baseline); during, the episode names the incast's
+// senders as contributors and the flow as a victim (its ACKs queue behind h3's READ
+// responses).
 Scenario congestion(const ScaleOptions& o) {
     Scenario s;
     s.name = "congestion";
     s.description =
-        "3-to-1 incast: CE marks, CNPs back to the senders, paced retransmission-free traffic";
-    s.hosts = ipv4_hosts(4);
-    s.conns = {conn(0, 3, 4096), conn(1, 3, 4096), conn(2, 3, 4096),
-               conn(0, 3, 1024), conn(1, 3, 2048), conn(2, 3, 1024)};
+        "3-to-1 incast: CE marks, CNPs back to the senders, paced retransmission-free traffic; "
+        "a small-message flow into the same host before, during and after it";
+    s.hosts = ipv4_hosts(5);
+    s.conns = {conn(0, 3, 4096), conn(1, 3, 4096), conn(2, 3, 4096), conn(0, 3, 1024),
+               conn(1, 3, 2048), conn(2, 3, 1024), conn(4, 3, 1024)};
+    s.conns.back().workload = false;  // the latency-sensitive flow: its messages below
     s.rate_gbps = 25;
+    constexpr uint64_t kIncastStartNs = 19'500'000, kFlowNs = 40'000'000;
     s.workload.msgs_per_conn = scaled(30, o.scale);
+    s.workload.start_ns = kIncastStartNs;
     s.workload.gap_ns = 8'000;
     s.workload.ops = {op(OpType::write, 3, 4096, 32768), op(OpType::read, 1, 1024, 8192)};
+    const uint32_t flow = scaled(1000, o.scale);
+    for (uint32_t i = 0; i < flow; ++i)
+        s.messages.push_back({6, OpType::write, 64, 20'000 + i * (kFlowNs / flow), false, false});
     s.imp.ce_mark = 0.25;
     s.timing.cnp_interval_ns = 20'000;
     s.timing.retx_timeout_ns = 2'000'000;
+    return s;
+}
+
+// An attacker on h4 (10.0.0.5) against the processes and QPs of h1 and h2, next to normal
+// traffic among h0-h3 (docs/insert-gen.md "Attacks"). Connection 0's responder process on
+// h1 takes 9 rkey guesses in three connections 100 us apart (an rkey_scan), a stale rkey, a
+// write past an MR's end and one into a read-only MR; two lone guesses come more than a
+// second apart (no scan). Connection 1's responder QP on h1 gets a WRITE from h4 while in
+// use (peer_mismatch) and one spoofed from h2 at the PSN it expects after its last message
+// (injected_message); h2 gets a WRITE to a QPN none of its QPs has (unowned_qp).
+Scenario attacks(const ScaleOptions& o) {
+    Scenario s;
+    s.name = "attacks";
+    s.description =
+        "an attacker guesses rkeys, uses a stale one, writes out of bounds and without the "
+        "right, injects from a third host, spoofs a peer and writes to an unowned QPN";
+    s.hosts = ipv4_hosts(5);
+    s.conns = {conn(0, 1, 1024), conn(2, 1, 1024), conn(0, 2, 2048), conn(3, 1, 4096),
+               conn(2, 3, 1024)};
+    s.workload.msgs_per_conn = scaled(40, o.scale);
+    s.workload.ops = {op(OpType::write, 3, 0, 8192, 0.2), op(OpType::send, 2, 0, 4096),
+                      op(OpType::read, 2, 1, 8192), op(OpType::cmp_swap, 1, 8, 8),
+                      op(OpType::fetch_add, 1, 8, 8)};
+    auto attack = [&](AttackKind kind, uint32_t victim, uint64_t at_ns, uint32_t count = 1) {
+        AttackSpec a;
+        a.kind = kind;
+        a.attacker = 4;
+        a.victim = victim;
+        a.at_ns = at_ns;
+        a.count = count;
+        s.attacks.push_back(a);
+    };
+    constexpr uint64_t kMs = 1'000'000;
+    for (uint64_t k = 0; k < 3; ++k) attack(AttackKind::rkey_guess, 0, 2 * kMs + k * kMs / 10, 3);
+    attack(AttackKind::stale_rkey, 0, 3 * kMs);
+    attack(AttackKind::out_of_bounds, 0, 3 * kMs + kMs / 10);
+    attack(AttackKind::access_denied, 0, 3 * kMs + kMs / 5);
+    attack(AttackKind::rkey_guess, 0, 1'300 * kMs);
+    attack(AttackKind::rkey_guess, 0, 2'600 * kMs);
+    attack(AttackKind::peer_mismatch, 1, kMs / 4);
+    attack(AttackKind::spoofed_injection, 1, kMs / 2);
+    attack(AttackKind::unowned_qp, 2, 4 * kMs);
+    s.host_trace.processes_per_host = 2;
+    s.host_trace.unsignaled_every = 2;
     return s;
 }
 
@@ -241,6 +298,7 @@ constexpr Entry kBuiltins[] = {
     {"losses", losses},
     {"reordering", reordering},
     {"congestion", congestion},
+    {"attacks", attacks},
     {"ipv6_vlan_wrap", ipv6_vlan_wrap},
     {"malformed_background", malformed_background},
     {"large", large},

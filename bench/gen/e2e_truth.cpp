@@ -128,6 +128,7 @@ struct E2eTruth::Join {
     };
     std::vector<Match> matches;
     std::vector<uint64_t> unmatched_wr;  // per incarnation
+    std::vector<MsgJoin> per_msg;        // matched / wire-only after a match, by message
     bool used_time = false;              // a choice among several candidates was made
     uint64_t wire_only = 0, src_untraced = 0, src_host_untraced = 0, pair_conflicts = 0;
 };
@@ -148,6 +149,12 @@ E2eTruth::E2eTruth(const Scenario& sc, const HostTrace& trace, std::span<const T
     // second pass is the first.
     const Join final_join = first.used_time ? join(theta1) : std::move(first);
     const std::vector<int64_t> theta = estimate(final_join, &clocks_);
+    theta_ = theta;
+    msg_join_ = final_join.per_msg;
+    for (uint32_t k = 0; k < msgs_.size(); ++k) {
+        msg_join_[k].req = final_join.req[k];
+        msg_join_[k].resp = final_join.resp[k];
+    }
     match_receives(final_join, theta);
     build_records(final_join, theta);
     build_apps(theta);
@@ -206,6 +213,7 @@ void E2eTruth::read_trace() {
                 inc.qpn = q.qpn;
                 inc.ip = trace_.ip_of(r);
                 inc.t_create = r.wall_ns;
+                inc.pd = trace_.pd(r.proc);
                 const auto i = static_cast<uint32_t>(incs_.size());
                 incs_.push_back(inc);
                 by_qp[{r.host, pid, q.ptr}] = i;
@@ -223,7 +231,12 @@ void E2eTruth::read_trace() {
                 fill_ip(it->second, r);
                 // Its peer: the latest RTR's peer_ip and dest_qpn (and rq_psn); the latest
                 // RTS's sq_psn.
-                if (r.kind == HostRec::modify_rtr) {
+                if (r.kind == HostRec::modify_init) {
+                    // qp_access as insert-trace prints it (host_trace_json.cpp).
+                    inc.qp_access = q.uc ? kAccessLocalWrite | kAccessRemoteWrite
+                                         : kAccessLocalWrite | kAccessRemoteWrite |
+                                               kAccessRemoteRead | kAccessRemoteAtomic;
+                } else if (r.kind == HostRec::modify_rtr) {
                     inc.peer_ip = q.peer_host;
                     inc.dest_qpn = q.dest_qpn;
                     inc.rq_psn = q.rq_psn;
@@ -423,6 +436,7 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
     j.resp.assign(msgs_.size(), std::nullopt);
     j.m.reserve(msgs_.size());
     j.unmatched_wr.assign(incs_.size(), 0);
+    j.per_msg.assign(msgs_.size(), MsgJoin{});
     for (uint32_t k = 0; k < msgs_.size(); ++k) {
         const TruthMsg& m = *msgs_[k];
         // Section 3: requester candidates are the incarnations at src_ip whose peer is
@@ -501,8 +515,16 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
         std::size_t matched = 0;
         align(w.size(), mq.size(), agree, [&](std::size_t wi, std::size_t mi, bool resync) {
             j.matches.push_back({q, static_cast<uint32_t>(wi), mq[mi], resync});
+            j.per_msg[mq[mi]].matched = true;
             ++matched;
         });
+        // Section 8 `injected_message`: wire-only after the first matched message in M.
+        bool seen_match = false;
+        for (uint32_t k : mq) {
+            MsgJoin& x = j.per_msg[k];
+            x.wire_only_after_match = seen_match && !x.matched;
+            seen_match |= x.matched;
+        }
         j.unmatched_wr[q] = w.size() - matched;
         j.wire_only += mq.size() - matched;
     }
@@ -649,6 +671,10 @@ void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
     for (const Incarnation& q : incs_) has_qp[q.host] = true;
     summary_.hosts = static_cast<uint64_t>(std::count(has_qp.begin(), has_qp.end(), true));
     unmatched_ = j.unmatched_wr;
+}
+
+std::span<const uint32_t> E2eTruth::incarnations_at(uint16_t ip, uint32_t qpn) const {
+    return by_addr_.find(addr_key(ip, qpn));
 }
 
 // The dataplane endpoint record of (ip, qpn) belongs to the incarnation chosen among

@@ -34,6 +34,18 @@ struct Incarnation {
     std::optional<uint16_t> peer_ip;
     uint32_t dest_qpn = 0;
     std::optional<uint32_t> sq_psn, rq_psn;
+    uint64_t pd = 0;         // create_qp's protection domain
+    uint32_t qp_access = 0;  // kAccess* of the latest modify_qp that carries it (INIT)
+};
+
+// What the final join (section 3-4) says of one deduplicated message: its requester and
+// responder incarnations, and its place in its requester's alignment.
+struct MsgJoin {
+    std::optional<uint32_t> req, resp;
+    bool matched = false;
+    // Wire-only after the first matched message of its requester in the M order (section
+    // 8 `injected_message`).
+    bool wire_only_after_match = false;
 };
 
 struct Percentiles {
@@ -121,6 +133,15 @@ class E2eTruth {
     const std::vector<ClockRecord>& clocks() const { return clocks_; }
     const std::vector<PairRecord>& pairs() const { return pairs_; }
     const E2eSummary& summary() const { return summary_; }
+    // For the alert and congestion truth (alert_truth.*, congestion_truth.*): the
+    // deduplicated messages (section 1), what the final join made of each, the offsets
+    // every time was shifted by (section 5), the incarnations of (ip, qpn).
+    const std::vector<const TruthMsg*>& joined_msgs() const { return msgs_; }
+    const std::vector<MsgJoin>& msg_join() const { return msg_join_; }
+    const std::vector<int64_t>& theta() const { return theta_; }
+    std::span<const uint32_t> incarnations_at(uint16_t ip, uint32_t qpn) const;
+    // Whether some host record uses the address of host `ip`.
+    bool traced_ip(uint16_t ip) const { return traced_ip_[ip]; }
     // Checks against the generator's knowledge: matched pairs whose work request did not
     // make the message although the two could be told apart (family, length, remote
     // address or rkey differ) - the rules failed - and those no rule could tell apart.
@@ -184,7 +205,9 @@ class E2eTruth {
     std::vector<PairRecord> pairs_;
     E2eSummary summary_;
     uint64_t mispaired_ = 0, indistinguishable_ = 0;
-    std::vector<bool> traced_ip_;  // by host index: an address some host record uses
+    std::vector<bool> traced_ip_;    // by host index: an address some host record uses
+    std::vector<MsgJoin> msg_join_;  // by index into msgs_
+    std::vector<int64_t> theta_;
 };
 
 }  // namespace insert::gen

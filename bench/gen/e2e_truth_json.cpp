@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bench/gen/host_trace_json.hpp"
+#include "bench/gen/incident_json.hpp"
 #include "bench/gen/jsonl_file.hpp"
 
 namespace insert::gen {
@@ -22,8 +23,8 @@ JsonCursor& opt_signed(JsonCursor& c, const char (&k)[N], const std::optional<in
 
 class Writer {
   public:
-    Writer(const Scenario& sc, const HostTrace& trace, const E2eTruth& truth, JsonOut& out)
-        : sc_(sc), trace_(trace), truth_(truth), out_(out) {
+    Writer(const Scenario& sc, const HostTrace& trace, const E2eOutputs& all, JsonOut& out)
+        : sc_(sc), trace_(trace), truth_(all.e2e), all_(all), out_(out) {
         for (std::size_t h = 0; h < sc.hosts.size(); ++h) {
             ip_.emplace_back(sc.hosts[h].ip.to_string());
             name_.emplace_back(trace_host_name(h));
@@ -34,8 +35,15 @@ class Writer {
     }
 
     void write() {
-        // Section 6's order: e2e, pair, app, clock, summary.
+        // Section 6's order: e2e, then (sections 8, 9) alert and congestion, then pair,
+        // app, clock, summary.
         for (const E2eRecord& e : truth_.e2e()) e2e(e);
+        if (all_.alerts)
+            for (const AlertRecord& a : all_.alerts->alerts())
+                out_.raw(alert_json(sc_, trace_, truth_, a));
+        if (all_.congestion)
+            for (const CongestionRecord& c : all_.congestion->episodes())
+                out_.raw(congestion_json(sc_, trace_, truth_, c));
         for (const PairRecord& p : truth_.pairs()) pair(p);
         for (const AppRecord& a : truth_.apps()) app(a);
         for (const ClockRecord& c : truth_.clocks()) clock(c);
@@ -173,6 +181,8 @@ class Writer {
         c.lit(",\"late\":0,\"evicted\":{\"wrs\":0,\"msgs\":0,\"completions\":0}");
         c.field("hosts", s.hosts).field("qps", s.qps).field("apps", s.apps);
         c.field("pairs", s.pairs).field("trace_drops", s.trace_drops);
+        if (all_.alerts && all_.congestion)
+            c.str(incident_counts_json(*all_.alerts, *all_.congestion));
         c.field("gen_mispaired", truth_.mispaired());
         c.field("gen_indistinguishable", truth_.indistinguishable()).lit("}\n");
         out_.commit(c);
@@ -181,18 +191,19 @@ class Writer {
     const Scenario& sc_;
     const HostTrace& trace_;
     const E2eTruth& truth_;
+    const E2eOutputs& all_;
     JsonOut& out_;
     std::vector<PaddedString> ip_, name_, comm_, op_;
 };
 
 }  // namespace
 
-void write_e2e_records(const Scenario& sc, const HostTrace& trace, const E2eTruth& truth,
+void write_e2e_records(const Scenario& sc, const HostTrace& trace, const E2eOutputs& truth,
                        JsonOut& out) {
     Writer(sc, trace, truth, out).write();
 }
 
-bool write_e2e_truth(const Scenario& sc, const HostTrace& trace, const E2eTruth& truth,
+bool write_e2e_truth(const Scenario& sc, const HostTrace& trace, const E2eOutputs& truth,
                      const std::string& path, std::string& error) {
     JsonLinesFile file;
     if (!file.open(path, error)) return false;

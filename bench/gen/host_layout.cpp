@@ -65,7 +65,7 @@ void HostLayout::plan(const Scenario& sc, uint64_t seed, std::span<const ConnSpe
                 pr.pid = static_cast<uint32_t>(prng.between(1000, 1000 + 16 * per_host));
             } while (std::find(taken.begin(), taken.end(), pr.pid) != taken.end());
             taken.push_back(pr.pid);
-            pr.comm = static_cast<uint32_t>(prng.between(0, std::size(kProcessNames) - 1));
+            pr.comm = static_cast<uint32_t>(prng.between(0, kWorkloadNames - 1));
             pr.tenant = static_cast<uint32_t>(prng.between(0, ht.tenants - 1));
             pr.exits_without_destroy = prng.chance(ht.exit_without_destroy);
             procs_.push_back(pr);
@@ -86,6 +86,7 @@ void HostLayout::plan(const Scenario& sc, uint64_t seed, std::span<const ConnSpe
     per_proc_ = ht.mrs_per_process;
     const uint64_t min_len = round_up(longest_rdma(sc), kPage);
     mrs_.clear();
+    retired_.clear();
     for (uint32_t p = 0; p < procs_.size(); ++p) {
         uint64_t addr = kMrBase + (mrng.between(0, 1u << 20) << 16);
         const std::size_t first = mrs_.size();
@@ -172,11 +173,20 @@ HostLayout::Target HostLayout::place(uint32_t proc, OpType op, uint32_t len, uin
     return {0, 0};  // unreachable: the last MR has every right
 }
 
+uint32_t HostLayout::add_retired_mr(const HostMr& mr, uint64_t dereg_ns) {
+    const auto index = static_cast<uint32_t>(mrs_.size());
+    mrs_.push_back(mr);
+    retired_.push_back({index, dereg_ns});
+    return index;
+}
+
 uint32_t HostLayout::unregistered_rkey(uint32_t proc, uint32_t near) const {
     uint32_t k = near ^ 0x00A5A5A5u;
     for (bool clash = true; clash;) {
         clash = k == 0;
         for (const HostMr& mr : mrs_of(proc)) clash |= mr.rkey == k;
+        for (const RetiredMr& r : retired_)
+            clash |= mrs_[r.mr].proc == proc && mrs_[r.mr].rkey == k;
         if (clash) ++k;
     }
     return k;

@@ -48,7 +48,10 @@ struct QpnReuse {
 class HostLayout {
   public:
     static constexpr const char* kProcessNames[] = {"ib_write_bw",   "nccl-proxy", "kv-server",
-                                                    "spdk_nvmf_tgt", "mpi-rank",   "rdma-cache"};
+                                                    "spdk_nvmf_tgt", "mpi-rank",   "rdma-cache",
+                                                    "insert-attack"};
+    // Processes are named among the first six; the last is the attacker's (attack_plan.*).
+    static constexpr uint32_t kWorkloadNames = 6, kAttackerName = 6;
 
     // `conns`: the connections in simulator order (explicit then random ones); `msgs`: the
     // number of messages each will post.
@@ -75,12 +78,28 @@ class HostLayout {
     // An rkey that no MR of `proc` has (a scenario's access_error target: attack-like).
     uint32_t unregistered_rkey(uint32_t proc, uint32_t near) const;
 
+    // Attacks (attack_plan.*), after plan(): a connection's side given to another process;
+    // a connection's QPN reuse undone; a process named as the attacker.
+    void set_owner(uint32_t conn, int side, uint32_t proc) { owner_[conn * 2 + side] = proc; }
+    void clear_reuse(uint32_t conn) { reuse_[conn] = QpnReuse{}; }
+    void set_attacker(uint32_t proc) { procs_[proc].comm = kAttackerName; }
+    // An MR of `mr.proc` beside its own (never a target of place(), not in mrs_of()),
+    // registered with them and deregistered at `dereg_ns` (simulation time): what a
+    // stale rkey names. Its index in mrs().
+    struct RetiredMr {
+        uint32_t mr = 0;
+        uint64_t dereg_ns = 0;
+    };
+    uint32_t add_retired_mr(const HostMr& mr, uint64_t dereg_ns);
+    const std::vector<RetiredMr>& retired_mrs() const { return retired_; }
+
   private:
     std::vector<HostProcess> procs_;
     std::vector<uint32_t> owner_;  // (conn, side) -> process
     std::vector<HostMr> mrs_;      // per_proc_ per process
     uint32_t per_proc_ = 0;
     std::vector<QpnReuse> reuse_;
+    std::vector<RetiredMr> retired_;
 };
 
 }  // namespace insert::gen

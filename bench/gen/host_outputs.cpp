@@ -4,6 +4,8 @@
 #include <optional>
 #include <thread>
 
+#include "bench/gen/alert_truth.hpp"
+#include "bench/gen/congestion_truth.hpp"
 #include "bench/gen/e2e_truth.hpp"
 #include "bench/gen/e2e_truth_json.hpp"
 #include "bench/gen/host_trace.hpp"
@@ -41,6 +43,9 @@ HostOutputFailed write_host_outputs(const Generation& gen, const std::string& tr
         return HostOutputFailed::traces;
     }
     if (!e2e) return HostOutputFailed::nothing;
+    // Sections 8 and 9 over the join: alerts and congestion episodes.
+    const AlertTruth alerts(gen.scenario(), trace, *e2e);
+    const CongestionTruth congestion(gen.scenario(), *e2e, gen.truth());
     const E2eSummary& s = e2e->summary();
     stats.e2e = s.e2e;
     stats.exact = s.exact;
@@ -49,7 +54,9 @@ HostOutputFailed write_host_outputs(const Generation& gen, const std::string& tr
     stats.wire_only = s.wire_only;
     stats.mispaired = e2e->mispaired();
     stats.indistinguishable = e2e->indistinguishable();
-    if (!write_e2e_truth(gen.scenario(), trace, *e2e, e2e_path, error)) {
+    stats.alerts = alerts.alerts().size();
+    stats.episodes = congestion.episodes().size();
+    if (!write_e2e_truth(gen.scenario(), trace, {*e2e, &alerts, &congestion}, e2e_path, error)) {
         if (!traces_path.empty()) std::remove(traces_path.c_str());
         return HostOutputFailed::e2e;
     }

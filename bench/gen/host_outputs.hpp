@@ -14,6 +14,7 @@ struct HostOutputStats {
     uint64_t records = 0, lost = 0, reuse_overlaps = 0;
     uint64_t e2e = 0, exact = 0, resync = 0, unmatched_wr = 0, wire_only = 0;
     uint64_t mispaired = 0, indistinguishable = 0;
+    uint64_t alerts = 0, episodes = 0;
 };
 
 // Either path may be empty (not written). Which file failed, with `error`; a failed file

@@ -303,6 +303,12 @@ void HostTrace::build_conn(Draws& d, uint32_t c) {
         conn_end = std::max(conn_end, poll);
     }
 
+    // A spoofed injection into the connection (attack_plan.hpp) follows its traffic: the QPs
+    // live on until it was delivered.
+    for (const Injection& inj : sim_.injections())
+        if (inj.conn == c && ev[inj.uid].delivered_ns != kNoTime)
+            conn_end = std::max(conn_end, static_cast<int64_t>(ev[inj.uid].delivered_ns));
+
     // Teardown: both QPs go once everything of the connection is over; a QP whose process
     // exits without destroying it ends at the exit (build_processes) - unless a later
     // connection takes its QPN, which needs it destroyed.
@@ -343,6 +349,16 @@ void HostTrace::build_processes(Draws& d) {
         const uint32_t mr0 = static_cast<uint32_t>(mrs.data() - layout_.mrs().data());
         for (uint32_t k = 0; k < mrs.size(); ++k)
             add(start + (4 + k) * kStepNs, HostRec::reg_mr, h, p, mr0 + k);
+        // An MR a stale_rkey attack names: registered with the others, deregistered before
+        // the attack (attack_plan.hpp).
+        int64_t at = start + (4 + static_cast<int64_t>(mrs.size())) * kStepNs;
+        for (const HostLayout::RetiredMr& r : layout_.retired_mrs()) {
+            if (layout_.mrs()[r.mr].proc != p) continue;
+            add(at, HostRec::reg_mr, h, p, r.mr);
+            add(std::max(at + kStepNs, static_cast<int64_t>(r.dereg_ns)), HostRec::dereg_mr, h, p,
+                r.mr);
+            at += kStepNs;
+        }
         const int64_t exit = last[p] + 2 * kTeardownNs + d.jitter(kTeardownNs);
         for (uint32_t i : owned[p]) {
             HostQp& q = qps_[i];

@@ -149,9 +149,11 @@ int main(int argc, char** argv) {
                 fmt::format("insert-gen: host traces: {} records ({} lost); e2e truth: {} "
                             "matched ({} exact, {} resync), {} unmatched work requests, "
                             "{} wire-only messages; rule check: {} mispaired, {} "
-                            "indistinguishable; {} QPN reuse overlaps\n",
+                            "indistinguishable; {} QPN reuse overlaps; {} alerts, {} "
+                            "congestion episodes\n",
                             hs.records, hs.lost, hs.e2e, hs.exact, hs.resync, hs.unmatched_wr,
-                            hs.wire_only, hs.mispaired, hs.indistinguishable, hs.reuse_overlaps)
+                            hs.wire_only, hs.mispaired, hs.indistinguishable, hs.reuse_overlaps,
+                            hs.alerts, hs.episodes)
                     .c_str());
     }
     return 0;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "bench/gen/attack_plan.hpp"
 #include "dataplane/proto/psn.hpp"
 
 namespace insert::gen {
@@ -9,6 +10,13 @@ namespace insert::gen {
 const char* op_name(OpType op) {
     static constexpr const char* kNames[] = {"SEND", "WRITE", "READ", "CMP_SWAP", "FETCH_ADD"};
     return kNames[static_cast<int>(op)];
+}
+
+const char* attack_kind_name(AttackKind k) {
+    static constexpr const char* kNames[] = {"rkey_guess",    "stale_rkey",    "out_of_bounds",
+                                             "access_denied", "peer_mismatch", "spoofed_injection",
+                                             "unowned_qp"};
+    return kNames[static_cast<int>(k)];
 }
 
 namespace {
@@ -144,6 +152,8 @@ std::string validate(const Scenario& s) {
         if (!probability(o.imm) || !probability(o.inv)) return p + ": imm/inv are probabilities";
     }
     std::vector<uint32_t> per_conn(n_conns, w.msgs_per_conn);
+    for (std::size_t i = 0; i < s.conns.size(); ++i)
+        if (!s.conns[i].workload) per_conn[i] = 0;  // its explicit messages only
     for (std::size_t i = 0; i < s.messages.size(); ++i) {
         const MessageSpec& m = s.messages[i];
         const std::string p = "messages[" + std::to_string(i) + "]";
@@ -174,6 +184,7 @@ std::string validate(const Scenario& s) {
         if (!ack && t.msg >= per_conn[t.conn]) return p + ".msg: the connection has fewer messages";
         if (t.count == 0 || t.count > 7) return p + ".count: 1..7 (the RNR retry limit)";
     }
+    if (std::string e = validate_attacks(s, per_conn); !e.empty()) return e;
     return validate_host_trace(s, per_conn);
 }
 

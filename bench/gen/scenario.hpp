@@ -41,7 +41,8 @@ struct ConnSpec {
     std::optional<uint32_t> psn_b;  // responder's starting PSN (carried in the CM REP)
     std::optional<uint32_t> qpn_a;
     std::optional<uint32_t> qpn_b;
-    bool cm = false;  // CM REQ/REP/RTU exchanged (and observed) before the first request
+    bool cm = false;       // CM REQ/REP/RTU exchanged (and observed) before the first request
+    bool workload = true;  // false: only its explicit `messages` (a flow of its own kind)
 };
 
 // Connections drawn at random between random host pairs (mixed_ops, large).
@@ -180,6 +181,31 @@ struct HostTraceSpec {
     uint64_t life_margin_ns() const { return 2 * max_offset_ns() + 50'000; }
 };
 
+// An attack (attack_plan.hpp, docs/insert-gen.md "Attacks"): what an attacker host does to
+// the responder of connection `victim` - its process (the rkey attacks, over connections of
+// their own that the victim accepts) or its QP (the injections at the observation point).
+enum class AttackKind : uint8_t {
+    rkey_guess,         // `count` WRITEs with rkeys no MR of the victim has, posted together
+    stale_rkey,         // a WRITE with the rkey of an MR the victim deregistered
+    out_of_bounds,      // a WRITE under a valid rkey that runs past its MR's end
+    access_denied,      // a WRITE into an MR registered without REMOTE_WRITE
+    peer_mismatch,      // a WRITE from the attacker's address to the victim QP
+    spoofed_injection,  // a WRITE from the victim QP's peer address at the PSN it expects
+    unowned_qp,         // a WRITE to a QPN of the victim's host that no QP has
+};
+constexpr std::size_t kAttackKinds = 7;
+const char* attack_kind_name(AttackKind k);
+
+struct AttackSpec {
+    AttackKind kind = AttackKind::rkey_guess;
+    uint32_t attacker = 0;  // host index (spoofed_injection: unused, the peer is spoofed)
+    uint32_t victim = 0;    // connection index: its responder (process, QP, host)
+    uint64_t at_ns = 0;
+    uint32_t count = 1;           // rkey_guess: guesses
+    uint32_t len = 64;            // each WRITE's length
+    std::optional<uint32_t> qpn;  // unowned_qp: the QPN (else one no QP of the host has)
+};
+
 struct Scenario {
     std::string name;
     std::string description;
@@ -201,6 +227,7 @@ struct Scenario {
     // truncated (negative payload_len).
     std::array<uint32_t, 4> malformed{};
     HostTraceSpec host_trace;
+    std::vector<AttackSpec> attacks;
 };
 
 // Returns an error message naming the offending field, or empty when valid.

@@ -167,12 +167,41 @@ void parse_host_trace(const json& h, HostTraceSpec& ht) {
     get(h, p, "reuse_gap_ns", ht.reuse_gap_ns);
 }
 
+AttackKind parse_attack_kind(const std::string& s, const std::string& path) {
+    for (std::size_t k = 0; k < kAttackKinds; ++k)
+        if (s == attack_kind_name(static_cast<AttackKind>(k))) return static_cast<AttackKind>(k);
+    fail(path, "unknown kind \"" + s +
+                   "\" (rkey_guess stale_rkey out_of_bounds access_denied peer_mismatch "
+                   "spoofed_injection unowned_qp)");
+}
+
+void parse_attacks(const json& a, std::vector<AttackSpec>& out) {
+    if (!a.is_array()) fail("$.attacks", "expected an array");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const json& x = a[i];
+        const std::string p = "$.attacks[" + std::to_string(i) + "]";
+        check_keys(x, p, {"kind", "attacker", "victim", "at_ns", "count", "len", "qpn"});
+        AttackSpec at;
+        std::string kind;
+        get(x, p, "kind", kind);
+        at.kind = parse_attack_kind(kind, p + ".kind");
+        get(x, p, "attacker", at.attacker);
+        get(x, p, "victim", at.victim);
+        get(x, p, "at_ns", at.at_ns);
+        get(x, p, "count", at.count);
+        get(x, p, "len", at.len);
+        uint32_t qpn = 0;
+        if (x.contains("qpn")) get(x, p, "qpn", qpn), at.qpn = qpn;
+        out.push_back(at);
+    }
+}
+
 Scenario parse(const json& j) {
     Scenario s;
     check_keys(j, "$",
                {"name", "description", "link", "timing", "hosts", "sport_policy", "fixed_sport",
                 "connections", "random_connections", "workload", "messages", "impairments", "ud",
-                "background", "malformed", "host_trace"});
+                "background", "malformed", "host_trace", "attacks"});
     get(j, "$", "name", s.name);
     get(j, "$", "description", s.description);
     if (j.contains("link")) {
@@ -244,7 +273,8 @@ Scenario parse(const json& j) {
             const json& c = j["connections"][i];
             const std::string p = "$.connections[" + std::to_string(i) + "]";
             check_keys(c, p,
-                       {"a", "b", "transport", "mtu", "psn_a", "psn_b", "qpn_a", "qpn_b", "cm"});
+                       {"a", "b", "transport", "mtu", "psn_a", "psn_b", "qpn_a", "qpn_b", "cm",
+                        "workload"});
             ConnSpec cs;
             get(c, p, "a", cs.a);
             get(c, p, "b", cs.b);
@@ -258,6 +288,7 @@ Scenario parse(const json& j) {
             if (c.contains("qpn_a")) get(c, p, "qpn_a", v), cs.qpn_a = v;
             if (c.contains("qpn_b")) get(c, p, "qpn_b", v), cs.qpn_b = v;
             get(c, p, "cm", cs.cm);
+            get(c, p, "workload", cs.workload);
             s.conns.push_back(cs);
         }
     }
@@ -367,6 +398,7 @@ Scenario parse(const json& j) {
         get(m, "$.malformed", "truncated_headers", s.malformed[3]);
     }
     if (j.contains("host_trace")) parse_host_trace(j["host_trace"], s.host_trace);
+    if (j.contains("attacks")) parse_attacks(j["attacks"], s.attacks);
     return s;
 }
 

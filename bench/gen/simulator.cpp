@@ -111,7 +111,7 @@ proto::Position position_of(uint32_t i, uint32_t n) {
 }  // namespace
 
 Simulator::Simulator(const Scenario& scenario, uint64_t seed)
-    : sc_(scenario), seed_(seed), rng_(seed ^ 0x494E53455254ull) {
+    : sc_(scenario), seed_(seed), rng_(seed ^ 0x494E53455254ull), attacks_(scenario, seed) {
     rate_mbps_ = static_cast<uint64_t>(std::llround(sc_.rate_gbps * 1000.0));
     if (rate_mbps_ == 0) rate_mbps_ = 1;
     setup();
@@ -161,14 +161,21 @@ void Simulator::setup() {
             c.psn_a = static_cast<uint32_t>(proto::kPsnMask - rng_.between(0, 6));
         specs.push_back(c);
     }
+    // The rkey attacks' connections come after every scenario connection (attack_plan.hpp).
+    if (!attacks_.empty()) attacks_.add_connections(specs);
+    const std::vector<MessageSpec>& attack_msgs = attacks_.messages();
 
     // Processes, their MRs and QPN reuse (host_layout.hpp): from streams of their own.
     {
         double weights = 0;
         for (const OpWeight& o : sc_.workload.ops) weights += o.weight;
         std::vector<uint32_t> counts(specs.size(), weights > 0 ? sc_.workload.msgs_per_conn : 0);
+        for (std::size_t c = 0; c < specs.size(); ++c)
+            if (!specs[c].workload || c >= sc_.conns.size() + rc.count) counts[c] = 0;
         for (const MessageSpec& ms : sc_.messages) ++counts[ms.conn];
+        for (const MessageSpec& ms : attack_msgs) ++counts[ms.conn];
         layout_.plan(sc_, seed_, specs, counts);
+        if (!attacks_.empty()) attacks_.assign(layout_);
     }
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
@@ -239,11 +246,13 @@ void Simulator::setup() {
     // come in the same order as ever: every workload message first, connection after
     // connection, then each connection's per-message values.
     std::vector<std::vector<const MessageSpec*>> explicit_msgs;
-    if (!sc_.messages.empty()) {
+    if (!sc_.messages.empty() || !attack_msgs.empty()) {
         explicit_msgs.resize(specs.size());
         for (const MessageSpec& ms : sc_.messages) explicit_msgs[ms.conn].push_back(&ms);
+        for (const MessageSpec& ms : attack_msgs) explicit_msgs[ms.conn].push_back(&ms);
     }
-    msgs_.reserve(specs.size() * std::size_t{sc_.workload.msgs_per_conn} + sc_.messages.size());
+    msgs_.reserve(specs.size() * std::size_t{sc_.workload.msgs_per_conn} + sc_.messages.size() +
+                  attack_msgs.size() + attacks_.injected_messages());
     // Its pages, zeroed by the kernel on first touch, are faulted in on the idle core while
     // this one fills them (joined at the end of the set-up).
     const BackgroundFault fault_msgs(msgs_.data(), msgs_.capacity() * sizeof(MsgInfo));
@@ -253,7 +262,10 @@ void Simulator::setup() {
     for (uint32_t c = 0; c < specs.size(); ++c) {
         conn_info_[c].first_msg = static_cast<uint32_t>(msgs_.size());
         const bool uc = specs[c].transport == ConnTransport::uc;
-        for (uint32_t i = 0; i < w.msgs_per_conn && total_weight > 0; ++i) {
+        // Workload messages for the scenario's connections (not for an attack's, nor for
+        // one that carries only its explicit messages).
+        const bool workload = specs[c].workload && c < sc_.conns.size() + rc.count;
+        for (uint32_t i = 0; i < w.msgs_per_conn && total_weight > 0 && workload; ++i) {
             double pick = static_cast<double>(rng_.next() >> 11) * 0x1.0p-53 * total_weight;
             const OpWeight* chosen = &w.ops.back();
             for (const OpWeight& o : w.ops) {
@@ -336,6 +348,12 @@ void Simulator::setup() {
         }
     }
 
+    // The attacks' rkeys and addresses; the injected messages after every slice.
+    if (!attacks_.empty()) {
+        injections_ = attacks_.apply(msgs_, conn_info_, layout_);
+        for (uint32_t i = 0; i < injections_.size(); ++i)
+            schedule(injections_[i].at_ns, Ev::inject, i);
+    }
     progress_.resize(msgs_.size());
     for (const TargetSpec& t : sc_.imp.targets) {
         const ConnInfo& ci = conn_info_[t.conn];
@@ -1034,6 +1052,7 @@ void Simulator::prefetch(const Event& e) {
             break;
         case Ev::tx:
         case Ev::release:
+        case Ev::inject:
             return;
     }
     const char* cs = reinterpret_cast<const char*>(&conn_[conn]);
@@ -1094,6 +1113,9 @@ void Simulator::run(ObservedSink& sink) {
             case Ev::deliver:
                 on_deliver(e.a);
                 break;
+            case Ev::inject:
+                on_inject(e.a);
+                break;
             case Ev::ack_timer: {
                 ConnState& cs = conn_[e.a];
                 if (cs.ack_pending && cs.ack_gen == e.b) {
@@ -1128,6 +1150,49 @@ void Simulator::run(ObservedSink& sink) {
     }
     stats_.end_ns = now_;
     sink_ = nullptr;
+}
+
+}  // namespace insert::gen
+
+namespace insert::gen {
+
+// An attack's packet at the observation point (attack_plan.hpp). From the attacker, or to
+// a QPN no QP has, it reaches the victim's NIC, which drops it (not its QP's peer; no such
+// QP): it is observed and goes no further. Spoofed from the victim QP's peer, it waits
+// until that peer has nothing more to send, then takes the PSN the QP expects, is accepted
+// and acknowledged (the ACK goes to the peer, which ignores an ACK for nothing it sent).
+void Simulator::on_inject(uint32_t i) {
+    const Injection& inj = injections_[i];
+    const ConnInfo& ci = conn_info_[inj.conn];
+    ConnState& cs = conn_[inj.conn];
+    MsgInfo& m = msgs_[inj.uid];
+    const bool spoofed = inj.kind == AttackKind::spoofed_injection;
+    if (spoofed) {
+        if (cs.error || cs.resp_error) return;  // nothing left to inject into
+        const uint32_t last = ci.first_msg + ci.num_msgs - 1;
+        if (!progress_[last].done || !cs.sq.empty()) {
+            schedule(now_ + kInjectRetryNs, Ev::inject, i);
+            return;
+        }
+        m.psn_first = cs.e_psn;  // what the peer's next request would carry
+    }
+    const uint32_t idx = alloc_packet();
+    SimPacket& p = pkt(idx);
+    p.src_host = inj.src_host;
+    p.dst_host = inj.dst_host;
+    // A raw sender's source port; the spoofed packet copies the peer's.
+    p.sport = spoofed ? cs.sport_req : kInjectSport;
+    p.conn = spoofed ? inj.conn : kNone;  // kNone: delivered to no connection
+    p.dir = 0;
+    p.msg_uid = inj.uid;
+    p.t.bth.opcode = op::kWriteOnly;
+    p.t.bth.dest_qp = inj.dest_qpn;
+    p.t.bth.psn = m.psn_first;
+    p.t.bth.ack_req = true;
+    p.t.reth = {m.va, m.rkey, m.len};
+    p.payload_len = m.len;
+    p.t.bth.pad = proto::pad_for(p.payload_len);
+    schedule(now_, Ev::observe, idx, p.conn);
 }
 
 }  // namespace insert::gen

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/gen/attack_plan.hpp"
 #include "bench/gen/event_queue.hpp"
 #include "bench/gen/host_events.hpp"
 #include "bench/gen/host_layout.hpp"
@@ -90,6 +91,9 @@ class Simulator {
     const HostLayout& layout() const { return layout_; }
     // By message uid; empty unless record_host_events() was called.
     const HugeVector<MsgHostEvents>& host_events() const { return host_ev_; }
+    // The attacks' packets injected at the observation point (their messages follow every
+    // connection's slice in messages()).
+    const std::vector<Injection>& injections() const { return injections_; }
 
   private:
     enum class Ev : uint8_t {
@@ -101,7 +105,8 @@ class Simulator {
         ack_timer,
         retx_timer,
         rnr_resume,
-        rate_recover
+        rate_recover,
+        inject
     };
     struct Event {
         uint32_t a;
@@ -230,6 +235,11 @@ class Simulator {
     void maybe_send_cnp(uint32_t conn);
     // CM and extra traffic.
     void send_cm(uint32_t conn, CmKind kind, uint64_t desired);
+    void on_inject(uint32_t injection);
+    // A spoofed injection waits this long at a time for its peer to finish; raw packets go
+    // from this UDP source port (the attack tools' default, docs/demo.md).
+    static constexpr uint64_t kInjectRetryNs = 10'000;
+    static constexpr uint16_t kInjectSport = 4791;
 
     // Host events (only while host_ev_ is allocated).
     void note_done(uint32_t uid, WcStatus status) {
@@ -267,6 +277,8 @@ class Simulator {
     // UC responders (host events only): the message whose packets are arriving in order, and
     // the index of the packet expected next.
     std::vector<std::pair<uint32_t, uint32_t>> uc_rx_;
+    AttackPlan attacks_;
+    std::vector<Injection> injections_;
 };
 
 }  // namespace insert::gen

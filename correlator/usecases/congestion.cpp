@@ -33,7 +33,7 @@ void CongestionTracker::add(const WireMsg& m, const std::string& node, int64_t s
     a.bytes +=
         m.op == Op::read ? (m.dma_len != kNone ? static_cast<uint64_t>(m.dma_len) : 0) : m.bytes;
     a.added_net_ns += net;
-    if (src_qpn != kNone) requesters_[{m.src_ip.bytes, static_cast<uint32_t>(src_qpn)}] = app;
+    if (src_qpn != kNone) b.senders[app].insert({m.src_ip.bytes, static_cast<uint32_t>(src_qpn)});
 }
 
 void CongestionTracker::add_counters(const WireQp& record) {
@@ -72,6 +72,7 @@ std::vector<CongestionEpisode> CongestionTracker::episodes() const {
             e.t_end_ns = (last->first + 1) * options_.bin_ns;
             PartStats net;
             std::map<AppRef, EpisodeApp> apps;
+            std::map<AppRef, std::set<Endpoint>> senders;
             for (auto b = first;; ++b) {
                 e.msgs += b->second.msgs;
                 e.retx_pkts += b->second.retx;
@@ -84,6 +85,8 @@ std::vector<CongestionEpisode> CongestionTracker::episodes() const {
                     into.bytes += app.bytes;
                     into.added_net_ns += app.added_net_ns;
                 }
+                for (const auto& [ref, eps] : b->second.senders)
+                    senders[ref].insert(eps.begin(), eps.end());
                 if (b == last) break;
             }
             // p99 over the episode: bins' values are not kept per message, so the episode
@@ -101,18 +104,22 @@ std::vector<CongestionEpisode> CongestionTracker::episodes() const {
                 e.contributors.push_back(app);
                 if (app.added_net_ns > 0) e.victims.push_back(app);
             }
-            // CNPs at the contributors' QPs and ECN-CE at the destination, from the
-            // endpoint instances whose life overlaps the episode.
+            // CNPs at the QPs that sent the episode's messages, and ECN-CE at the
+            // destination, from the endpoint instances whose life overlaps the episode. An
+            // endpoint's CNPs count once in the episode's signals, for each app that sent
+            // from it (QPN reuse) in its own.
             for (const WireQp& r : counters_) {
                 if (r.t_last < e.t_start_ns || r.t_first >= e.t_end_ns) continue;
                 if (ips.count(r.ip.bytes)) e.ecn_ce += r.ecn_ce;
-                const auto sender = requesters_.find({r.ip.bytes, r.qpn});
-                if (sender == requesters_.end() || !r.cnps) continue;
-                for (EpisodeApp& c : e.contributors)
-                    if (c.app == sender->second) {
-                        c.cnps += r.cnps;
-                        e.cnps += r.cnps;
-                    }
+                if (!r.cnps) continue;
+                bool counted = false;
+                for (EpisodeApp& c : e.contributors) {
+                    const auto eps = senders.find(c.app);
+                    if (eps == senders.end() || !eps->second.count({r.ip.bytes, r.qpn})) continue;
+                    c.cnps += r.cnps;
+                    if (!counted) e.cnps += r.cnps;
+                    counted = true;
+                }
             }
             for (EpisodeApp& v : e.victims)
                 for (const EpisodeApp& c : e.contributors)

@@ -83,12 +83,16 @@ class CongestionTracker {
     std::vector<CongestionEpisode> episodes() const;
 
   private:
+    using Endpoint = std::pair<std::array<uint8_t, 16>, uint32_t>;  // (ip, qpn)
     struct Bin {
         PartStats net;
         uint64_t msgs = 0;
         uint64_t retx = 0;
         uint64_t naks = 0;
         std::map<AppRef, EpisodeApp> apps;  // added_net_ns holds the sum of net latency here
+        // Each app's requester endpoints (ip, qpn) that sent these messages: the QPs whose
+        // CNPs count toward the episode.
+        std::map<AppRef, std::set<Endpoint>> senders;
         std::set<std::array<uint8_t, 16>> dst_ips;
     };
     struct Destination {
@@ -98,8 +102,6 @@ class CongestionTracker {
     CongestionOptions options_;
     std::map<std::string, Destination> dsts_;
     WireQps counters_;
-    // Requester endpoints seen per destination, to find the CNPs of contributors.
-    std::map<std::pair<std::array<uint8_t, 16>, uint32_t>, AppRef> requesters_;
 };
 
 // Feeds every message of a join (with `only`: those it marks) with its requester's

@@ -130,8 +130,14 @@ with tempfile.TemporaryDirectory() as tmp:
     check(summary["trace_drops"] == sum(v["ringbuf_drops"] for v in verbs if v["type"] == "lost"),
           "summary trace_drops")
     check(summary["hosts"] == len(by_type.get("clock", [])), "summary hosts")
-    # Section 6's record order: e2e, pair, app, clock, summary; e2e by (t_first_ns, ...).
-    rank = {"e2e": 0, "pair": 1, "app": 2, "clock": 3, "e2e_summary": 4}
+    kinds = [r["kind"] for r in by_type.get("alert", [])]
+    check(summary["alerts"] == {k: kinds.count(k) for k in summary["alerts"]} and
+          sum(summary["alerts"].values()) == len(kinds), "summary alerts by kind")
+    check(summary["congestion"] == len(by_type.get("congestion", [])), "summary congestion")
+    # Section 6's record order: e2e, alert, congestion (sections 8, 9), pair, app, clock,
+    # summary; e2e by (t_first_ns, ...).
+    rank = {"e2e": 0, "alert": 1, "congestion": 2, "pair": 3, "app": 4, "clock": 5,
+            "e2e_summary": 6}
     check([rank[r["type"]] for r in out] == sorted(rank[r["type"]] for r in out), "record order")
     firsts = [r["t_first_ns"] for r in by_type["e2e"]]
     check(firsts == sorted(firsts), "e2e records not by t_first_ns")

@@ -9,7 +9,9 @@
 #include <set>
 #include <tuple>
 
+#include "bench/gen/alert_truth.hpp"
 #include "bench/gen/builtin_scenarios.hpp"
+#include "bench/gen/congestion_truth.hpp"
 #include "bench/gen/e2e_truth.hpp"
 #include "bench/gen/e2e_truth_json.hpp"
 #include "bench/gen/generator.hpp"
@@ -123,14 +125,26 @@ TEST(GenHostTrace, every_signaled_work_request_has_exactly_one_poll) {
 }
 
 // Every WRITE, READ and atomic lands inside an MR of the responder's process that has the
-// remote right it needs; the scenario's access_error target uses an rkey no MR has.
+// remote right it needs; the scenario's access_error target uses an rkey no MR has. The
+// attacks scenario's rkey attacks (connections of their own, after the others) all miss - an
+// unknown or stale rkey, past the MR's end, or without the right - and its injected packets
+// are no verbs work at all.
 TEST(GenHostTrace, rdma_targets_lie_inside_registered_memory) {
-    uint64_t checked = 0, attacks = 0;
+    uint64_t checked = 0, scripted = 0, attacks = 0;
     for (const auto& [name, sc] : scenarios()) {
         Generation gen(sc, 5);
         const HostLayout& layout = gen.sim().layout();
-        for (const MsgInfo& m : gen.sim().messages()) {
-            if (m.op == OpType::send) continue;
+        std::set<uint32_t> injected;
+        for (const Injection& in : gen.sim().injections()) injected.insert(in.uid);
+        // The rkey attacks' connections come after every scenario connection, one each.
+        const auto verbs_attacks = std::count_if(sc.attacks.begin(), sc.attacks.end(), [](auto& a) {
+            return a.kind <= AttackKind::access_denied;
+        });
+        const std::size_t first_attack_conn = gen.sim().conns().size() - verbs_attacks;
+        const auto& msgs = gen.sim().messages();
+        for (uint32_t uid = 0; uid < msgs.size(); ++uid) {
+            const MsgInfo& m = msgs[uid];
+            if (m.op == OpType::send || injected.count(uid)) continue;
             const uint32_t need = m.op == OpType::write  ? kAccessRemoteWrite
                                   : m.op == OpType::read ? kAccessRemoteRead
                                                          : kAccessRemoteAtomic;
@@ -140,9 +154,15 @@ TEST(GenHostTrace, rdma_targets_lie_inside_registered_memory) {
                 inside |= mr.rkey == m.rkey && m.va >= mr.addr &&
                           m.va + m.len <= mr.addr + mr.length && (mr.access & need) == need;
             }
+            if (m.conn >= first_attack_conn) {
+                EXPECT_TRUE(m.access_error) << name << " attack message " << uid;
+                EXPECT_FALSE(inside) << name << " attack message " << uid;
+                ++attacks;
+                continue;
+            }
             if (m.access_error) {
                 EXPECT_FALSE(known) << name;
-                ++attacks;
+                ++scripted;
                 continue;
             }
             EXPECT_TRUE(inside) << name << " message " << m.index << " of connection " << m.conn;
@@ -151,7 +171,8 @@ TEST(GenHostTrace, rdma_targets_lie_inside_registered_memory) {
         }
     }
     EXPECT_GT(checked, 2000u);
-    EXPECT_EQ(attacks, 2u);  // losses and host_traces.json have one each
+    EXPECT_EQ(scripted, 2u);  // losses and host_traces.json have one each
+    EXPECT_GT(attacks, 3u);   // at least one WRITE per rkey attack kind
 }
 
 // QPN reuse: the lives of one (host, QPN) never overlap (the earlier QP is destroyed before
@@ -275,10 +296,12 @@ std::string host_bytes(const Traced& r) {
 
 std::string e2e_bytes(const Traced& r) {
     const E2eTruth e2e(r.gen->scenario(), *r.trace, r.gen->msgs(), r.gen->truth());
+    const AlertTruth alerts(r.gen->scenario(), *r.trace, e2e);
+    const CongestionTruth congestion(r.gen->scenario(), e2e, r.gen->truth());
     HugeVector<char> mem;
     {
         JsonOut out(mem);
-        write_e2e_records(r.gen->scenario(), *r.trace, e2e, out);
+        write_e2e_records(r.gen->scenario(), *r.trace, {e2e, &alerts, &congestion}, out);
         out.flush();
     }
     return {mem.begin(), mem.end()};

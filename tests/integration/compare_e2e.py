@@ -4,8 +4,10 @@
   compare_e2e.py TRUTH.jsonl ACTUAL.jsonl
 
 Record sets are compared by key: `e2e` by (src_ip, src_qpn, psn_first, t_first_ns), `app`
-(final) by (host, ip, pid), `clock` by host, `pair` by (ip, qpn); the truth's
-`e2e_summary` with the actual `summary` (or `e2e_summary`). Every field of a truth record
+(final) by (host, ip, pid), `clock` by host, `pair` by (ip, qpn), `alert` by (kind, t_ns,
+victim ip, victim qpn, source ip), `congestion` by (where.node, t_start_ns); the truth's
+`e2e_summary` with the actual `summary` (or `e2e_summary`), its `alerts` by kind and
+`congestion` count included. Every field of a truth record
 must be equal in the actual one, except the app percentiles (p50, p99 of host_ns, net_ns,
 completion_ns, total_ns), which may differ by 1% relative (the correlator's histogram; the
 truth's are exact nearest-rank values; `max` is exact). Fields named gen_* are the
@@ -21,6 +23,8 @@ KEYS = {
     "app": ("host", "ip", "pid"),
     "clock": ("host",),
     "pair": ("ip", "qpn"),
+    "alert": ("kind", "t_ns", "victim.ip", "victim.qpn", "source.ip"),
+    "congestion": ("where.node", "t_start_ns"),
 }
 PERCENTILE_PARTS = ("host_ns", "net_ns", "completion_ns", "total_ns")
 MAX_SHOWN = 30
@@ -45,11 +49,18 @@ def load(path):
                 continue
             if kind not in KEYS or (kind == "app" and r.get("final") is False):
                 continue
-            key = tuple(r.get(k) for k in KEYS[kind])
+            key = tuple(field(r, k) for k in KEYS[kind])
             if key in records[kind]:
                 raise SystemExit(f"{path}:{n}: two {kind} records for {key}")
             records[kind][key] = r
     return records, summary
+
+
+def field(record, path):
+    """A key's value; `a.b` is field b of object a (None when absent)."""
+    for name in path.split("."):
+        record = record.get(name) if isinstance(record, dict) else None
+    return record
 
 
 def close(expected, got):

@@ -2,13 +2,14 @@
 # Issue 20's acceptance: on every insert-gen scenario with host traces, on seeds no one
 # tuned the code on, the end-to-end join equals the generator's truth exactly:
 #   insert-gen (pcap, host traces, e2e truth) -> insert-dp replay -> insert-correlate
-#   -> tests/integration/compare_e2e.py (e2e, app, clock, pair records and summary counts;
-#      app percentiles within 1%).
+#   -> tests/integration/compare_e2e.py (e2e, alert, congestion, app, clock, pair records and
+#      summary counts; app percentiles within 1%).
 # The correlator runs three ways that must all match: 1 thread on [dp, traces]; 2 threads
 # on the same records shuffled and split into three files (SPEC 10: thread count and input
 # split never change the output); and live, the same files streamed through a pipe.
-# Normal scenarios must raise no security alert but the one the generator scripts (the
-# access_error target writes with an unregistered rkey: one rkey_unknown per such target).
+# The truth has every alert and congestion episode (docs/correlation.md sections 8, 9): the
+# attacks of the `attacks` scenario, the rkey_unknown of an access_error target, nothing
+# else from normal traffic (gen_alert_truth checks that against the generator's knowledge).
 # Usage: e2e_truth_test.sh BUILD_ROOT SOURCE_ROOT [SEEDS...]
 set -euo pipefail
 build=$1
@@ -64,17 +65,25 @@ for k in range(3):
         cat "$base.dp.jsonl" "$base.hosts.jsonl" | "$correlate" - --quiet --records "$base.live.jsonl" \
             --ttl 3600
         check "$name (live, piped)" "$base.e2e.jsonl" "$base.live.jsonl"
-
-        # Security: only the scripted rkey_unknown of access_error targets.
-        alerts=$(python3 -c '
-import json, sys
-kinds = [json.loads(l)["kind"] for l in open(sys.argv[1]) if "\"type\":\"alert\"" in l]
-print(" ".join(sorted(set(kinds) - {"rkey_unknown"})) or "-")' "$base.c1.jsonl")
-        if [ "$alerts" != "-" ]; then
-            failed=$((failed + 1))
-            echo "FAIL $name: normal traffic raised alerts: $alerts"
-        fi
     done
 done
+# The comparisons covered every alert kind and congestion episodes (not empty on both sides).
+if ! python3 - "$work" <<'PY'
+import glob, json, sys
+kinds, episodes = set(), 0
+for path in glob.glob(sys.argv[1] + "/*.e2e.jsonl"):
+    for line in open(path):
+        r = json.loads(line)
+        kinds.update([r["kind"]] if r["type"] == "alert" else [])
+        episodes += r["type"] == "congestion"
+want = {"rkey_unknown", "rkey_stale", "out_of_bounds", "access_denied", "rkey_scan",
+        "unowned_qp", "peer_mismatch", "injected_message"}
+print(f"truth: alert kinds {sorted(kinds)}, {episodes} congestion episodes")
+sys.exit(0 if kinds == want and episodes > 0 else 1)
+PY
+then
+    failed=$((failed + 1))
+    echo "FAIL: the truths lack an alert kind or congestion episodes"
+fi
 echo "e2e truth: $passed comparisons equal, $failed failed"
 [ "$failed" -eq 0 ]
