@@ -3,7 +3,7 @@
 // insert-gen's outputs are usually written over last run's (`large`: a 392 MB pcap and a
 // 276 MB truth file). Truncating them first - open(O_TRUNC) - frees their page cache on
 // the spot and waits for pages still being written back (0.6-0.9 s measured), and a new
-// file instead (session 4: unlink, tear the old inode down on a background thread) still
+// file instead (unlink, tear the old inode down on a background thread) still
 // pays for tearing down and building up the page cache: a fresh page per 4 KiB, its buffer
 // head, ext4's delayed-allocation reservation. So an existing regular file is overwritten
 // in place - its cached pages and blocks are reused, only the bytes are copied (half the

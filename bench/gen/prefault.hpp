@@ -2,7 +2,8 @@
 //
 // The set-up before the pipeline starts runs on one thread, with the other core idle, and
 // on `large` much of it was the kernel zeroing the 35 MB message table as it was first
-// written (in this VM 30-100 ms, depending on whether the host still backs the pages).
+// written (30-100 ms in a virtual machine, depending on whether the host still backs the
+// pages).
 #pragma once
 
 #include <sys/mman.h>

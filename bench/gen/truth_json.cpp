@@ -206,9 +206,9 @@ void TruthJsonWriter::write_qps(JsonOut& out, const TruthObserver& truth,
 
 // At the end of a run nothing else is left to do: a helper thread formats two chunks of
 // every three into a few reused buffers, and this thread writes the chunks in file order,
-// formatting every third itself (and writing them all). Session 5's
-// helper formatted the whole second half into one fresh 35 MB buffer instead: zeroing those
-// pages on first touch was half its time on `large`, and this thread waited for it.
+// formatting every third itself (and writing them all). Reused buffers, because one fresh
+// buffer for half the file (35 MB on `large`) spends half its time zeroing pages on first
+// touch while this thread waits (docs/insert-gen.md "Speed").
 void TruthJsonWriter::write_qps_interleaved(JsonOut& out, const TruthObserver& truth,
                                             const std::vector<uint32_t>& order) const {
     constexpr std::size_t kChunk = 256;  // records: ~115 KB on `large`

@@ -220,7 +220,8 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
     BlockReader reader(inputs, error);
     // Room for every thread's records up front: a record is ~300-450 bytes of text, and a
     // vector that grows copies what it holds into fresh memory, whose first touch is a page
-    // fault - the largest cost of ingesting in this VM. Unused room is never touched.
+    // fault - the largest cost of ingesting where page faults are slow (virtual machines;
+    // docs/performance.md). Unused room is never touched.
     uint64_t total = 0;
     for (const std::string& in : inputs) {
         struct stat st {};

@@ -152,9 +152,8 @@ int worker_main(void* arg) {
     ctx.counters.cpu_ns.store(thread_cpu_ns() - cpu_start, std::memory_order_relaxed);
     // The end of input crosses the boundaries after this worker's last packet too: a worker
     // whose last packet came early must still evict what went idle after it, as one worker
-    // seeing every packet (its later packets cross those boundaries) does. Without this
-    // tick 1 and 2 workers differed by eviction `timeout` events (insert-gen
-    // stress_pairing seeds 7001 and 7006 with --idle-timeout).
+    // seeing every packet (its later packets cross those boundaries) does; otherwise 1 and
+    // 2 workers differ by eviction `timeout` events (SPEC invariant 1).
     const uint64_t end = source.end_ns();
     if (ctx.config.tick_ns != 0 && ctx.tick_next != 0 && end >= ctx.tick_next) {
         ctx.engine->tick(end / ctx.config.tick_ns * ctx.config.tick_ns);

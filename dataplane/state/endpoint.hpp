@@ -50,11 +50,10 @@ struct OrphanRun {
 static_assert(sizeof(OrphanRun) == 40, "as the single packets it replaced: memory per endpoint");
 
 // Runs held for one endpoint; taken from a per-worker pool only when reordering or a loss
-// needs it (most endpoints never do). 16 runs: 8 were not always enough under spraying -
-// a lost First's train of Middles sprayed over paths arrives as many separate runs, next
-// to runs still waiting for an older message's First (insert-gen stress_mixed seeds 3017
-// and 5039 dropped a packet each; session 6). The pool has half as many blocks as it had
-// of 8 runs, so the memory is the same.
+// needs it (most endpoints never do). 16 runs, because spraying needs more than 8: a lost
+// First's train of Middles sprayed over paths arrives as many separate runs, next to runs
+// still waiting for an older message's First (the stress_mixed.json sweep shows it). The
+// pool is sized in bytes, so 16-run blocks cost the memory 8-run ones did.
 struct OrphanBlock {
     static constexpr int kSlots = 16;
     OrphanRun slots[kSlots];

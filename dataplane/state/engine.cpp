@@ -151,8 +151,8 @@ uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& s
     // A new part may be the missing half of a pair a CM exchange named ("the pair applies
     // when both endpoints exist"): its partner must try again on its next packet. Without
     // this, the partner retried only after some unrelated change, and when that came
-    // depended on the other traffic of the worker - 1 and 2 workers paired at different
-    // packets (insert-gen stress_pairing seed 7010, an endpoint first seen by a CNP). The
+    // depended on the other traffic of the worker - 1 and 2 workers would pair at
+    // different packets (e.g. an endpoint first seen by a CNP). The
     // sport/ip rules see a new part only once it is registered (note_source).
     if (cm_pairs_.size() > 0) ++pair_generation_;
     return idx;

@@ -207,8 +207,8 @@ bool EngineImpl::extend_run(OrphanBlock& block, OrphanRun one) noexcept {
 // message's range reaches makes room by joining that message (where it most likely belongs:
 // a long message with a hole early on). Such a run is held past a hole of that message whether it
 // was held for that reason or, arriving before the message's First, waited for it and then stayed:
-// the way it came to be held does not matter (stress_impairments seed 3019 lost the 17-packet tail
-// of a sprayed SEND, Last included, when only runs held for the first reason could make room).
+// the way it came to be held does not matter (else a sprayed SEND's tail, Last included, waiting
+// for its First is what gets replaced: tests/integration ground_truth, stress_impairments:3019).
 // Failing that, the oldest run is replaced and its packets counted in orphans_dropped. A packet to
 // be held past a hole itself (`past_hole`) is never held at that price: false, and the caller
 // attributes it.

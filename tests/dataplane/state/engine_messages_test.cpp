@@ -164,8 +164,8 @@ TEST(EngineMessages, send_last_and_next_first_lost_before_observer) {
     EXPECT_EQ(msgs[1].status, MsgStatus::ok);
 }
 
-// Two holes, each hiding a SEND's First or Last, and more packets past them than the 8
-// holding slots of session 5 (one run each now): packets past a held Last are certainly not the
+// Two holes, each hiding a SEND's First or Last, and more than 8 packets past them, each its
+// own run: packets past a held Last are certainly not the
 // open SEND's (that Last ends it or a later one), and the packets held past the first hole make
 // room by joining the SEND they were held from, so nothing is dropped.
 TEST(EngineMessages, packets_past_a_held_last_never_join_the_open_send) {
@@ -292,8 +292,7 @@ TEST(EngineMessages, train_after_a_lost_first_is_held_whole) {
 }
 
 // Sprayed over paths, the train after a lost First arrives as separate runs: up to 16 are
-// held (8 until session 6 dropped the 9th run's packets: insert-gen stress_mixed seeds 3017
-// and 5039). Twelve here, then go back N.
+// held (with 8, a 9th run's packets were dropped). Twelve here, then go back N.
 TEST(EngineMessages, sprayed_train_after_a_lost_first_is_held_in_twelve_runs) {
     EngineHarness h;
     for (uint32_t psn = 301; psn <= 323; psn += 2) h.send(req(kSendMiddle, psn, 256), psn);
@@ -338,8 +337,7 @@ TEST(EngineMessages, held_packets_in_reverse_order_join_their_message) {
 }
 
 // Held packets whose hole never fills belong to the open message when it is frozen (its
-// psn_last is then the newest PSN observed); more packets than session 5's 8 holding slots
-// join at once.
+// psn_last is then the newest PSN observed); more than 8 held packets join at once.
 TEST(EngineMessages, packets_past_a_hole_that_never_fills_join_the_message_at_freeze) {
     EngineHarness h;
     h.send(req(kSendFirst, 40, 1024), 100);
