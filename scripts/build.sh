@@ -14,7 +14,8 @@
 # Paths the training never ran keep their ordinary optimization (-fprofile-partial-training,
 # meson.build). INSERT_PGO=off builds without any of this (b_pgo=off), in one step.
 # Either way with link-time optimization (b_lto): the packet path inlined across files,
-# ~14% fewer instructions a packet (docs/performance.md, session 11).
+# ~14% fewer instructions a packet (docs/performance.md, session 11); INSERT_LTO=off builds
+# without it (scripts/test.sh: both change speed, not behaviour, and cost half the build).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,16 +34,18 @@ configure() {
 
 # Link-time optimization (b_lto) is a default of meson.build, which a build directory
 # configured before it was does not take: it is set here with every configure.
+lto=true
+[ "${INSERT_LTO:-on}" = off ] && lto=false
 if [ "${INSERT_PGO:-on}" = off ]; then
-    configure -Db_lto=true -Db_pgo=off
+    configure -Db_lto=$lto -Db_pgo=off
     ninja -C "$build"
     exit 0
 fi
 
-configure -Db_lto=true -Db_pgo=generate
+configure -Db_lto=$lto -Db_pgo=generate
 # Counts from an earlier training would be added to the new ones (gcov merges): start over.
 find "$build" -name '*.gcda' -delete
 ninja -C "$build" bench/micro/insert-pipeline-bench dataplane/tools/insert-dp bench/gen/insert-gen
 scripts/pgo-train.sh "$build"
-configure -Db_lto=true -Db_pgo=use
+configure -Db_lto=$lto -Db_pgo=use
 ninja -C "$build"

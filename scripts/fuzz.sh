@@ -77,26 +77,40 @@ compile() {  # compile SRC: prints the object path
     echo "$o"
 }
 
+# The sources of a target (its own file first), and its libraries.
+target_sources() {
+    echo "$root/tests/fuzz/$1_fuzz.cpp" "${proto_sources[@]}"
+    case "$1" in
+        state) echo "$root"/dataplane/state/*.cpp ;;
+        workers) echo "$root"/dataplane/state/*.cpp "$root"/dataplane/export/*.cpp \
+                      "$root"/dataplane/pipeline/shard.cpp ;;
+    esac
+}
+
+# Every object first, on every CPU (sanitized objects are slow to compile; a failure shows
+# again, with its message, when the loop below compiles what is missing).
+for t in "${targets[@]}"; do
+    [ -f "$root/tests/fuzz/${t}_fuzz.cpp" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
+done
+for s in $(for t in "${targets[@]}"; do target_sources "$t"; done | tr ' ' '\n' | sort -u); do
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+    compile "$s" >/dev/null &
+done
+wait
+
 per_target=$(( seconds / ${#targets[@]} ))
 [ "$per_target" -lt 1 ] && per_target=1
 status=0
 for t in "${targets[@]}"; do
-    src="$root/tests/fuzz/${t}_fuzz.cpp"
-    [ -f "$src" ] || { echo "fuzz.sh: no target $src" >&2; exit 2; }
-    sources=("${proto_sources[@]}")
     seed="$seeds/frames"
     libs=(-lz)
     case "$t" in
         capture) seed="$seeds/files" ;;
-        state) sources+=("$root"/dataplane/state/*.cpp); seed="" ;;
-        workers)
-            sources+=("$root"/dataplane/state/*.cpp "$root"/dataplane/export/*.cpp
-                      "$root"/dataplane/pipeline/shard.cpp)
-            libs+=(-lfmt)
-            seed="" ;;
+        state) seed="" ;;
+        workers) libs+=(-lfmt); seed="" ;;
     esac
     objects=()
-    for s in "$src" "${sources[@]}"; do objects+=("$(compile "$s")"); done
+    for s in $(target_sources "$t"); do objects+=("$(compile "$s")"); done
     bin="$out/${t}_fuzz"
     "$cxx" "${flags[@]}" "${objects[@]}" "${libs[@]}" -o "$bin"
     corpus="$out/corpus/$t"
