@@ -22,6 +22,24 @@ constexpr std::size_t kTopAlerts = 20;
 
 }  // namespace
 
+std::string terminal_text(std::string_view name) {
+    std::string out;
+    out.reserve(name.size());
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        // C0 controls and DEL, and C1 controls as UTF-8 (U+0080-U+009F: 0xC2 0x80-0x9F).
+        const bool c1 = c == 0xC2 && i + 1 < name.size() &&
+                        (static_cast<unsigned char>(name[i + 1]) & 0xE0) == 0x80;
+        if (c < 0x20 || c == 0x7F || c1) {
+            out += fmt::format("\\x{:02x}", c);
+            if (c1) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(name[++i]));
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_views,
                             const std::vector<std::pair<std::string, ClockEstimate>>& clocks,
                             const std::vector<Alert>& alerts,
@@ -45,8 +63,9 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
             "without their completion\n",
             s.late, s.evicted_wrs, s.evicted_msgs, s.evicted_completions);
     for (const auto& [host, clock] : clocks) {
-        out += fmt::format("clock {}: offset {} ns ({}", host.empty() ? "\"\"" : host, clock.offset,
-                           clock_source_name(clock.source));
+        out +=
+            fmt::format("clock {}: offset {} ns ({}", host.empty() ? "\"\"" : terminal_text(host),
+                        clock.offset, clock_source_name(clock.source));
         if (clock.bounds.has_lo || clock.bounds.has_hi)
             out += fmt::format(", bounds [{}, {}] from {} messages",
                                clock.bounds.has_lo ? std::to_string(clock.bounds.lo) : "-",
@@ -55,8 +74,9 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
         out += clock.consistent ? ")\n" : "; INCONSISTENT: the bounds do not intersect)\n";
     }
     const auto who = [](const QpOwner& o) {
-        return o.traced ? fmt::format("{}[{}] cgroup {}", o.comm.view(), o.pid, o.cgroup)
-                        : std::string("untraced");
+        return o.traced
+                   ? fmt::format("{}[{}] cgroup {}", terminal_text(o.comm.view()), o.pid, o.cgroup)
+                   : std::string("untraced");
     };
     for (std::size_t i = 0; i < alerts.size() && i < kTopAlerts; ++i) {
         const Alert& a = alerts[i];
@@ -74,13 +94,14 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
         out += fmt::format(
             "CONGESTION toward {} for {:.1f} ms: p99 net {:.1f} us (baseline {:.1f}), {} CNPs, {} "
             "ECN-CE, {} retransmitted packets\n",
-            e.node, static_cast<double>(e.t_end_ns - e.t_start_ns) / 1e6,
+            terminal_text(e.node), static_cast<double>(e.t_end_ns - e.t_start_ns) / 1e6,
             static_cast<double>(e.p99_net_ns) / 1e3, static_cast<double>(e.baseline_net_ns) / 1e3,
             e.cnps, e.ecn_ce, e.retx_pkts);
         const auto name = [](const EpisodeApp& a) {
-            return a.app.owner.traced ? fmt::format("{}[{}]@{}", a.app.owner.comm.view(),
-                                                    a.app.owner.pid, a.app.ip.to_string())
-                                      : a.app.ip.to_string();
+            return a.app.owner.traced
+                       ? fmt::format("{}[{}]@{}", terminal_text(a.app.owner.comm.view()),
+                                     a.app.owner.pid, a.app.ip.to_string())
+                       : a.app.ip.to_string();
         };
         std::string contributors, victims;
         for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)
@@ -106,9 +127,9 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
     for (std::size_t i = 0; i < apps.size() && i < kTopApps; ++i) {
         const AppView& a = *apps[i];
         out += fmt::format("{:<14} {:<16} {:>7} {:<15} {:>9} {:>15} {:>15} {:>15} {:>15}\n",
-                           a.host.substr(0, 14), a.ip.to_string(), a.pid, a.comm.view(), total(&a),
-                           p50_p99(a.host_ns), p50_p99(a.net_ns), p50_p99(a.completion_ns),
-                           p50_p99(a.total_ns));
+                           terminal_text(a.host).substr(0, 14), a.ip.to_string(), a.pid,
+                           terminal_text(a.comm.view()), total(&a), p50_p99(a.host_ns),
+                           p50_p99(a.net_ns), p50_p99(a.completion_ns), p50_p99(a.total_ns));
     }
     if (apps.size() > kTopApps)
         out += fmt::format("... and {} more applications (see the app records)\n",

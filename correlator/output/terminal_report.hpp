@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,11 @@
 #include "correlator/usecases/congestion.hpp"
 
 namespace insert::correlate {
+
+// A name from the input (comm, host) as the terminal may show it: a process chooses its
+// comm, and control characters in it (ESC sequences, carriage returns, C1 controls) would
+// otherwise rewrite the operator's screen. Each becomes \xNN.
+std::string terminal_text(std::string_view name);
 
 std::string terminal_report(const SummaryCounts& summary, const AppAggregator& apps,
                             const std::vector<std::pair<std::string, ClockEstimate>>& clocks,

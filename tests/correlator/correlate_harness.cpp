@@ -1,5 +1,7 @@
 #include "tests/correlator/correlate_harness.hpp"
 
+#include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -159,18 +161,18 @@ json Outcome::summary() const {
 }
 
 Outcome correlate(const std::vector<std::vector<json>>& inputs,
-                  const std::vector<std::string>& extra_args) {
+                  const std::vector<std::string>& extra_args, std::string* report) {
     std::vector<std::string> texts;
     for (const auto& records : inputs) {
         std::string text;
         for (const json& r : records) text += r.dump() + "\n";
         texts.push_back(std::move(text));
     }
-    return correlate_text(texts, extra_args);
+    return correlate_text(texts, extra_args, report);
 }
 
 Outcome correlate_text(const std::vector<std::string>& inputs,
-                       const std::vector<std::string>& extra_args) {
+                       const std::vector<std::string>& extra_args, std::string* report) {
     static std::atomic<int> counter{0};
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() /
@@ -184,7 +186,8 @@ Outcome correlate_text(const std::vector<std::string>& inputs,
         args.push_back(path);
     }
     const std::string out_path = (dir / "out.jsonl").string();
-    args.insert(args.end(), {"--records", out_path, "--quiet"});
+    args.insert(args.end(), {"--records", out_path});
+    if (!report) args.push_back("--quiet");
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -197,7 +200,9 @@ Outcome correlate_text(const std::vector<std::string>& inputs,
         run.status = parsed;
         return run;
     }
+    if (report) testing::internal::CaptureStdout();
     run.status = run_correlate(options);
+    if (report) *report = testing::internal::GetCapturedStdout();
     std::ifstream f(out_path);
     for (std::string line; std::getline(f, line);)
         if (!line.empty()) run.records.push_back(json::parse(line));

@@ -48,11 +48,13 @@ struct Outcome {
     json summary() const;
 };
 
-// Writes each group of records to its own file and correlates them.
+// Writes each group of records to its own file and correlates them; with `report`, the
+// terminal report printed on stdout goes there (else --quiet).
 Outcome correlate(const std::vector<std::vector<json>>& inputs,
-                  const std::vector<std::string>& extra_args = {});
+                  const std::vector<std::string>& extra_args = {}, std::string* report = nullptr);
 // The same with each input's bytes given as they are.
 Outcome correlate_text(const std::vector<std::string>& inputs,
-                       const std::vector<std::string>& extra_args = {});
+                       const std::vector<std::string>& extra_args = {},
+                       std::string* report = nullptr);
 
 }  // namespace insert::correlate::test

@@ -2,6 +2,7 @@
 // through the shipped run_correlate(); expected values derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include "correlator/output/terminal_report.hpp"
 #include "correlator/usecases/alertmanager.hpp"
 #include "tests/correlator/correlate_harness.hpp"
 
@@ -309,6 +310,34 @@ TEST(Congestion, steady_traffic_has_no_episode) {
         dp.push_back(wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", 1000 + k, 64, k * 1'000'000,
                               k * 1'000'000 + 5'000 + (k % 7) * 300));
     EXPECT_TRUE(correlate({dp, connection()}, {"--same-clock"}).of_type("congestion").empty());
+}
+
+// A process names itself (prctl PR_SET_NAME takes any bytes): an attacker whose comm holds
+// an ESC sequence would rewrite the operator's terminal when the report names it. Control
+// characters are shown as \xNN; other UTF-8 stays as it is.
+TEST(TerminalReport, names_from_the_input_cannot_drive_the_terminal) {
+    EXPECT_EQ(terminal_text("ok-\xc3\xa9"), "ok-\xc3\xa9");  // UTF-8 e-acute
+    EXPECT_EQ(terminal_text("a\x1b[2Jb\r\x7f"), "a\\x1b[2Jb\\x0d\\x7f");
+    EXPECT_EQ(terminal_text("c1\xc2\x9b"), "c1\\xc2\\x9b");  // CSI as a C1 control
+
+    TraceProcess evil = kClient;
+    evil.comm = "x\x1b]0;owned\x07\r";
+    evil.host = "h\x1b[2J";
+    std::vector<json> trace = connection();
+    for (json& r : trace)
+        if (r["pid"] == kClient.pid) r["comm"] = evil.comm, r["host"] = evil.host;
+    trace.push_back(evil.post_send(1000, "0xa0", 17, 1, "RDMA_WRITE", 64, kBase + 64, 77));
+    trace.push_back(evil.poll(2000, 17, 1, "RDMA_WRITE"));
+    const std::vector<json> dp = {
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1000, 64, 1100, 1500, kBase + 64, 77),
+        write_to(1001, 5000, 99)};
+    std::string report;
+    const Outcome run = correlate({dp, trace}, {"--same-clock"}, &report);
+    ASSERT_EQ(run.status, 0);
+    ASSERT_EQ(alerts_of(run).size(), 1u);  // rkey_unknown, its source the renamed client
+    EXPECT_EQ(report.find_first_of("\x1b\x07\r"), std::string::npos) << report;
+    EXPECT_NE(report.find("x\\x1b]0;owned\\x07\\x0d[100]"), std::string::npos) << report;
+    EXPECT_NE(report.find("h\\x1b[2J"), std::string::npos) << report;
 }
 
 }  // namespace
