@@ -12,21 +12,6 @@ constexpr std::size_t kMaxRkeys = 16;  // section 8: `rkeys` lists the first 16
 // Section 8 `injected_message`: no trace loss reported within 1 s of the message.
 constexpr int64_t kLossWindowNs = 1'000'000'000;
 
-uint32_t right_needed(OpType op) {
-    switch (op) {
-        case OpType::write:
-            return kAccessRemoteWrite;
-        case OpType::read:
-            return kAccessRemoteRead;
-        case OpType::cmp_swap:
-        case OpType::fetch_add:
-            return kAccessRemoteAtomic;
-        case OpType::send:
-            break;
-    }
-    return 0;
-}
-
 bool is_rkey_kind(AlertKind k) {
     return k <= AlertKind::access_denied;
 }
@@ -249,7 +234,7 @@ std::optional<AlertKind> AlertTruth::rkey_offence(const TruthMsg& m,
     if (va < alive->addr || va - alive->addr > alive->length ||
         length > alive->length - (va - alive->addr))
         return AlertKind::out_of_bounds;
-    const uint32_t need = right_needed(m.op);
+    const uint32_t need = access_needed(m.op);
     if ((alive->access & need) != need || (target.qp_access & need) != need)
         return AlertKind::access_denied;
     return std::nullopt;

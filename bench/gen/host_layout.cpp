@@ -20,6 +20,18 @@ uint64_t round_up(uint64_t v, uint64_t to) {
     return (v + to - 1) / to * to;
 }
 
+// The longest WRITE/READ a scenario can post: every MR holds one, wherever it lands.
+uint64_t longest_rdma(const Scenario& sc) {
+    uint64_t len = 8;
+    for (const OpWeight& o : sc.workload.ops)
+        if (o.op == OpType::write || o.op == OpType::read) len = std::max<uint64_t>(len, o.max_len);
+    for (const MessageSpec& m : sc.messages)
+        if (m.op == OpType::write || m.op == OpType::read) len = std::max<uint64_t>(len, m.len);
+    return len;
+}
+
+}  // namespace
+
 uint32_t access_needed(OpType op) {
     switch (op) {
         case OpType::write:
@@ -34,18 +46,6 @@ uint32_t access_needed(OpType op) {
     }
     return 0;
 }
-
-// The longest WRITE/READ a scenario can post: every MR holds one, wherever it lands.
-uint64_t longest_rdma(const Scenario& sc) {
-    uint64_t len = 8;
-    for (const OpWeight& o : sc.workload.ops)
-        if (o.op == OpType::write || o.op == OpType::read) len = std::max<uint64_t>(len, o.max_len);
-    for (const MessageSpec& m : sc.messages)
-        if (m.op == OpType::write || m.op == OpType::read) len = std::max<uint64_t>(len, m.len);
-    return len;
-}
-
-}  // namespace
 
 void HostLayout::plan(const Scenario& sc, uint64_t seed, std::span<const ConnSpec> conns,
                       std::span<const uint32_t> msgs) {

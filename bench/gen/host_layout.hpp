@@ -21,6 +21,8 @@ namespace insert::gen {
 // ibv_access_flags bits, as the host records name them (docs/insert-trace.md).
 constexpr uint32_t kAccessLocalWrite = 1, kAccessRemoteWrite = 2, kAccessRemoteRead = 4,
                    kAccessRemoteAtomic = 8;
+// The remote access right an RDMA operation needs at its target (0 for SEND).
+uint32_t access_needed(OpType op);
 
 struct HostProcess {
     uint16_t host = 0;

@@ -145,9 +145,7 @@ TEST(GenHostTrace, rdma_targets_lie_inside_registered_memory) {
         for (uint32_t uid = 0; uid < msgs.size(); ++uid) {
             const MsgInfo& m = msgs[uid];
             if (m.op == OpType::send || injected.count(uid)) continue;
-            const uint32_t need = m.op == OpType::write  ? kAccessRemoteWrite
-                                  : m.op == OpType::read ? kAccessRemoteRead
-                                                         : kAccessRemoteAtomic;
+            const uint32_t need = access_needed(m.op);
             bool inside = false, known = false;
             for (const HostMr& mr : layout.mrs_of(layout.process_of(m.conn, 1))) {
                 known |= mr.rkey == m.rkey;
