@@ -113,13 +113,13 @@ PAIR_ARGS=(-F -n 1000 -s 4096)
 INCAST_ARGS=(-F -n 2000 -s 16384 -t 16)
 INCAST_ECN=0.05
 # The latency-sensitive application into h4 during the incast: WRITEs of 64 bytes paced
-# one by one (~200-500 per second, as the load allows) for 7 s, started LAT_LEAD_S before
-# the incast (its unloaded latency is the baseline the episode is measured against) and
-# ending after it. ib_write_bw, not ib_write_lat -D: the latter's two sides stop on their
+# one by one (~200-500 per second, as the load allows) for 9 s, started LAT_LEAD_S before
+# the incast's senders (its unloaded latency is the baseline the episode is measured
+# against) and ending after them (the incast sends for ~4-6 s once its senders connected). ib_write_bw, not ib_write_lat -D: the latter's two sides stop on their
 # own timers and exit at once, so the last ping of one side sometimes reached a QP whose
 # process was gone - a request to an unowned QP, which insert-correlate rightly reported.
 # ib_write_bw's server only receives, and exits after the client's final handshake.
-LAT_ARGS=(-F -D 7 -s 64 --rate_limit=0.032 --rate_units=M --rate_limit_type=SW --burst_size=1)
+LAT_ARGS=(-F -D 9 -s 64 --rate_limit=0.032 --rate_units=M --rate_limit_type=SW --burst_size=1)
 LAT_LEAD_S=1
 RKEY_GUESSES=10
 # The injection victim: an ib_write_bw server whose client writes INJECT_ITERS messages of
@@ -291,8 +291,20 @@ phase_pairs() {
 
 phase_incast() {
     phase_begin incast
-    # The latency-sensitive application first: small paced WRITEs from h2 (its slot 1) to
-    # h4's slot 3, into the same bottleneck; its unloaded messages make h4's baseline.
+    # Three servers on h4 (one per address) first: they only listen, and a slow start of
+    # theirs must not eat into the latency application's time. The tbf on the link to h4 is
+    # the bottleneck. softverbs marks a fraction of the senders' packets CE (the kernel has
+    # no AQM that marks); h4 answers with CNPs.
+    TENANT=incast
+    local i h
+    for i in 0 1 2; do
+        spawn "incast_srv$((i + 1))" h4 "$i" server "incast$((i + 1))" "" "$(cluster_ip "h$((i + 1))")" \
+            $((18540 + i)) "" ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i))
+    done
+    for i in 0 1 2; do wait_listen h4 $((18540 + i)) "incast_srv$((i + 1))"; done
+    # Then the latency-sensitive application: small paced WRITEs from h2 (its slot 1) to h4's
+    # slot 3, into the same bottleneck; its unloaded messages make h4's baseline. The three
+    # senders start LAT_LEAD_S after it.
     TENANT=latency
     spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_write_bw \
         "${LAT_ARGS[@]}" -p 18550
@@ -301,16 +313,7 @@ phase_incast() {
         "${LAT_ARGS[@]}" -p 18550 "$(cluster_ip h4 3)"
     wait_line lat_cli '#bytes' 20
     sleep "$LAT_LEAD_S"
-    # Three servers on h4 (one per address), three senders at once: the tbf on the link to
-    # h4 is the bottleneck. softverbs marks a fraction of the senders' packets CE (the
-    # kernel has no AQM that marks); h4 answers with CNPs.
     TENANT=incast
-    local i h
-    for i in 0 1 2; do
-        spawn "incast_srv$((i + 1))" h4 "$i" server "incast$((i + 1))" "" "$(cluster_ip "h$((i + 1))")" \
-            $((18540 + i)) "" ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i))
-    done
-    for i in 0 1 2; do wait_listen h4 $((18540 + i)) "incast_srv$((i + 1))"; done
     for i in 0 1 2; do
         h=h$((i + 1))
         spawn "incast_cli$((i + 1))" "$h" 0 client "incast$((i + 1))" "" "$(cluster_ip h4 "$i")" \

@@ -11,7 +11,7 @@
 # Default: every target whose tests/fuzz/TARGET_fuzz.cpp exists. 60 s default.
 # The project builds with g++; the fuzzers are compiled here, directly, because libFuzzer
 # and its sanitizer runtime come with clang (libclang-rt-14-dev).
-#   scripts/fuzz.sh              # 60 s over the default targets (what `meson test` runs)
+#   scripts/fuzz.sh              # 60 s over the default targets (`meson test`: 40 s)
 #   scripts/fuzz.sh 3600 proto   # an hour on the parser
 set -euo pipefail
 
