@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "dataplane/common/hash.hpp"
+
 #include "bench/gen/huge_vector.hpp"
 
 namespace insert::gen {
@@ -67,7 +69,7 @@ class FlatMap {
     }
     std::size_t home(uint64_t key) const {
         // Fibonacci hashing: the multiplication spreads the low bits (QPNs, ports) upward.
-        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+        return static_cast<std::size_t>((key * common::kGoldenRatio64) >> shift_);
     }
     // The slot holding `key`, or the empty slot where it would go.
     std::size_t probe(uint64_t key) const {

@@ -1,6 +1,7 @@
 // Pairing rules (SPEC.md section 3; docs/semantics.md "Pairing").
 #include <cstring>
 
+#include "dataplane/common/hash.hpp"
 #include "dataplane/state/engine_impl.hpp"
 
 namespace insert::state {
@@ -22,7 +23,7 @@ uint32_t pair_slot(const proto::IpAddress& a, const proto::IpAddress& b) {
     const uint64_t ordered = x < y ? uint64_t{x} << 32 | y : uint64_t{y} << 32 | x;
     constexpr unsigned kSlotBits = 12;  // the multiplication's top bits are its best
     static_assert(kPairSlots == 1u << kSlotBits);
-    return static_cast<uint32_t>((ordered * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
+    return static_cast<uint32_t>((ordered * common::kGoldenRatio64) >> (64 - kSlotBits));
 }
 
 }  // namespace
