@@ -29,8 +29,7 @@ esac
 if [ -z "$bench" ]; then
     build=$root/build-valgrind
     if [ ! -f "$build/build.ninja" ]; then
-        meson setup "$build" "$root" -Db_pgo=off -Dfuzz=disabled \
-            -Dcpp_args=-march=x86-64-v3 -Dc_args=-march=x86-64-v3 >/dev/null
+        meson setup "$build" "$root" -Db_pgo=off -Dfuzz=disabled -Dmarch=x86-64-v3 >/dev/null
     fi
     ninja -C "$build" bench/micro/insert-pipeline-bench >/dev/null
     bench=$build/bench/micro/insert-pipeline-bench
