@@ -77,13 +77,13 @@ compile() {  # compile SRC: prints the object path
     echo "$o"
 }
 
-# The sources of a target (its own file first), and its libraries.
+# The sources of a target, one path a line (its own file first).
 target_sources() {
-    echo "$root/tests/fuzz/$1_fuzz.cpp" "${proto_sources[@]}"
+    printf '%s\n' "$root/tests/fuzz/$1_fuzz.cpp" "${proto_sources[@]}"
     case "$1" in
-        state) echo "$root"/dataplane/state/*.cpp ;;
-        workers) echo "$root"/dataplane/state/*.cpp "$root"/dataplane/export/*.cpp \
-                      "$root"/dataplane/pipeline/shard.cpp ;;
+        state) printf '%s\n' "$root"/dataplane/state/*.cpp ;;
+        workers) printf '%s\n' "$root"/dataplane/state/*.cpp "$root"/dataplane/export/*.cpp \
+                     "$root"/dataplane/pipeline/shard.cpp ;;
     esac
 }
 
@@ -92,11 +92,13 @@ target_sources() {
 for t in "${targets[@]}"; do
     [ -f "$root/tests/fuzz/${t}_fuzz.cpp" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
 done
-for s in $(for t in "${targets[@]}"; do target_sources "$t"; done | tr ' ' '\n' | sort -u); do
+mapfile -t all_sources < <(for t in "${targets[@]}"; do target_sources "$t"; done | sort -u)
+for s in "${all_sources[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
     compile "$s" >/dev/null &
 done
 wait
+touch "$stamp"  # the objects are as new as the sources now (a missing one is made below)
 
 per_target=$(( seconds / ${#targets[@]} ))
 [ "$per_target" -lt 1 ] && per_target=1
@@ -110,7 +112,8 @@ for t in "${targets[@]}"; do
         workers) libs+=(-lfmt); seed="" ;;
     esac
     objects=()
-    for s in $(target_sources "$t"); do objects+=("$(compile "$s")"); done
+    mapfile -t sources < <(target_sources "$t")
+    for s in "${sources[@]}"; do objects+=("$(compile "$s")"); done
     bin="$out/${t}_fuzz"
     "$cxx" "${flags[@]}" "${objects[@]}" "${libs[@]}" -o "$bin"
     corpus="$out/corpus/$t"

@@ -13,9 +13,9 @@ build=${INSERT_BUILD_DIR:-build}
 scripts/setup.sh
 
 # Configures and builds build/ without profile feedback and link-time optimization: they
-# change speed, not behaviour, and took half of a 23-minute CI run (two builds and a
-# training run). INSERT_PGO=on INSERT_LTO=on tests the optimized binaries instead;
-# scripts/build.sh alone builds them for benchmarks.
+# change speed, not behaviour, and cost as much build time as everything else (a second
+# build, a training run, every test linked with LTO). INSERT_PGO=on INSERT_LTO=on tests the
+# optimized binaries instead; scripts/build.sh alone builds them for benchmarks.
 INSERT_PGO=${INSERT_PGO:-off} INSERT_LTO=${INSERT_LTO:-off} scripts/build.sh "$build"
 
 status=0
