@@ -127,6 +127,19 @@ class BlockReader {
 // page faults); the order of the records does not matter, as the join sorts them.
 template <typename Vector>
 void concatenate(Vector& into, std::vector<Ingested*>& parts, Vector Ingested::*member) {
+    // One thread's records (or one non-empty part) are taken as they are: copying them
+    // would fault in and fill as much memory again.
+    std::size_t nonempty = 0;
+    Ingested* only = nullptr;
+    for (Ingested* part : parts)
+        if (!(part->*member).empty()) {
+            ++nonempty;
+            only = part;
+        }
+    if (nonempty <= 1 && into.empty()) {
+        if (only) into.swap(only->*member);
+        return;
+    }
     std::vector<std::size_t> offset(parts.size() + 1, 0);
     for (std::size_t i = 0; i < parts.size(); ++i)
         offset[i + 1] = offset[i] + (parts[i]->*member).size();
