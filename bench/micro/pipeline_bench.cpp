@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     // After EAL (its memory stays as it is), before any engine maps its tables.
-    const bool resident = !lazy_tables && pipeline::lock_future_memory(kName);
+    const bool resident = !lazy_tables && pipeline::lock_future_memory();
     std::printf("# EAL: %s, %u lcores on %zu cpus; engine tables %s\n",
                 eal.plan().hugepages ? "hugepages" : "4 KB pages", rte_lcore_count(), machine_cpus,
                 resident ? "resident (locked at creation)" : "faulted in on first touch");

@@ -2,10 +2,13 @@
 
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <rte_log.h>
 
 #include <cstdio>
 #include <cstring>
+
+#include "dataplane/common/log.hpp"
+
+RTE_LOG_REGISTER(insert_logtype_offload, insert.offload, INFO);
 
 namespace insert::offload {
 
@@ -98,9 +101,8 @@ bool install_plan(uint16_t port, const RulePlan& plan, OffloadMode mode, Offload
         }
         if (state.refused == 0) {
             state.hardware = true;
-            rte_log(RTE_LOG_INFO, RTE_LOGTYPE_USER1,
-                    "insert: port %u (%s): %u rte_flow rules in hardware\n", port,
-                    state.driver.c_str(), state.rules);
+            INSERT_LOG(INFO, offload, "port %u (%s): %u rte_flow rules in hardware", port,
+                       state.driver.c_str(), state.rules);
             return true;
         }
         state.reason = why;
@@ -113,10 +115,10 @@ bool install_plan(uint16_t port, const RulePlan& plan, OffloadMode mode, Offload
             return false;
         }
         // The one log line of a refusal.
-        std::fprintf(stderr,
-                     "insert-dp: port %u (%s) refused %u of %u rte_flow rules (%s): emulating "
-                     "them in software\n",
-                     port, state.driver.c_str(), state.refused, state.rules, why.c_str());
+        INSERT_LOG(WARNING, offload,
+                   "port %u (%s) refused %u of %u rte_flow rules (%s): emulating them in "
+                   "software",
+                   port, state.driver.c_str(), state.refused, state.rules, why.c_str());
     } else if (mode == OffloadMode::require) {
         error = "port " + std::to_string(port) + " (" + state.driver + "): no rule plan (" +
                 (plan.skipped.empty() ? std::string("empty") : plan.skipped.front()) +

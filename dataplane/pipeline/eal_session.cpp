@@ -2,6 +2,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_log.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -275,6 +276,10 @@ bool EalSession::start(const EalRequest& request, std::string& error) {
         if (own_prefix_) remove_runtime_dir();
         return false;
     }
+    // DPDK 22.11 logs to stdout (and syslog) once EAL is up; stdout carries `--records -`.
+    // Every later line of DPDK's and of INSERT's components (dataplane/common/log.hpp) goes
+    // to stderr.
+    rte_openlog_stream(stderr);
     if (!said.empty()) std::fputs(said.c_str(), stderr);
     running_ = true;
     return true;

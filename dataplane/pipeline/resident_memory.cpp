@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
+
+#include "dataplane/common/log.hpp"
+
+RTE_LOG_REGISTER(insert_logtype_pipeline, insert.pipeline, INFO);
 
 namespace insert::pipeline {
 
@@ -16,16 +19,16 @@ namespace insert::pipeline {
 // measured over veth). Locked, they are populated once, at creation, as an appliance's
 // state should be; the cost is start-up time and resident memory for the whole capacity
 // (--max-endpoints). Memory mapped before (EAL's, the mbuf pools) is left as it is.
-bool lock_future_memory(const char* tool) {
+bool lock_future_memory() {
     rlimit limit{};
     // Without CAP_IPC_LOCK a finite RLIMIT_MEMLOCK would make the table mappings fail.
     const bool allowed = geteuid() == 0 || (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 &&
                                             limit.rlim_cur == RLIM_INFINITY);
     if (allowed && mlockall(MCL_FUTURE) == 0) return true;
-    std::fprintf(stderr,
-                 "%s: warning: memory not locked (%s): the first frames of new connections may "
-                 "wait for page faults (run as root or with ulimit -l unlimited)\n",
-                 tool, allowed ? std::strerror(errno) : "not root, ulimit -l is finite");
+    INSERT_LOG(WARNING, pipeline,
+               "warning: memory not locked (%s): the first frames of new connections may wait "
+               "for page faults (run as root or with ulimit -l unlimited)",
+               allowed ? std::strerror(errno) : "not root, ulimit -l is finite");
     return false;
 }
 

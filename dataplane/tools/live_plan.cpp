@@ -122,7 +122,13 @@ void plan_ports(ports::PortMode mode, const LiveOptions& opt,
     if (!has_eal_option(plan.eal_args, "--no-telemetry") &&
         !has_eal_option(plan.eal_args, "--telemetry"))
         plan.eal_args.push_back("--telemetry");
-    if (!has_eal_option(plan.eal_args, "--log-level")) plan.eal_args.push_back("--log-level=4");
+    // Errors only from DPDK's libraries and drivers (PMDs are chatty at info), INSERT's
+    // components at their registered levels (dataplane/common/log.hpp). By type pattern,
+    // not the global level, which would cap INSERT's warnings too.
+    if (!has_eal_option(plan.eal_args, "--log-level")) {
+        plan.eal_args.push_back("--log-level=*:error");
+        plan.eal_args.push_back("--log-level=insert.*:info");
+    }
 }
 
 // Mbufs and record rings (through DPDK): hugepages must hold them when they are required.

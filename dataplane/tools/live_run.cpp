@@ -191,7 +191,7 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
         return eal.bad_options() ? 2 : 1;
     }
     live::register_telemetry();
-    const bool locked = pipeline::lock_future_memory(name);
+    const bool locked = pipeline::lock_future_memory();
 
     int status = 0;
     {

@@ -5,7 +5,7 @@ usage: hardening_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS [INSERT_TRACE]
 
 Each case runs the real binaries on real files and checks the exact behaviour
 docs/pipeline.md and docs/live.md promise; each failed on the code before issue 22.
-Cases: input, signals, options, eal, outputs, cnp, limits.
+Cases: input, signals, options, eal, outputs, cnp, limits, log.
 """
 import glob
 import json
@@ -208,6 +208,46 @@ def case_eal(insert_dp, d):
     print("eal: bad options exit 2 with one line, outputs untouched, prefix clash explained, stale dirs removed")
 
 
+def case_log(insert_dp, d):
+    """Component diagnostics are DPDK log lines (dataplane/common/log.hpp): on stderr, never
+    among the records on stdout (DPDK 22.11 logs to stdout once EAL is up), and each
+    component's level is EAL's --log-level. The line: af_packet has no rte_flow, so a
+    monitor on a veth logs that its rules are emulated (a veth pair of the root namespace,
+    made and removed here: needs root)."""
+    if os.geteuid() != 0:
+        print("needs root (a veth pair)", file=sys.stderr)
+        sys.exit(77)
+    iface = f"inslog{os.getpid() % 100000}"
+    subprocess.run(["ip", "link", "add", iface, "type", "veth", "peer", "name", iface + "p"],
+                   check=True, timeout=30)
+    try:
+        subprocess.run(["ip", "link", "set", iface, "up"], check=True, timeout=30)
+
+        def monitor(*eal):
+            return subprocess.run([insert_dp, "monitor", "--iface", iface, "--max-endpoints", "4096",
+                                   "--duration", "1", "--quiet", "--records", "-", "--", *eal],
+                                  capture_output=True, text=True, timeout=TIMEOUT)
+        expected = "insert.offload: port 0 (net_af_packet) refused 7 of 7 rte_flow rules"
+        p = monitor()
+        if p.returncode != 0:
+            fail(f"monitor on {iface}: exit {p.returncode}: {p.stderr!r}")
+        if not any(l.startswith(expected) for l in p.stderr.splitlines()):
+            fail(f"no {expected!r} line on stderr: {p.stderr!r}")
+        for line in p.stdout.splitlines():
+            try:
+                json.loads(line)
+            except ValueError:
+                fail(f"stdout carries a line that is no record: {line!r}")
+        if not p.stdout or json.loads(p.stdout.splitlines()[-1]).get("type") != "summary":
+            fail(f"the records on stdout do not end with the summary: {p.stdout[-300:]!r}")
+        p = monitor("--log-level=insert.offload:error")
+        if p.returncode != 0 or expected in p.stderr + p.stdout:
+            fail(f"--log-level=insert.offload:error kept the warning: {p.stderr!r}")
+    finally:
+        subprocess.run(["ip", "link", "del", iface], capture_output=True, timeout=30)
+    print("log: component lines on stderr, records alone on stdout, levels per component")
+
+
 def dead_pid():
     pid = 4_000_000
     while os.path.exists(f"/proc/{pid}"):
@@ -309,7 +349,7 @@ def main():
             case_options(insert_dp, d, insert_trace)
             return
         {"input": case_input, "signals": case_signals, "eal": case_eal, "outputs": case_outputs,
-         "cnp": case_cnp, "limits": case_limits}[case](insert_dp, d)
+         "cnp": case_cnp, "limits": case_limits, "log": case_log}[case](insert_dp, d)
 
 
 if __name__ == "__main__":
