@@ -11,7 +11,6 @@
 
 #include "dataplane/export/decimal.hpp"
 #include "dataplane/export/record_names.hpp"
-#include "dataplane/state/qp_merge.hpp"
 
 namespace insert::exporter {
 
@@ -284,40 +283,6 @@ char* write_summary_json(char* p, const SummaryCounts& s) {
     return p;
 }
 
-void merge_final_qp(QpRecord& into, const QpRecord& other) {
-    state::merge_qp(into, other);
-}
-
-namespace {
-void fill_latency(QpRecord& q, const LatencyHistogram* h) {
-    q.lat_count = h ? h->count() : 0;
-    if (h && h->count() > 0) {
-        q.lat_p50_ns = h->percentile(50);
-        q.lat_p99_ns = h->percentile(99);
-        q.lat_max_ns = h->max();
-    }
-}
-
-// The latencies of every part of `endpoint` in the book: the one part's own histogram
-// (nearly always), else their merge in `scratch`.
-const LatencyHistogram* endpoint_latency(const EndpointBook& book, const EndpointKey& endpoint,
-                                         LatencyHistogram& scratch) {
-    const uint32_t first = book.first_part(endpoint);
-    if (first == EndpointBook::kNone) return nullptr;
-    const EndpointBook::Entry& e = book.entry_at(first);
-    if (e.next == EndpointBook::kNone) return &e.latency;
-    scratch = LatencyHistogram{};
-    for (uint32_t i = first; i != EndpointBook::kNone; i = book.entry_at(i).next)
-        scratch.merge(book.entry_at(i).latency);
-    return &scratch;
-}
-}  // namespace
-
-void RecordWriter::fill_latency(QpRecord& q) const {
-    LatencyHistogram scratch;
-    exporter::fill_latency(q, endpoint_latency(book_, {q.ip, q.qpn}, scratch));
-}
-
 void RecordWriter::emit(const Record& r) {
     ++records_;
     if (observer_) observer_(r);
@@ -328,107 +293,8 @@ void RecordWriter::emit(const Record& r) {
     if (used_ >= kFlushBytes) flush();
 }
 
-void RecordWriter::write(Record& r) {
-    // Latencies are kept per part (the msg's source): a part's messages and its own records
-    // come from one worker, in order, so what an evicted part reports does not depend on
-    // the worker count.
-    if (r.type == RecordType::msg && r.msg.has_ack)
-        book_.part({r.msg.dst_ip, r.msg.dst_qpn}, r.msg.src_ip)
-            .latency.add(r.msg.t_ack_ns - r.msg.t_first_ns);
-    if (r.type == RecordType::qp) {
-        QpRecord& q = r.qp;
-        const EndpointKey key{q.ip, q.qpn};
-        if (q.final && !q.evicted) {
-            uint32_t& held = book_.final_record(key);
-            if (held == EndpointBook::kNoFinal) {
-                held = finals_.size();
-                finals_.emplace_back() = r;
-                final_keys_.push_back(key);
-            } else {
-                merge_final_qp(finals_[held].qp, q);
-            }
-            return;
-        }
-        if (q.evicted && !bounded_memory_) evicted_seen_.insert(key);
-        if (q.evicted && q.endpoint_gone) ++endpoints_gone_;
-        if (q.evicted && split_tick_ns_ != 0 && q.transport == TransportFamily::ud) {
-            held_evictions_.push_back(r);
-            return;
-        }
-        if (q.evicted) {
-            // One part went idle: its messages' latencies, then they go with it.
-            exporter::fill_latency(q, [&]() -> const LatencyHistogram* {
-                const EndpointBook::Entry* e = book_.find_part(key, q.src_ip);
-                return e ? &e->latency : nullptr;
-            }());
-            emit(r);
-            book_.erase_part(key, q.src_ip);
-            return;
-        }
-        fill_latency(q);
-    }
-    emit(r);
-}
-
-void RecordWriter::join_held_evictions() {
-    // One engine keeps an endpoint alive across a quiet spell unless an eviction tick falls
-    // more than the timeout after its last packet and no later than its next one.
-    const auto one_incarnation = [this](uint64_t last_ns, uint64_t next_first_ns) {
-        if (next_first_ns <= last_ns) return true;
-        const uint64_t first_evicting_tick =
-            ((last_ns + split_timeout_ns_) / split_tick_ns_ + 1) * split_tick_ns_;
-        return first_evicting_tick > next_first_ns;
-    };
-    const auto key_of = [](const Record& r) { return EndpointKey{r.qp.ip, r.qp.qpn}; };
-    std::sort(held_evictions_.begin(), held_evictions_.end(),
-              [&](const Record& a, const Record& b) {
-                  const EndpointKey ka = key_of(a), kb = key_of(b);
-                  if (!(ka == kb)) return ka.ip < kb.ip || (ka.ip == kb.ip && ka.qpn < kb.qpn);
-                  return a.qp.t_first_ns < b.qp.t_first_ns;
-              });
-    std::vector<Record*> parts;
-    for (std::size_t i = 0; i < held_evictions_.size();) {
-        const EndpointKey key = key_of(held_evictions_[i]);
-        parts.clear();
-        for (; i < held_evictions_.size() && key_of(held_evictions_[i]) == key; ++i)
-            parts.push_back(&held_evictions_[i]);
-        // The part still alive at the end of input, if any, joins the sweep in time order;
-        // whatever it joins with ends up in its held final record.
-        Record* final_part = nullptr;
-        if (const uint32_t held = book_.final_record_of(key); held != EndpointBook::kNoFinal) {
-            final_part = &finals_[held];
-            parts.insert(std::upper_bound(parts.begin(), parts.end(), final_part,
-                                          [](const Record* x, const Record* y) {
-                                              return x->qp.t_first_ns < y->qp.t_first_ns;
-                                          }),
-                         final_part);
-        }
-        for (std::size_t j = 0; j < parts.size();) {
-            Record group = *parts[j];
-            bool has_final = parts[j] == final_part;
-            for (++j;
-                 j < parts.size() && one_incarnation(group.qp.t_last_ns, parts[j]->qp.t_first_ns);
-                 ++j) {
-                merge_final_qp(group.qp, parts[j]->qp);
-                has_final = has_final || parts[j] == final_part;
-            }
-            if (has_final) {
-                group.qp.evicted = false;
-                *final_part = group;
-            } else {
-                fill_latency(group.qp);
-                emit(group);
-            }
-        }
-    }
-    held_evictions_.clear();
-}
-
 namespace {
 
-// Final records fill their latencies from their book entries, which are in arrival order,
-// not address order: fetched a few ahead.
-constexpr uint32_t kFinalsAhead = 8;
 // From this many final records on, half of them are formatted on a second thread: they are
 // written after the last frame, so they are a replay's serial tail (100k endpoints: 70 ms
 // on one core).
@@ -462,16 +328,9 @@ class TextBlocks {
 }  // namespace
 
 void RecordWriter::write_summary(SummaryCounts s) {
-    join_held_evictions();
-    const uint32_t n = finals_.size();
-    // Final records fill their latencies from the book, in arrival order, not address
-    // order: the slot is fetched 2 x kFinalsAhead ahead, the part entry it names kFinalsAhead.
-    const auto fill = [this, n](uint32_t i, LatencyHistogram& scratch) {
-        if (i + 2 * kFinalsAhead < n) book_.prefetch(final_keys_[i + 2 * kFinalsAhead]);
-        if (i + kFinalsAhead < n) book_.prefetch_entry(final_keys_[i + kFinalsAhead]);
-        exporter::fill_latency(finals_[i].qp, endpoint_latency(book_, final_keys_[i], scratch));
-    };
-    // The two threads only read the book and write their own records.
+    finaliser_.join_held_evictions([this](const Record& r) { emit(r); });
+    const uint32_t n = finaliser_.finals();
+    // The two threads only read the finaliser's book and fill their own records.
     const uint32_t split = (out_ && n >= kParallelFinals) ? n / 2 : n;
     TextBlocks second_half;
     std::thread helper;
@@ -479,39 +338,26 @@ void RecordWriter::write_summary(SummaryCounts s) {
         helper = std::thread([&] {
             LatencyHistogram scratch;
             for (uint32_t i = split; i < n; ++i) {
-                fill(i, scratch);
-                char* end = write_json(second_half.room(), finals_[i]);
+                char* end = write_json(second_half.room(), finaliser_.final_record(i, scratch));
                 *end++ = '\n';
                 second_half.wrote(end);
             }
         });
     LatencyHistogram scratch;
-    for (uint32_t i = 0; i < split; ++i) {
-        fill(i, scratch);
-        emit(finals_[i]);
-    }
+    for (uint32_t i = 0; i < split; ++i) emit(finaliser_.final_record(i, scratch));
     if (helper.joinable()) {
         helper.join();
         // In order: the observer sees and the output holds the records as one thread
         // would have written them.
         for (uint32_t i = split; i < n; ++i) {
             ++records_;
-            if (observer_) observer_(finals_[i]);
+            if (observer_) observer_(finaliser_.filled_final(i));
         }
         flush();
         if (!second_half.write_to(out_)) failed_ = true;
     }
-    if (!bounded_memory_) {
-        std::size_t distinct = n;
-        for (const EndpointKey& k : evicted_seen_)
-            if (book_.final_record_of(k) == EndpointBook::kNoFinal) ++distinct;
-        s.endpoints = distinct;
-    } else {
-        s.endpoints = n + endpoints_gone_;
-    }
-    for (const EndpointKey& k : final_keys_) book_.final_record(k) = EndpointBook::kNoFinal;
-    finals_.clear();
-    final_keys_.clear();
+    s.endpoints = finaliser_.summary_endpoints();
+    finaliser_.clear_finals();
     ++records_;
     if (!out_) return;
     char* end = write_summary_json(buffer_.get() + used_, s);

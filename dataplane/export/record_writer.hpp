@@ -1,6 +1,6 @@
-// The exporter's side of the records: fills what workers leave to it (per-endpoint latency
-// percentiles, which need every message of the endpoint) and encodes JSON Lines
-// (SPEC.md section 7). Runs on the exporter thread, never on a worker.
+// The exporter's encoder: JSON Lines (SPEC.md section 7) of the records as RecordFinaliser
+// completes them (record_finaliser.hpp: latencies, merges, held evictions), written in
+// blocks. Runs on the exporter thread, never on a worker.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,9 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "dataplane/export/chunked_array.hpp"
-#include "dataplane/export/endpoint_book.hpp"
+#include "dataplane/export/record_finaliser.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/state/records.hpp"
 
@@ -49,10 +47,6 @@ char* write_summary_json(char* p, const SummaryCounts& summary);
 void append_json(std::string& out, const state::Record& record);
 void append_summary_json(std::string& out, const SummaryCounts& summary);
 
-// Sums two final `qp` records of one endpoint seen by different workers (an endpoint that
-// receives from several hosts - a UD QP, QP 1 - is split by connection-affine sharding).
-void merge_final_qp(state::QpRecord& into, const state::QpRecord& other);
-
 class RecordWriter {
   public:
     using Observer = std::function<void(const state::Record&)>;
@@ -69,42 +63,19 @@ class RecordWriter {
     // Called with every record exactly as written (merged, latencies filled).
     void set_observer(Observer observer) { observer_ = std::move(observer); }
 
-    // Replay with idle eviction: an endpoint that receives from several hosts (a UD QP, the
-    // CM's QP 1) is split over workers by the ip-pair shard, and each worker evicts its part
-    // on its own. Its evicted records are then held until write_summary() and joined where
-    // one engine would have kept the endpoint alive: when no eviction tick (multiples of
-    // `tick_ns`) came more than `timeout_ns` after one part's last packet and before the
-    // next part's first. Records are then the same for any worker count.
+    // Record semantics (latencies, merges, held evictions): RecordFinaliser's.
     void hold_split_evictions(uint64_t timeout_ns, uint64_t tick_ns) {
-        split_timeout_ns_ = timeout_ns;
-        split_tick_ns_ = tick_ns;
+        finaliser_.hold_split_evictions(timeout_ns, tick_ns);
     }
+    void set_bounded_memory(bool on) { finaliser_.set_bounded_memory(on); }
 
-    // Live appliance: idle endpoints come and go for months, so the writer keeps nothing
-    // per endpoint it has seen go: the summary's `endpoints` then counts the endpoints alive
-    // at the end and the lifetimes of those that went idle in between (an endpoint that
-    // comes back counts again). Replay counts distinct endpoints exactly.
-    void set_bounded_memory(bool on) { bounded_memory_ = on; }
-
-    // Updates the latency book from `msg` records and fills the latency fields of `qp`
-    // records, then writes the JSON line. End-of-input final `qp` records are held and
-    // merged per endpoint until write_summary(), so an endpoint seen by several workers
-    // gives one final record (SPEC invariant 1); evicted endpoints' are written at once.
-    void write(state::Record& record);
-    // Starts loading what write(record) will look up, in two stages a few records apart:
-    // the endpoint book's slot (stage 0), then the entry it names (stage 1).
+    // Writes the JSON line of every record the finaliser lets out now (with its latency
+    // fields); end-of-input final `qp` records are held until write_summary().
+    void write(state::Record& record) {
+        if (finaliser_.take(record)) emit(record);
+    }
     [[gnu::always_inline]] void prefetch(const state::Record& record, int stage) const {
-        EndpointKey key;
-        if (record.type == state::RecordType::msg && record.msg.has_ack)
-            key = {record.msg.dst_ip, record.msg.dst_qpn};
-        else if (record.type == state::RecordType::qp)
-            key = {record.qp.ip, record.qp.qpn};
-        else
-            return;
-        if (stage == 0)
-            book_.prefetch(key);
-        else
-            book_.prefetch_entry(key);
+        finaliser_.prefetch(record, stage);
     }
     // Writes the held final `qp` records, then the summary, whose `endpoints` becomes the
     // number of distinct endpoints with a final record.
@@ -115,31 +86,19 @@ class RecordWriter {
     bool failed() const { return failed_; }
 
     uint64_t records() const { return records_; }
-    const EndpointBook& endpoints() const { return book_; }
+    const EndpointBook& endpoints() const { return finaliser_.endpoints(); }
 
   private:
-    // Latency fields of a record of the whole endpoint (its parts' latencies together).
-    void fill_latency(state::QpRecord& q) const;
     void emit(const state::Record& record);
-    void join_held_evictions();
 
     std::FILE* out_;
     Observer observer_;
-    // Held end-of-input final qp records, merged per endpoint, in arrival order, and the
-    // book entry of each (its latencies, read when the record is written).
-    ChunkedArray<state::Record> finals_;
-    std::vector<EndpointKey> final_keys_;
-    std::unordered_set<EndpointKey, EndpointKeyHash> evicted_seen_;
-    bool bounded_memory_ = false;
-    uint64_t endpoints_gone_ = 0;  // bounded memory: endpoint lifetimes ended by eviction
-    uint64_t split_timeout_ns_ = 0, split_tick_ns_ = 0;
-    std::vector<state::Record> held_evictions_;  // UD endpoints' evicted parts
+    RecordFinaliser finaliser_;
     // JSON lines waiting for one fwrite: records are written straight into it (room for
     // one more object is always left), flushed once kFlushBytes are used.
     static constexpr std::size_t kFlushBytes = 1 << 16;
     std::unique_ptr<char[]> buffer_{new char[kFlushBytes + kMaxJsonObject + 1]};
     std::size_t used_ = 0;
-    EndpointBook book_;
     uint64_t records_ = 0;
     bool failed_ = false;
 };
