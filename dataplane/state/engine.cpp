@@ -78,7 +78,8 @@ uint64_t Engine::memory_bytes(const EngineConfig& config) {
     using CmPairs = FixedHashMap<PartKey, PartKey, PartKeyHash>;
     const uint32_t n = std::max<uint32_t>(config.max_endpoints, 1);
     const bool grow = config.grow_tables;
-    return uint64_t{n} * (sizeof(Endpoint) + sizeof(uint32_t)) + Index::memory_bytes_for(n, grow) +
+    return uint64_t{n} * (sizeof(Endpoint) + sizeof(uint32_t) + kWheelBytesPerEndpoint) +
+           Index::memory_bytes_for(n, grow) +
            Parts::memory_bytes_for(pool_size(n, kPartsDivisor), grow) +
            Hosts::memory_bytes_for(std::size_t{n} * kHostPairsPerEndpoint, grow) +
            CmRequests::memory_bytes_for(pool_size(n, kCmRequestsDivisor), grow) +
@@ -116,25 +117,37 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       cm_pairs_(pool_size(config.max_endpoints, kCmRequestsDivisor / 2), initial_entries(config)),
       messages_(std::max(kMinPoolSlots, config.max_endpoints * kMessagesPerEndpoint)),
       orphan_blocks_(pool_size(config.max_endpoints, kOrphanBlocksDivisor)),
-      refused_bits_(kRefusedFilterBits / 64) {}
+      refused_bits_(kRefusedFilterBits / 64),
+      wheel_on_(config.idle_timeout_ns != 0),
+      wheel_granularity_(std::max<uint64_t>(config.idle_timeout_ns / kWheelSubdivisions, 1)),
+      wheel_prev_(config.max_endpoints),
+      wheel_next_(config.max_endpoints),
+      wheel_bucket_(config.max_endpoints),
+      tick_candidates_(config.max_endpoints) {
+    wheel_heads_.fill(kNoIndex);
+}
 
 bool EngineImpl::valid() const {
     return endpoints_.valid() && free_endpoints_.valid() && index_.valid() && parts_.valid() &&
            hosts_.valid() && cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() &&
-           orphan_blocks_.valid() && refused_bits_.valid();
+           orphan_blocks_.valid() && refused_bits_.valid() && wheel_prev_.valid() &&
+           wheel_next_.valid() && wheel_bucket_.valid() && tick_candidates_.valid();
 }
 
 std::size_t EngineImpl::bytes_per_endpoint() const {
-    const std::size_t total = sizeof(Endpoint) * capacity_ + sizeof(uint32_t) * capacity_ +
-                              index_.memory_bytes() + parts_.memory_bytes() +
-                              hosts_.memory_bytes() + cm_requests_.memory_bytes() +
-                              cm_pairs_.memory_bytes() + messages_.memory_bytes() +
-                              orphan_blocks_.memory_bytes() + refused_bits_.memory_bytes();
+    const std::size_t total =
+        sizeof(Endpoint) * capacity_ + sizeof(uint32_t) * capacity_ + index_.memory_bytes() +
+        parts_.memory_bytes() + hosts_.memory_bytes() + cm_requests_.memory_bytes() +
+        cm_pairs_.memory_bytes() + messages_.memory_bytes() + orphan_blocks_.memory_bytes() +
+        refused_bits_.memory_bytes() + wheel_prev_.memory_bytes() + wheel_next_.memory_bytes() +
+        wheel_bucket_.memory_bytes() + tick_candidates_.memory_bytes();
     return total / capacity_;
 }
 
-// A free slot made into a new part of `key` from `src`, or kNoIndex when the table is full.
-uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& src) noexcept {
+// A free slot made into a new part of `key` from `src` whose first packet came at `ts`, or
+// kNoIndex when the table is full.
+uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& src,
+                               uint64_t ts) noexcept {
     uint32_t idx;
     if (free_count_ > 0)
         idx = free_endpoints_[--free_count_];
@@ -147,6 +160,11 @@ uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& s
     ep.set_source_ip(src);
     ep.live = true;
     ep.incarnation = ++incarnations_;
+    // The first packet's time, set here rather than by a "first packet?" test on every
+    // packet; the part is filed in tick()'s wheel at its idle deadline.
+    ep.t_first_ns = ts;
+    ep.traffic.t_last_ns = ts;
+    if (wheel_on_) wheel_file(idx, bucket_of(deadline_of(ep)));
     bump(counters_.endpoints_live);
     // A new part may be the missing half of a pair a CM exchange named ("the pair applies
     // when both endpoints exist"): its partner must try again on its next packet. Without
@@ -158,33 +176,37 @@ uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& s
     return idx;
 }
 
+void EngineImpl::drop_new_slot(uint32_t idx) noexcept {
+    if (wheel_on_) wheel_unlink(idx);
+    endpoints_[idx].live = false;
+    bump(counters_.endpoints_live, -1);
+    free_endpoints_[free_count_++] = idx;
+}
+
 uint32_t EngineImpl::create_endpoint(const EndpointKey& key, uint64_t hash,
-                                     const proto::IpAddress& src) noexcept {
+                                     const proto::IpAddress& src, uint64_t ts) noexcept {
     // An earlier packet of the same burst may have created it since the lookahead looked.
     if (const IndexEntry* found = index_.find(key, hash)) return found->endpoint;
-    const uint32_t idx = take_slot(key, src);
+    const uint32_t idx = take_slot(key, src, ts);
     if (idx == kNoIndex) return kNoIndex;
     if (!index_.insert(key, hash, IndexEntry{idx, kNoIndex})) {
-        endpoints_[idx].live = false;
-        bump(counters_.endpoints_live, -1);
-        free_endpoints_[free_count_++] = idx;
+        drop_new_slot(idx);
         return kNoIndex;
     }
     bump(counters_.endpoints);
     return idx;
 }
 
-uint32_t EngineImpl::part_from(uint32_t primary, const proto::IpAddress& src) noexcept {
+uint32_t EngineImpl::part_from(uint32_t primary, const proto::IpAddress& src,
+                               uint64_t ts) noexcept {
     Endpoint& first = endpoints_[primary];
     const PartKey key{first.key, src};
     if (parts_.size() > 0)
         if (const uint32_t* found = parts_.find(key)) return *found;
-    const uint32_t idx = take_slot(first.key, src);
+    const uint32_t idx = take_slot(first.key, src, ts);
     if (idx == kNoIndex) return kNoIndex;
     if (!parts_.insert(key, idx)) {
-        endpoints_[idx].live = false;
-        bump(counters_.endpoints_live, -1);
-        free_endpoints_[free_count_++] = idx;
+        drop_new_slot(idx);
         return kNoIndex;
     }
     Endpoint& ep = endpoints_[idx];
@@ -237,7 +259,7 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
     uint32_t idx = ahead_.index[k];
     if (idx == kNoIndex) {
         const EndpointKey key{pkt.dst_ip, pkt.t.bth.dest_qp};
-        idx = create_endpoint(key, ahead_.hash[k], pkt.src_ip);
+        idx = create_endpoint(key, ahead_.hash[k], pkt.src_ip, ts);
         if (idx == kNoIndex) {
             bump(counters_.table_full);
             count_refused(ahead_.hash[k]);
@@ -247,7 +269,7 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
     // Another source's packets have their own part (docs/semantics.md "Sources"): they
     // never touch the sequence state, messages or pair of this source's.
     if (!endpoints_[idx].same_source_ip(pkt.src_ip)) [[unlikely]] {
-        idx = part_from(idx, pkt.src_ip);
+        idx = part_from(idx, pkt.src_ip, ts);
         if (idx == kNoIndex) {
             bump(counters_.table_full);
             return;
@@ -255,15 +277,20 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
     }
     Endpoint& ep = endpoints_[idx];
     TrafficCounters& c = ep.traffic;
-    if (c.pkts == 0) ep.t_first_ns = ts;
+    // t_last_ns is the time of the part's latest packet in capture order, not the greatest:
+    // a capture out of timestamp order moves it back, and with it the idle deadline tick()'s
+    // wheel filed the part at. (The counters' stores are apart, between branches, so that
+    // GCC does not pair them into vector instructions: two or three more a packet.)
     ++c.pkts;
+    if (ts < c.t_last_ns) [[unlikely]]
+        traffic_went_back(idx, ts);
     c.bytes += static_cast<uint64_t>(pkt.payload_len);
-    c.t_last_ns = ts;
     if (pkt.ecn == proto::kEcnCe) ++ep.counters.ecn_ce;
+    c.t_last_ns = ts;
 
     if (info.transport == Transport::cnp) {
         ++ep.counters.cnps;
-        note_cnp(ep, pkt.t.bth.psn, ts);
+        note_cnp(idx, pkt.t.bth.psn, ts);
         return;
     }
     if (ep.transport == TransportFamily::unknown) {

@@ -39,6 +39,8 @@ struct EngineCounters {
     std::atomic<uint64_t> msgs_overflow{0};    // messages frozen early: too many outstanding
     std::atomic<uint64_t> records_dropped{0};  // records the sink refused
     std::atomic<uint64_t> orphans_dropped{0};  // Middle/Last packets whose First never came in time
+    // Deadline-wheel entries tick() looked at: those whose bucket came due (not every slot).
+    std::atomic<uint64_t> tick_examined{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -68,7 +70,10 @@ class Engine {
     void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept {
         process_burst(&pkt, &ts_ns, 1);
     }
-    // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout (bounded work).
+    // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout and reports
+    // CNP windows that ended. Its work is proportional to the entries of the deadline
+    // buckets that came due since the last call (plus at most a wheel turn of empty
+    // buckets), not to the endpoints held.
     virtual void tick(uint64_t now_ns) noexcept = 0;
     // A `qp` record for every live endpoint (the periodic --interval report).
     virtual void report(uint64_t now_ns) = 0;

@@ -56,6 +56,14 @@ struct CmRequestKeyHash {
 // Counters of pairing-input changes, one per slot of host pairs (EngineImpl::pair_slots_).
 constexpr uint32_t kPairSlots = 4096;
 
+// tick()'s deadline wheel (engine_records.cpp): buckets of idle_timeout/8 of capture time,
+// 32 of them (four timeouts: a deadline is rarely more than one timeout ahead of the
+// wheel, and one further ahead waits in its bucket for its round). Per slot: its links and
+// absolute bucket, and room in the array of candidates a tick sorts.
+constexpr uint32_t kWheelBuckets = 32;
+constexpr uint32_t kWheelSubdivisions = 8;  // buckets per idle timeout
+constexpr std::size_t kWheelBytesPerEndpoint = 3 * sizeof(uint32_t) + sizeof(uint64_t);
+
 class EngineImpl final : public Engine {
   public:
     EngineImpl(const EngineConfig& config, RecordSink& sink);
@@ -89,14 +97,16 @@ class EngineImpl final : public Engine {
     // full. create_endpoint() is the path of a packet whose endpoint the lookahead did not
     // find (it makes the index's part); part_from() finds or makes another source's part
     // next to the index's part `primary`.
-    uint32_t create_endpoint(const EndpointKey& key, uint64_t hash,
-                             const proto::IpAddress& src) noexcept;
-    uint32_t part_from(uint32_t primary, const proto::IpAddress& src) noexcept;
+    uint32_t create_endpoint(const EndpointKey& key, uint64_t hash, const proto::IpAddress& src,
+                             uint64_t ts) noexcept;
+    uint32_t part_from(uint32_t primary, const proto::IpAddress& src, uint64_t ts) noexcept;
     // The part of `key` receiving from `src`, or kNoIndex (no creation).
     uint32_t find_part(const EndpointKey& key, const proto::IpAddress& src) noexcept;
-    uint32_t take_slot(const EndpointKey& key, const proto::IpAddress& src) noexcept;
+    uint32_t take_slot(const EndpointKey& key, const proto::IpAddress& src, uint64_t ts) noexcept;
+    // Gives back a slot just taken whose table entry could not be made.
+    void drop_new_slot(uint32_t idx) noexcept;
     void count_refused(uint64_t hash) noexcept;
-    void note_cnp(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
+    void note_cnp(uint32_t idx, uint32_t psn, uint64_t ts) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     // The next PSN of the newest message, in order: attributed at once (true), or false.
     bool continue_tail(Endpoint& ep, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
@@ -160,6 +170,17 @@ class EngineImpl final : public Engine {
                     uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
     void push(const Record& r) noexcept;
     void evict(uint32_t idx) noexcept;
+    // The deadline wheel of tick(). A live part's deadline is the first capture time at
+    // which tick() must act on it: its idle deadline, or the end of its open CNP window if
+    // earlier. Each live part is filed in the bucket of a deadline never later than its own.
+    uint64_t deadline_of(const Endpoint& ep) const noexcept;
+    uint64_t bucket_of(uint64_t deadline) const noexcept;
+    void wheel_file(uint32_t idx, uint64_t bucket) noexcept;
+    void wheel_unlink(uint32_t idx) noexcept;
+    // Files `idx` at `bucket` if that is earlier than where it is.
+    void wheel_earlier(uint32_t idx, uint64_t bucket) noexcept;
+    // A packet older than the part's last one moved its idle deadline back.
+    void traffic_went_back(uint32_t idx, uint64_t ts) noexcept;
 
     EngineConfig config_;
     RecordSink& sink_;
@@ -188,6 +209,17 @@ class EngineImpl final : public Engine {
     // Endpoints that found no room, as bits of a hash (linear counting): how many distinct
     // endpoints the table refused, in bounded memory (EngineCounters::table_full_bits).
     LazyArray<uint64_t> refused_bits_;
+    // tick()'s deadline wheel (kept out of Endpoint, whose lines the packet path reads):
+    // per slot its neighbours in its bucket's list and its absolute bucket (deadline /
+    // granularity, rounded up); buckets before wheel_cursor_ are empty.
+    bool wheel_on_;  // idle_timeout_ns != 0
+    uint64_t wheel_granularity_;
+    uint64_t wheel_cursor_ = 0;
+    std::array<uint32_t, kWheelBuckets> wheel_heads_;
+    LazyArray<uint32_t> wheel_prev_;
+    LazyArray<uint32_t> wheel_next_;
+    LazyArray<uint64_t> wheel_bucket_;
+    LazyArray<uint32_t> tick_candidates_;
 };
 
 }  // namespace insert::state

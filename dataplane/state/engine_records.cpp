@@ -1,4 +1,6 @@
 // Records, periodic reports, idle eviction and the end of input.
+#include <algorithm>
+
 #include "dataplane/state/engine_impl.hpp"
 #include "dataplane/state/qp_merge.hpp"
 
@@ -99,9 +101,10 @@ namespace {
 constexpr uint64_t kNsPerSecond = 1'000'000'000;
 }
 
-void EngineImpl::note_cnp(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
+void EngineImpl::note_cnp(uint32_t idx, uint32_t psn, uint64_t ts) noexcept {
     // One `cnp` event per part and one-second window of capture time, with the count: a
     // CNP storm (a million a second at a congested port) must not flood the records.
+    Endpoint& ep = endpoints_[idx];
     const uint32_t window = static_cast<uint32_t>(ts / kNsPerSecond);
     if (ep.cnp_count != 0 && ep.cnp_window == window) {
         ++ep.cnp_count;
@@ -112,6 +115,9 @@ void EngineImpl::note_cnp(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
     ep.cnp_count = 1;
     ep.cnp_first_off = static_cast<uint32_t>(ts % kNsPerSecond);
     ep.cnp_psn = psn;
+    // tick() reports the window once it ends, which may come before the idle deadline the
+    // part is filed at (at most once a second per part: not a per-packet cost).
+    if (wheel_on_) wheel_earlier(idx, bucket_of((uint64_t{window} + 1) * kNsPerSecond));
 }
 
 void EngineImpl::flush_cnp(Endpoint& ep) noexcept {
@@ -230,6 +236,7 @@ void EngineImpl::unlink_part(uint32_t idx) noexcept {
     if (IndexEntry* entry = index_.find(ep.key)) *entry = IndexEntry{heir, h.peer_index};
 }
 
+// Called by tick() only, for a part it has already taken out of the wheel (a candidate).
 void EngineImpl::evict(uint32_t idx) noexcept {
     Endpoint& ep = endpoints_[idx];
     freeze_open(ep, true, ep.traffic.t_last_ns);
@@ -245,20 +252,123 @@ void EngineImpl::evict(uint32_t idx) noexcept {
     bump(counters_.evicted);
 }
 
+// The deadline wheel. tick(now) must act on exactly the live parts the rule below names
+// (the full scan it replaces), in ascending slot order:
+//   idle:       now > t_last && now - t_last > timeout  -> evict
+//   CNP window: cnp_count != 0 && window end <= now    -> flush the window's event
+// i.e. on every part whose deadline (deadline_of: t_last + timeout + 1, or the window end
+// if earlier) is <= now. A part is filed at a bucket no later than its deadline's, which
+// stays true because every change that makes a deadline earlier refiles the part: a new
+// part is filed at creation (take_slot); its t_last only moves back through a packet older
+// than the last one (traffic_went_back); a CNP window opens only in note_cnp. Everything
+// else (newer packets, a window reported by report()) makes the deadline later, and the
+// part is then found early, checked and refiled at its true deadline. Buckets are
+// absolute, deadline / granularity rounded up, so that a tick at a multiple of the
+// granularity (the workers tick at multiples of timeout/8) finds every entry of its
+// bucket due: bucket b holds deadlines in ((b-1)G, bG]. (Rounded down, the tick at bG
+// would find its bucket's deadlines all ahead and walk every entry again at the next.)
+uint64_t EngineImpl::deadline_of(const Endpoint& ep) const noexcept {
+    const uint64_t t_last = ep.traffic.t_last_ns;
+    const uint64_t timeout = config_.idle_timeout_ns;
+    // Past UINT64_MAX nothing is ever idle: the last time is a bound no later than never.
+    uint64_t d = t_last < UINT64_MAX - timeout ? t_last + timeout + 1 : UINT64_MAX;
+    if (ep.cnp_count != 0) d = std::min(d, (uint64_t{ep.cnp_window} + 1) * kNsPerSecond);
+    return d;
+}
+
+uint64_t EngineImpl::bucket_of(uint64_t deadline) const noexcept {
+    return deadline / wheel_granularity_ + (deadline % wheel_granularity_ != 0);
+}
+
+// Buckets before the cursor have been processed: a part due there goes into the cursor's
+// bucket, which every tick processes.
+void EngineImpl::wheel_file(uint32_t idx, uint64_t bucket) noexcept {
+    bucket = std::max(bucket, wheel_cursor_);
+    uint32_t& head = wheel_heads_[bucket % kWheelBuckets];
+    wheel_bucket_[idx] = bucket;
+    wheel_prev_[idx] = kNoIndex;
+    wheel_next_[idx] = head;
+    if (head != kNoIndex) wheel_prev_[head] = idx;
+    head = idx;
+}
+
+void EngineImpl::wheel_unlink(uint32_t idx) noexcept {
+    const uint32_t prev = wheel_prev_[idx];
+    const uint32_t next = wheel_next_[idx];
+    if (prev == kNoIndex)
+        wheel_heads_[wheel_bucket_[idx] % kWheelBuckets] = next;
+    else
+        wheel_next_[prev] = next;
+    if (next != kNoIndex) wheel_prev_[next] = prev;
+}
+
+void EngineImpl::wheel_earlier(uint32_t idx, uint64_t bucket) noexcept {
+    if (bucket >= wheel_bucket_[idx]) return;
+    wheel_unlink(idx);
+    wheel_file(idx, bucket);
+}
+
+void EngineImpl::traffic_went_back(uint32_t idx, uint64_t ts) noexcept {
+    if (!wheel_on_) return;
+    const uint64_t timeout = config_.idle_timeout_ns;
+    wheel_earlier(idx, bucket_of(ts < UINT64_MAX - timeout ? ts + timeout + 1 : UINT64_MAX));
+}
+
 void EngineImpl::tick(uint64_t now_ns) noexcept {
     // Every endpoint idle longer than the timeout at `now` goes, whatever else shares this
     // worker: eviction times then depend on capture time only, so any worker count gives
-    // the same records (SPEC invariant 1). Callers tick at a coarse period (replay: every
-    // timeout/8 of capture time), which bounds the cost of the full scan.
-    if (config_.idle_timeout_ns == 0) return;
-    for (uint32_t i = 0; i < high_water_; ++i) {
-        Endpoint& ep = endpoints_[i];
-        if (!ep.live) continue;
-        if (now_ns > ep.traffic.t_last_ns &&
-            now_ns - ep.traffic.t_last_ns > config_.idle_timeout_ns)
-            evict(i);
-        else
+    // the same records (SPEC invariant 1). The wheel finds the parts whose deadline came
+    // (above); the records are those of a scan of every slot in ascending order.
+    if (!wheel_on_) return;
+    // The buckets up to now's, and the cursor's again: it holds the parts filed since the
+    // last tick at deadlines it had passed, and those of its deadlines still ahead then.
+    // A `now` behind the cursor (time went back) processes the cursor's bucket only: every
+    // later bucket's deadlines are past the previous tick's `now`, so past this one.
+    const uint64_t hi = std::max(wheel_cursor_, bucket_of(now_ns));
+    const uint64_t buckets = std::min<uint64_t>(hi - wheel_cursor_, kWheelBuckets - 1) + 1;
+    // Refiled parts go at hi or later: into no bucket walked already (hi's is walked last;
+    // one refiled there before may be looked at twice, never taken twice: it is not due).
+    wheel_cursor_ = hi;
+    uint32_t candidates = 0;
+    uint64_t examined = 0;
+    const uint64_t timeout = config_.idle_timeout_ns;
+    for (uint64_t b = hi - (buckets - 1), left = buckets; left > 0; ++b, --left) {
+        // Detached before the walk: what is refiled into it is not walked again.
+        uint32_t i = wheel_heads_[b % kWheelBuckets];
+        wheel_heads_[b % kWheelBuckets] = kNoIndex;
+        while (i != kNoIndex) {
+            const uint32_t next = wheel_next_[i];
+            if (wheel_bucket_[i] > hi) {
+                wheel_file(i, wheel_bucket_[i]);  // a later round's
+            } else {
+                ++examined;
+                const Endpoint& ep = endpoints_[i];
+                const bool idle =
+                    now_ns > ep.traffic.t_last_ns && now_ns - ep.traffic.t_last_ns > timeout;
+                const bool window_over =
+                    ep.cnp_count != 0 && (uint64_t{ep.cnp_window} + 1) * kNsPerSecond <= now_ns;
+                if (idle || window_over)
+                    tick_candidates_[candidates++] = i;
+                else
+                    wheel_file(i, bucket_of(deadline_of(ep)));  // traffic moved it on
+            }
+            i = next;
+        }
+    }
+    bump(counters_.tick_examined, static_cast<int64_t>(examined));
+    // Acting on one part changes no other part's deadline (an eviction touches its
+    // endpoint's chain and the pairing tables, not other parts' times or CNP windows), so
+    // the candidates are what the scan would find, and in slot order they are what it did.
+    std::sort(tick_candidates_.get(), tick_candidates_.get() + candidates);
+    for (uint32_t k = 0; k < candidates; ++k) {
+        const uint32_t idx = tick_candidates_[k];
+        Endpoint& ep = endpoints_[idx];
+        if (now_ns > ep.traffic.t_last_ns && now_ns - ep.traffic.t_last_ns > timeout) {
+            evict(idx);
+        } else {
             flush_cnp_before(ep, now_ns);
+            wheel_file(idx, bucket_of(deadline_of(ep)));
+        }
     }
 }
 
