@@ -1,11 +1,12 @@
 // One generation run: simulate a scenario, write the observed frames to a nanosecond pcap
 // and compute the ground truth from the same stream of observed packets.
 //
-// By default a run is a pipeline of three threads (pipeline.hpp): the simulator (the
-// calling thread), the truth observer (which, with run_to_files(), hands each msg record
-// to the output as it freezes) and the output (frames into the pcap, records into the
-// truth file). Each stage sees every packet in capture order and owns its state alone, so
-// the bytes do not depend on how the threads are scheduled, nor on set_threaded().
+// By default a run is a oneTBB pipeline of three stages over batches of packets
+// (pipeline.hpp): the simulator, the truth observer (which, with run_to_files(), hands the
+// msg records that freeze to the output with their batch) and the output (frames into the
+// pcap, records into the truth file). Each stage is serial, sees every packet in capture
+// order and owns its state alone, so the bytes do not depend on how oneTBB's threads are
+// scheduled, nor on set_threaded().
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,8 @@ class TruthJsonWriter;
 
 class Generation {
   public:
-    // Called for every frame in capture order (on the output thread when threaded).
+    // Called for every frame in capture order (by the output stage when threaded: one call
+    // at a time, on whichever of oneTBB's threads runs it).
     using FrameCallback = gen::FrameCallback;
     enum class Failed { nothing, pcap, truth };  // which file a run could not write
 
@@ -43,7 +45,7 @@ class Generation {
     Failed run_to_files(const std::string& pcap_path, const std::string& truth_path,
                         std::string& error);
     bool write_truth(const std::string& path, std::string& error) const;
-    // Three threads (the default) or all on the calling thread (pipeline.hpp); same bytes.
+    // The pipeline (the default) or all on the calling thread (pipeline.hpp); same bytes.
     void set_threaded(bool threaded) { threaded_ = threaded; }
     bool threaded() const { return threaded_; }
     // Before a run: the simulator records what the host traces need, and run_to_files()

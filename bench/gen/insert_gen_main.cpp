@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
     std::string scenario_arg, out_path, truth_path, traces_path, e2e_path;
     uint64_t seed = 1;
     bool list = false, quiet = false;
-    // Simulator, truth and output on three threads when there are two cores or more: about
-    // half the wall time of one thread on two free cores, for no more CPU time.
+    // Simulator, truth and output as a three-stage pipeline when there are two cores or more:
+    // about half the wall time of one thread on two free cores.
     unsigned threads = std::thread::hardware_concurrency() > 1 ? 3 : 1;
     insert::gen::ScaleOptions scale;
     app.add_flag("--list-scenarios", list, "print the built-in scenario names, one per line");
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 2'000'000'000));
     app.add_option("--threads", threads,
                    "1: everything on one thread (leaves the other cores free); 3: simulator, truth "
-                   "and output on three (default with 2+ CPUs); same bytes either way")
+                   "and output as a pipeline of three stages (default with 2+ CPUs); same bytes "
+                   "either way")
         ->check(CLI::IsMember({1u, 3u}));
     app.add_flag("--quiet", quiet, "no summary line on stderr");
     try {

@@ -1,14 +1,14 @@
 #include "bench/gen/pipeline.hpp"
 
-#include <array>
-#include <atomic>
-#include <memory>
-#include <thread>
+#include <tbb/parallel_pipeline.h>
 
-#include "bench/gen/broadcast_ring.hpp"
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <vector>
+
 #include "bench/gen/frame_encoder.hpp"
 #include "bench/gen/pcap_out.hpp"
-#include "bench/gen/ring_packet.hpp"
 #include "bench/gen/truth_json.hpp"
 
 namespace insert::gen {
@@ -28,141 +28,66 @@ void FrameWriter::write(const SimPacket& p) {
 
 namespace {
 
-// 16k packets (2 MB) of slack between the threads: with more threads than cores, a
-// consumer may be descheduled for a few milliseconds (a few thousand packets) at a time.
-constexpr std::size_t kRingPackets = 16384;
-constexpr std::size_t kRingMsgs = 8192;
-constexpr std::size_t kRingBatch = 256;
-// Consumers release what they have processed every this many items, so that a full ring
-// does not hold the producer back for a whole span.
-constexpr std::size_t kReleaseEvery = 256;
-constexpr unsigned kTruthConsumer = 0, kFrameConsumer = 1;
-// The truth thread announces a packet in three stages this many packets before observing
+// A batch of observed packets on its way through the pipeline, and the truth's msg records
+// that froze while they were observed. The simulator reuses a packet's slot as soon as it is
+// observed, so the batch holds copies (values only: a SimPacket points at nothing).
+struct Batch {
+    std::unique_ptr<SimPacket[]> packets;
+    std::size_t size = 0;
+    std::vector<TruthMsg> msgs;
+    bool last = false;  // the simulation ended with it: the truth finishes after it
+};
+
+// 2048 packets (368 KB) a batch, 4 batches in flight: the three stages each work on one,
+// with one of slack for a stage descheduled for a moment (the machine may have fewer cores
+// than the pipeline has stages).
+constexpr std::size_t kBatchPackets = 2048;
+constexpr std::size_t kBatchSlots = kBatchPackets + 1;  // an event observes up to two
+constexpr std::size_t kBatches = 4;
+constexpr std::size_t kBatchMsgs = 1024;  // to start with; grows as needed, once
+
+// The truth stage announces a packet in three stages this many packets before observing
 // it (TruthObserver::prefetch_early...), so that its endpoints, window word and message
 // state - random lines among 100k QPs - are on their way.
 constexpr std::size_t kPrefetchEarly = 12, kPrefetchAhead = 8, kPrefetchLate = 4;
+// Both consumer stages load packets this many ahead: another core may have written them.
+constexpr std::size_t kPrefetchBatch = 24;
 
-// Both consumers load ring slots this many packets ahead: the simulator's core wrote them,
-// and the first touch of each line is a transfer from that core.
-constexpr std::size_t kPrefetchRing = 24;
-
-using PacketRing = BroadcastRing<RingPacket>;
-
-void prefetch_slot(const RingPacket& r) {
-    __builtin_prefetch(&r);
-    __builtin_prefetch(reinterpret_cast<const char*>(&r) + 64);
-}
-using MsgRing = BroadcastRing<TruthMsg>;
-
-// The simulator's end of the pipeline.
-class RingSink : public ObservedSink {
-  public:
-    explicit RingSink(PacketRing& ring) : ring_(ring) {}
-    void observe(const SimPacket& p) override {
-        pack(p, ring_.slot());
-        ring_.commit();
-    }
-
-  private:
-    PacketRing& ring_;
-};
-
-// The truth thread's msg records, on their way to the output thread's truth file.
-class MsgRingSink : public TruthMsgSink {
-  public:
-    explicit MsgRingSink(MsgRing& ring) : ring_(ring) {}
-    void on_msg(const TruthMsg& m) override {
-        ring_.slot() = m;
-        ring_.commit();
-    }
-
-  private:
-    MsgRing& ring_;
-};
-
-// The truth thread: every packet through the observer, then the end of the capture. Each
-// packet is unpacked once, when it enters the prefetch stages, into a small window that
-// stays in L1 for its later stages and observe().
-void observe_all(PacketRing& ring, TruthObserver& truth) {
-    constexpr std::size_t kWindow = 16;  // > kPrefetchEarly, a power of two
-    static_assert(kWindow > kPrefetchEarly && (kWindow & (kWindow - 1)) == 0);
-    std::array<SimPacket, kWindow> window;
-    auto at = [&](std::size_t i) -> SimPacket& { return window[i % kWindow]; };
-    for (;;) {
-        const std::span<const RingPacket> batch = ring.acquire(kTruthConsumer);
-        if (batch.empty()) break;
-        for (std::size_t i = 0; i < std::min(kPrefetchEarly, batch.size()); ++i)
-            unpack(batch[i], at(i));
-        std::size_t released = 0;
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (i + kPrefetchRing < batch.size()) prefetch_slot(batch[i + kPrefetchRing]);
-            if (i + kPrefetchEarly < batch.size()) {
-                unpack(batch[i + kPrefetchEarly], at(i + kPrefetchEarly));
-                truth.prefetch_early(at(i + kPrefetchEarly));
-            }
-            if (i + kPrefetchAhead < batch.size()) truth.prefetch(at(i + kPrefetchAhead));
-            if (i + kPrefetchLate < batch.size()) truth.prefetch_late(at(i + kPrefetchLate));
-            truth.observe(at(i));
-            if (i + 1 - released == kReleaseEvery) {
-                ring.release(kTruthConsumer, kReleaseEvery);
-                released = i + 1;
-            }
-        }
-        ring.release(kTruthConsumer, batch.size() - released);
-    }
-    truth.finish();
+void prefetch_packet(const SimPacket& p) {
+    static_assert(sizeof(SimPacket) <= 192);
+    const char* const at = reinterpret_cast<const char*>(&p);
+    __builtin_prefetch(at);
+    __builtin_prefetch(at + 64);
+    __builtin_prefetch(at + sizeof(SimPacket) - 1);
 }
 
-// The output thread: frames into the pcap (RoCE frames are encoded straight into its
-// buffer) and, with a truth file, the msg records into it, whichever is ready; then the
-// rest of the truth file once the truth thread is done (its msg ring is closed then).
-class Output {
+// The simulator's end of the pipeline: copies into the batch being filled.
+class BatchSink : public ObservedSink {
   public:
-    Output(FrameWriter* frames, PacketRing& packets, MsgRing* msgs, TruthJsonWriter* truth_file)
-        : frames_(frames), packets_(packets), msgs_(msgs), truth_file_(truth_file) {}
-
-    void run(std::atomic<uint32_t>& doorbell, const TruthObserver& truth) {
-        const bool frames = frames_ != nullptr;
-        for (;;) {
-            const uint32_t seen = doorbell.load(std::memory_order_acquire);
-            bool idle = true;
-            if (frames) idle &= !encode(packets_.try_acquire(kFrameConsumer));
-            if (msgs_) idle &= !format(msgs_->try_acquire(0));
-            if (!idle) continue;
-            const bool frames_done = !frames || packets_.drained(kFrameConsumer);
-            const bool msgs_done = !msgs_ || msgs_->drained(0);
-            if (frames_done && msgs_done) break;
-            doorbell.wait(seen, std::memory_order_acquire);
-        }
-        if (truth_file_) result.truth_ok = truth_file_->finish(truth, result.truth_error);
-    }
-
-    StagesResult result;
-
-  private:
-    bool encode(std::span<const RingPacket> batch) {
-        batch = batch.first(std::min(batch.size(), kReleaseEvery));
-        SimPacket p;
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (i + kPrefetchRing < batch.size()) prefetch_slot(batch[i + kPrefetchRing]);
-            unpack(batch[i], p);
-            frames_->write(p);
-        }
-        if (!batch.empty()) packets_.release(kFrameConsumer, batch.size());
-        return !batch.empty();
-    }
-    bool format(std::span<const TruthMsg> batch) {
-        batch = batch.first(std::min(batch.size(), kReleaseEvery));
-        for (const TruthMsg& m : batch) truth_file_->on_msg(m);
-        if (!batch.empty()) msgs_->release(0, batch.size());
-        return !batch.empty();
-    }
-
-    FrameWriter* frames_;
-    PacketRing& packets_;
-    MsgRing* msgs_;
-    TruthJsonWriter* truth_file_;
+    void observe(const SimPacket& p) override { batch->packets[batch->size++] = p; }
+    Batch* batch = nullptr;
 };
+
+// The truth stage's msg records, kept with their batch for the output stage.
+class BatchMsgSink : public TruthMsgSink {
+  public:
+    void on_msg(const TruthMsg& m) override { batch->msgs.push_back(m); }
+    Batch* batch = nullptr;
+};
+
+// The truth stage: every packet of a batch through the observer, with its prefetch stages.
+void observe_batch(const Batch& b, TruthObserver& truth) {
+    const SimPacket* const p = b.packets.get();
+    const std::size_t n = b.size;
+    for (std::size_t i = 0; i < std::min(kPrefetchEarly, n); ++i) truth.prefetch_early(p[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + kPrefetchBatch < n) prefetch_packet(p[i + kPrefetchBatch]);
+        if (i + kPrefetchEarly < n) truth.prefetch_early(p[i + kPrefetchEarly]);
+        if (i + kPrefetchAhead < n) truth.prefetch(p[i + kPrefetchAhead]);
+        if (i + kPrefetchLate < n) truth.prefetch_late(p[i + kPrefetchLate]);
+        truth.observe(p[i]);
+    }
+}
 
 // run_inline()'s sink: each observed packet to the truth and to the frames, at once.
 class InlineSink : public ObservedSink {
@@ -194,30 +119,58 @@ StagesResult run_inline(const Stages& s) {
 }
 
 StagesResult run_threaded(const Stages& s) {
-    std::atomic<uint32_t> doorbell{0};  // the output thread waits on both of its rings
-    PacketRing packets(kRingPackets, kRingBatch, s.frames ? 2 : 1, &doorbell);
-    std::unique_ptr<MsgRing> msgs;
-    std::unique_ptr<MsgRingSink> msg_sink;
-    if (s.truth_file) {
-        msgs = std::make_unique<MsgRing>(kRingMsgs, kRingBatch, 1, &doorbell);
-        msg_sink = std::make_unique<MsgRingSink>(*msgs);
-        s.truth.set_msg_sink(msg_sink.get());
+    std::array<Batch, kBatches> batches;
+    for (Batch& b : batches) {
+        b.packets = std::make_unique_for_overwrite<SimPacket[]>(kBatchSlots);
+        if (s.truth_file) b.msgs.reserve(kBatchMsgs);
     }
-    Output output(s.frames, packets, msgs.get(), s.truth_file);
-    {
-        std::jthread truth_thread([&] {
-            observe_all(packets, s.truth);
-            if (msgs) msgs->close();
-        });
-        std::jthread output_thread;
-        if (s.frames || s.truth_file)
-            output_thread = std::jthread([&] { output.run(doorbell, s.truth); });
-        RingSink sink(packets);
-        s.sim.run(sink);
-        packets.close();
-    }  // joins both
+    BatchSink sink;
+    BatchMsgSink msg_sink;
+    if (s.truth_file) s.truth.set_msg_sink(&msg_sink);
+    StagesResult result;
+    std::size_t next = 0;
+    bool done = false;
+    auto simulate = [&](tbb::flow_control& fc) -> Batch* {
+        if (done) {
+            fc.stop();
+            return nullptr;
+        }
+        Batch* const b = &batches[next++ % kBatches];
+        b->size = 0;
+        b->msgs.clear();
+        sink.batch = b;
+        done = s.sim.run_for(sink, kBatchPackets);
+        b->last = done;
+        return b;
+    };
+    auto observe = [&](Batch* b) {
+        msg_sink.batch = b;
+        observe_batch(*b, s.truth);
+        if (b->last) s.truth.finish();
+        return b;
+    };
+    auto output = [&](Batch* b) {
+        if (s.frames) {
+            const SimPacket* const p = b->packets.get();
+            for (std::size_t i = 0; i < b->size; ++i) {
+                if (i + kPrefetchBatch < b->size) prefetch_packet(p[i + kPrefetchBatch]);
+                s.frames->write(p[i]);
+            }
+        }
+        if (s.truth_file) {
+            for (const TruthMsg& m : b->msgs) s.truth_file->on_msg(m);
+            if (b->last) result.truth_ok = s.truth_file->finish(s.truth, result.truth_error);
+        }
+    };
+    // Every stage is serial and in order, so each sees the packets in capture order and owns
+    // its state alone; at most kBatches batches are in flight, so the input stage's batch
+    // (next % kBatches) has left the output stage.
+    constexpr auto kSerial = tbb::filter_mode::serial_in_order;
+    tbb::parallel_pipeline(kBatches, tbb::make_filter<void, Batch*>(kSerial, simulate) &
+                                         tbb::make_filter<Batch*, Batch*>(kSerial, observe) &
+                                         tbb::make_filter<Batch*, void>(kSerial, output));
     s.truth.set_msg_sink(nullptr);
-    return output.result;
+    return result;
 }
 
 }  // namespace insert::gen

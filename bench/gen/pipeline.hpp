@@ -1,7 +1,8 @@
 // The stages of a generation run - the simulator, the truth observer, the output (frames
 // into the pcap, msg records into the truth file) - and the two ways of joining them:
-// all on the calling thread, or a pipeline of three threads. Either way each stage sees
-// the packets in capture order and owns its state alone, so the bytes are the same.
+// all on the calling thread, or a pipeline of three stages on oneTBB's threads. Either way
+// each stage sees the packets in capture order and owns its state alone, so the bytes are
+// the same.
 #pragma once
 
 #include <cstdint>
@@ -54,8 +55,9 @@ struct StagesResult {
 // or to leave the others free.
 StagesResult run_inline(const Stages& stages);
 
-// The simulator on the calling thread; the truth observer and the output each on a thread
-// of their own, fed by a BroadcastRing. With two free cores, about half the wall time of
+// A oneTBB parallel_pipeline of three serial, in-order stages - the simulator filling a
+// batch of packets, the truth observer, the output - with a few batches in flight, so that
+// the stages overlap on different batches. With two free cores, about half the wall time of
 // run_inline() for about the same CPU time (measured on `large`, docs/insert-gen.md).
 StagesResult run_threaded(const Stages& stages);
 

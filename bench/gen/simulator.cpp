@@ -494,6 +494,7 @@ void Simulator::emit(uint32_t idx) {
     SimPacket& p = pkt(idx);
     p.t_ns = kEpochNs + now_;
     sink_->observe(p);
+    ++emitted_;
 }
 
 void Simulator::after_observer(uint32_t idx) {
@@ -1084,10 +1085,16 @@ void Simulator::note_uc_request(uint32_t conn, const Delivery& p) {
     }
 }
 
-void Simulator::run(ObservedSink& sink) {
+bool Simulator::run_for(ObservedSink& sink, uint64_t packets) {
     sink_ = &sink;
+    const uint64_t stop = packets > UINT64_MAX - emitted_ ? UINT64_MAX : emitted_ + packets;
     Event e;
-    while (events_.pop(now_, e, [this](const Event& next) { prefetch(next); })) {
+    while (emitted_ < stop) {
+        if (!events_.pop(now_, e, [this](const Event& next) { prefetch(next); })) {
+            stats_.end_ns = now_;
+            sink_ = nullptr;
+            return true;
+        }
         ++stats_.events;
         switch (e.type) {
             case Ev::post:
@@ -1148,8 +1155,8 @@ void Simulator::run(ObservedSink& sink) {
             }
         }
     }
-    stats_.end_ns = now_;
     sink_ = nullptr;
+    return false;
 }
 
 }  // namespace insert::gen

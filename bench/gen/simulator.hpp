@@ -81,7 +81,11 @@ class Simulator {
   public:
     Simulator(const Scenario& scenario, uint64_t seed);
     // Runs to completion, handing every observed packet to `sink` in capture order.
-    void run(ObservedSink& sink);
+    void run(ObservedSink& sink) { run_for(sink, UINT64_MAX); }
+    // The same in pieces: runs until `sink` has been handed `packets` more packets (or one
+    // more: an event observes up to two), or to completion; true once complete. A later
+    // call (with any sink) carries on where this one stopped.
+    bool run_for(ObservedSink& sink, uint64_t packets);
     // Before run(): also record the moments the host traces need (host_events.hpp).
     void record_host_events();
 
@@ -268,6 +272,7 @@ class Simulator {
     EventQueue<Event> events_;
     uint64_t now_ = 0;
     ObservedSink* sink_ = nullptr;
+    uint64_t emitted_ = 0;  // packets handed to a sink so far
     // Explicit per-packet targets: key (uid << 24 | pkt) -> Action bit mask.
     std::unordered_map<uint64_t, uint32_t> pkt_targets_;
     // ACK drops: key (conn << 32 | ack index) -> Action bit mask.

@@ -22,14 +22,19 @@ std::string slurp(const std::string& path) {
 
 // `streamed`: run_to_files() (what insert-gen does: the truth's msg records written while
 // the simulation runs); else run() and then write_truth() from the records kept in memory.
-// `threaded`: the three-thread pipeline, else everything on the calling thread.
-std::pair<std::string, std::string> generate(const std::string& name, uint64_t seed,
-                                             const std::string& tag, bool streamed = false,
-                                             bool threaded = true) {
+// `threaded`: the three-stage pipeline, else everything on the calling thread.
+ScaleOptions small() {
     ScaleOptions opts;
     opts.scale = 0.2;
     opts.qps = 300;
     opts.packets = 3000;
+    return opts;
+}
+
+std::pair<std::string, std::string> generate(const std::string& name, uint64_t seed,
+                                             const std::string& tag, bool streamed = false,
+                                             bool threaded = true,
+                                             const ScaleOptions& opts = small()) {
     Generation gen(*builtin_scenario(name, opts), seed);
     gen.set_threaded(threaded);
     const std::string base =
@@ -62,7 +67,7 @@ TEST_P(Determinism, same_seed_same_bytes_other_seed_other_bytes) {
     EXPECT_FALSE(a.first == c.first) << "another seed gave the same pcap";
 }
 
-// The pipeline's threads (simulator, truth, output) never change the bytes, nor does
+// The pipeline's stages (simulator, truth, output) never change the bytes, nor does
 // running everything on one thread; streaming the truth file gives the bytes of writing it
 // at the end.
 TEST_P(Determinism, threads_and_streamed_truth_give_the_same_bytes) {
@@ -72,6 +77,21 @@ TEST_P(Determinism, threads_and_streamed_truth_give_the_same_bytes) {
         const auto other = generate(GetParam(), 3, "other", streamed, threaded);
         EXPECT_TRUE(kept.first == other.first) << "pcap differs, run " << run;
         EXPECT_TRUE(kept.second == other.second) << "truth differs, run " << run;
+    }
+}
+
+// The same over many of the pipeline's batches (2048 packets each) in flight at once:
+// `large` at 2000 QPs gives ~50,000 packets.
+TEST(DeterminismManyBatches, threads_give_the_bytes_of_one_thread) {
+    ScaleOptions opts;
+    opts.qps = 2000;
+    opts.packets = 50000;
+    const auto one = generate("large", 5, "one", true, false, opts);
+    ASSERT_GT(one.first.size(), 50000u * 60);
+    for (int run = 0; run < 3; ++run) {
+        const auto three = generate("large", 5, "three", true, true, opts);
+        EXPECT_TRUE(one.first == three.first) << "pcap differs, run " << run;
+        EXPECT_TRUE(one.second == three.second) << "truth differs, run " << run;
     }
 }
 
