@@ -2,7 +2,8 @@
 // truth observer's per-endpoint lookups. std::unordered_map allocated a node per key and
 // cost a bucket load plus a dependent node load per lookup; with 100k endpoints both were
 // cache misses (with the node allocations, ~7% of `large`'s CPU time). Here a lookup is one
-// probe sequence in one flat array, usually a single cache line. Keys are never erased.
+// probe sequence in one flat array (common/linear_probing.hpp), usually a single cache
+// line. Keys are never erased.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "dataplane/common/hash.hpp"
+#include "dataplane/common/linear_probing.hpp"
 
 #include "bench/gen/huge_vector.hpp"
 
@@ -73,10 +75,12 @@ class FlatMap {
     }
     // The slot holding `key`, or the empty slot where it would go.
     std::size_t probe(uint64_t key) const {
-        const std::size_t mask = slots_.size() - 1;
-        std::size_t i = home(key);
-        while (slots_[i].key != key && slots_[i].key != kEmptyKey) i = (i + 1) & mask;
-        return i;
+        const Slot* s = common::probe(
+                            slots_.data(), slots_.size() - 1, home(key),
+                            [](const Slot& slot) { return slot.key != kEmptyKey; },
+                            [key](const Slot& slot) { return slot.key == key; })
+                            .slot;
+        return static_cast<std::size_t>(s - slots_.data());
     }
     void rehash(std::size_t capacity) {
         HugeVector<Slot> old(capacity, Slot{kEmptyKey, V{}});

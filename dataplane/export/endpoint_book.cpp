@@ -1,13 +1,15 @@
 #include "dataplane/export/endpoint_book.hpp"
 
+#include "dataplane/common/linear_probing.hpp"
+
 namespace insert::exporter {
 
 std::size_t EndpointBook::probe(const EndpointKey& endpoint) const {
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = EndpointKeyHash{}(endpoint)&mask;; i = (i + 1) & mask) {
-        const Slot& s = slots_[i];
-        if (!s.used || s.key == endpoint) return i;
-    }
+    const Slot* s =
+        common::probe(slots_.data(), slots_.size() - 1, EndpointKeyHash{}(endpoint), used,
+                      [&endpoint](const Slot& slot) { return slot.key == endpoint; })
+            .slot;
+    return static_cast<std::size_t>(s - slots_.data());
 }
 
 void EndpointBook::grow() {
@@ -30,18 +32,9 @@ std::size_t EndpointBook::slot_for(const EndpointKey& endpoint) {
 }
 
 void EndpointBook::erase_slot(std::size_t i) {
-    // Backward shift: later entries of the probe run move into the hole, so that lookups
-    // need no tombstones.
-    const std::size_t mask = slots_.size() - 1;
-    std::size_t hole = i;
-    for (std::size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
-        const std::size_t home = EndpointKeyHash{}(slots_[j].key) & mask;
-        if (((j - home) & mask) >= ((j - hole) & mask)) {
-            slots_[hole] = slots_[j];
-            hole = j;
-        }
-    }
-    slots_[hole] = Slot{};
+    common::erase_at(
+        slots_.data(), slots_.size() - 1, i, used,
+        [](const Slot& s) { return EndpointKeyHash{}(s.key); }, [](Slot& s) { s = Slot{}; });
     --used_;
 }
 

@@ -8,9 +8,10 @@
 //
 // The exporter looks an endpoint up for every acknowledged message and every `qp` record:
 // with 100k endpoints a node-based map cost it two or three cache misses per record (15%
-// of a replay). Here the index is a flat open-addressing table of 32-byte slots that the
-// exporter prefetches a few records ahead (prefetch(), then prefetch_entry()), and the
-// entries live in fixed chunks, so they never move and a pointer to one stays valid.
+// of a replay). Here the index is a flat open-addressing table (common/linear_probing.hpp)
+// of 32-byte slots that the exporter prefetches a few records ahead (prefetch(), then
+// prefetch_entry()), and the entries live in fixed chunks, so they never move and a
+// pointer to one stays valid.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +88,7 @@ class EndpointBook {
         uint32_t final_record = kNoFinal;
         bool used = false;
     };
+    static bool used(const Slot& s) { return s.used; }
     // The slot holding `endpoint`, or the empty slot where it would go.
     std::size_t probe(const EndpointKey& endpoint) const;
     std::size_t slot_for(const EndpointKey& endpoint);  // created when absent

@@ -1,5 +1,5 @@
-// Fixed-capacity open-addressing hash map (linear probing, backward-shift deletion) for
-// the per-worker tables. All memory is reserved once at construction; insert/find/erase
+// Fixed-capacity open-addressing hash map (common/linear_probing.hpp) for the per-worker
+// tables. All memory is reserved once at construction; insert/find/erase
 // never allocate. Keys are compared in full (never a bare hash), and a full table refuses
 // inserts beyond its capacity, so callers count the refusal.
 //
@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "dataplane/common/hash.hpp"
+#include "dataplane/common/linear_probing.hpp"
 #include "dataplane/state/lazy_array.hpp"
 
 namespace insert::state {
@@ -62,11 +63,9 @@ class FixedHashMap {
 
     Value* find(const Key& key) { return find(key, hash(key)); }
     Value* find(const Key& key, uint64_t hash) {
-        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
-            Slot& s = slots_[i];
-            if (!s.used) return nullptr;
-            if (s.key == key) return &s.value;
-        }
+        return common::probe_then(
+            slots_.get(), mask_, hash, used, [&key](const Slot& s) { return s.key == key; },
+            [](Slot* s) { return &s->value; }, [](Slot*) -> Value* { return nullptr; });
     }
     const Value* find(const Key& key) const { return const_cast<FixedHashMap*>(this)->find(key); }
 
@@ -76,46 +75,31 @@ class FixedHashMap {
         return insert(key, hash(key), value, inserted);
     }
     Value* insert(const Key& key, uint64_t hash, const Value& value, bool* inserted = nullptr) {
-        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
-            Slot& s = slots_[i];
-            if (s.used && s.key == key) {
-                if (inserted) *inserted = false;
-                return &s.value;
-            }
-            if (!s.used) {
-                if (size_ >= limit_) return nullptr;
-                if (size_ >= grow_at_) {
-                    grow();
-                    return insert(key, hash, value, inserted);
-                }
-                s.used = true;
-                s.key = key;
-                s.value = value;
-                ++size_;
-                if (inserted) *inserted = true;
-                return &s.value;
-            }
+        const common::Probe<Slot> p = probe(key, hash);
+        Slot& s = *p.slot;
+        if (p.found) {
+            if (inserted) *inserted = false;
+            return &s.value;
         }
+        if (size_ >= limit_) return nullptr;
+        if (size_ >= grow_at_) {
+            grow();
+            return insert(key, hash, value, inserted);
+        }
+        s.used = true;
+        s.key = key;
+        s.value = value;
+        ++size_;
+        if (inserted) *inserted = true;
+        return &s.value;
     }
 
     bool erase(const Key& key) {
-        std::size_t i = Hash{}(key)&mask_;
-        for (;; i = (i + 1) & mask_) {
-            if (!slots_[i].used) return false;
-            if (slots_[i].key == key) break;
-        }
-        // Backward shift: pull later entries of the probe run into the hole so that
-        // lookups never need tombstones.
-        std::size_t hole = i;
-        for (std::size_t j = (i + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
-            const std::size_t home = Hash{}(slots_[j].key) & mask_;
-            const bool movable = ((j - home) & mask_) >= ((j - hole) & mask_);
-            if (movable) {
-                slots_[hole] = slots_[j];
-                hole = j;
-            }
-        }
-        slots_[hole].used = false;
+        const common::Probe<Slot> p = probe(key, Hash{}(key));
+        if (!p.found) return false;
+        common::erase_at(
+            slots_.get(), mask_, static_cast<std::size_t>(p.slot - slots_.get()), used,
+            [](const Slot& s) { return Hash{}(s.key); }, [](Slot& s) { s.used = false; });
         --size_;
         return true;
     }
@@ -137,11 +121,10 @@ class FixedHashMap {
         std::memset(static_cast<void*>(slots_.get()), 0, old_slots * sizeof(Slot));
         mask_ = mask_ * 2 + 1;
         grow_at_ = mask_ == max_mask_ ? SIZE_MAX : (mask_ + 1) / 2;
-        for (std::size_t e = 0; e < n; ++e) {
-            std::size_t i = Hash{}(spare[e].key) & mask_;
-            while (slots_[i].used) i = (i + 1) & mask_;
-            slots_[i] = spare[e];
-        }
+        for (std::size_t e = 0; e < n; ++e)
+            *common::probe(slots_.get(), mask_, Hash{}(spare[e].key), used, [](const Slot&) {
+                 return false;
+             }).slot = spare[e];
         spare_.discard();  // the spare area holds nothing between doublings
     }
 
@@ -154,6 +137,11 @@ class FixedHashMap {
     // then costs one line, the one prefetch() fetched.
     static constexpr std::size_t kSlotAlign = sizeof(SlotFields) <= 32 ? 32 : alignof(SlotFields);
     struct alignas(kSlotAlign) Slot : SlotFields {};
+    static bool used(const Slot& s) { return s.used; }
+    [[gnu::always_inline]] common::Probe<Slot> probe(const Key& key, uint64_t hash) {
+        return common::probe(slots_.get(), mask_, hash, used,
+                             [&key](const Slot& s) { return s.key == key; });
+    }
     std::size_t max_mask_;
     std::size_t mask_;
     std::size_t limit_;

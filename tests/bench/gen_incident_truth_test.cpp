@@ -114,8 +114,11 @@ TEST(GenIncidentTruth, every_attack_raises_exactly_its_alert_naming_the_victim) 
             {"rkey_unknown", 5}, {"rkey_stale", 1}, {"out_of_bounds", 1}, {"access_denied", 1},
             {"rkey_scan", 1},    {"unowned_qp", 1}, {"peer_mismatch", 1}, {"injected_message", 1}};
         EXPECT_EQ(alerts, want) << "seed " << seed;
-        for (const AlertRecord& a : j.alerts->alerts())
-            if (a.kind == AlertKind::rkey_scan) EXPECT_EQ(a.count, 12u) << "seed " << seed;
+        for (const AlertRecord& a : j.alerts->alerts()) {
+            if (a.kind == AlertKind::rkey_scan) {
+                EXPECT_EQ(a.count, 12u) << "seed " << seed;
+            }
+        }
     }
 }
 

@@ -66,7 +66,9 @@ TEST(RunFor, pieces_give_the_packets_of_one_run) {
                 complete = sim.run_for(got, piece);
                 ++calls;
                 ASSERT_LE(got.packets.size() - before, piece + 1) << name;
-                if (!complete) ASSERT_GE(got.packets.size() - before, piece) << name;
+                if (!complete) {
+                    ASSERT_GE(got.packets.size() - before, piece) << name;
+                }
                 ASSERT_LT(calls, want.packets.size() + 2) << name;
             }
             ASSERT_EQ(got.packets.size(), want.packets.size()) << name << " piece " << piece;

@@ -93,5 +93,46 @@ TEST(FixedHashMap, a_growing_map_agrees_with_a_reference_map_under_churn) {
     }
 }
 
+// The probing core itself (common/linear_probing.hpp), on a table of 8 slots whose keys are
+// their own probe starts: runs that wrap around the end, and deletions that must move an
+// entry back across the wrap - or leave it where it is when its start lies past the hole.
+struct Cell {
+    uint64_t key = 0;
+    bool used = false;
+};
+
+TEST(LinearProbing, backward_shift_across_the_wrap_keeps_every_key_reachable) {
+    constexpr std::size_t kMask = 7;
+    const auto used = [](const Cell& c) { return c.used; };
+    const auto start_of = [](const Cell& c) { return c.key; };
+    const auto clear = [](Cell& c) { c = Cell{}; };
+    const auto find = [&](Cell* cells, uint64_t key) {
+        return common::probe(cells, kMask, key, used,
+                             [key](const Cell& c) { return c.key == key; });
+    };
+    // Keys 6, 14 (start 6), 7, 15 (start 7), 1 (start 1) in insertion order.
+    for (const uint64_t erased : {6u, 14u, 7u, 15u, 1u}) {
+        Cell cells[8];
+        for (const uint64_t key : {6u, 14u, 7u, 15u, 1u}) {
+            const common::Probe<Cell> p = find(cells, key);
+            ASSERT_FALSE(p.found);
+            *p.slot = Cell{key, true};
+        }
+        // 6 and 14 at 6 and 7; 7 and 15 wrapped to 0 and 1; 1 displaced to 2.
+        EXPECT_EQ(cells[0].key, 7u);
+        EXPECT_EQ(cells[2].key, 1u);
+        const common::Probe<Cell> p = find(cells, erased);
+        ASSERT_TRUE(p.found);
+        common::erase_at(cells, kMask, static_cast<std::size_t>(p.slot - cells), used, start_of,
+                         clear);
+        int held = 0;
+        for (const Cell& c : cells) held += c.used;
+        EXPECT_EQ(held, 4);
+        for (const uint64_t key : {6u, 14u, 7u, 15u, 1u})
+            EXPECT_EQ(find(cells, key).found, key != erased)
+                << "erased " << erased << ", key " << key;
+    }
+}
+
 }  // namespace
 }  // namespace insert::state
