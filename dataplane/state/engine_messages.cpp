@@ -396,12 +396,6 @@ void EngineImpl::note_next_request(Endpoint& ep, uint32_t psn) noexcept {
     }
 }
 
-void EngineImpl::maybe_complete_unreliable(Endpoint& ep, uint32_t mi) noexcept {
-    const OpenMessage& m = messages_[mi];
-    if (m.unreliable && m.last_known && m.pkts == psn_sub(m.psn_last, m.psn_first) + 1)
-        freeze(ep, mi, MsgStatus::ok, false, 0);
-}
-
 void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool dup,
                                     uint64_t ts) noexcept {
     const proto::OpcodeInfo& info = pkt.info();
