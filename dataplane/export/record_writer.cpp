@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
-#include <iterator>
 #include <memory>
 #include <thread>
 #include <vector>

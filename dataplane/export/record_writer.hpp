@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "dataplane/export/record_finaliser.hpp"
 #include "dataplane/proto/parser.hpp"

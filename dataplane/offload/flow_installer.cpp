@@ -3,7 +3,6 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "dataplane/common/log.hpp"
