@@ -193,7 +193,7 @@ cluster_dp_prefix() { echo "insert-cluster-$1"; }
 # Starts insert-dp inline in NAME-mid in the background and waits (bounded, 60 s) until it
 # forwards: cluster_dp_start NAME LOG [insert-dp options...]. Sets CLUSTER_DP_PID.
 # The endpoint tables are sized for a demo (--max-endpoints 4096: a few MiB locked, not
-# the default's 936 MiB per worker).
+# the default's 1038 MiB per worker).
 cluster_dp_start() {
     local name=$1 log=$2
     shift 2

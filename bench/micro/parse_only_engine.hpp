@@ -27,6 +27,7 @@ class ParseOnlyEngine final : public state::Engine {
     }
     void tick(uint64_t) noexcept override {}
     void report(uint64_t) override {}
+    bool advance_report() noexcept override { return false; }
     void finish(uint64_t) override {}
     const state::EngineCounters& counters() const override { return counters_; }
     std::size_t bytes_per_endpoint() const override { return 0; }

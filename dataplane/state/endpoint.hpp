@@ -122,6 +122,9 @@ struct alignas(64) Endpoint {
     bool reported_unknown : 1 = false;   // unknown_qp event already emitted
     bool has_orphans : 1 = false;        // orphans != kNoIndex
     bool has_pending : 1 = false;        // pending_mask != 0
+    // Equal to the engine's report parity once the periodic report in progress has
+    // reported this part's endpoint (EngineImpl::report_before_change).
+    bool report_parity : 1 = false;
 
     // ---- line 1: what completing a message reads (its record's addresses, counts) ----
     EndpointKey key;

@@ -41,6 +41,12 @@ uint32_t pool_size(uint32_t endpoints, uint32_t divisor) {
     return std::max(kMinPoolSlots, endpoints / divisor);
 }
 
+// Without idle eviction there is no deadline wheel: its arrays (locked on a live port)
+// are not made.
+uint32_t wheel_slots(const EngineConfig& config) {
+    return config.idle_timeout_ns != 0 ? config.max_endpoints : 0;
+}
+
 std::size_t initial_entries(const EngineConfig& config) {
     return config.grow_tables ? kInitialTableEntries : 0;
 }
@@ -78,7 +84,8 @@ uint64_t Engine::memory_bytes(const EngineConfig& config) {
     using CmPairs = FixedHashMap<PartKey, PartKey, PartKeyHash>;
     const uint32_t n = std::max<uint32_t>(config.max_endpoints, 1);
     const bool grow = config.grow_tables;
-    return uint64_t{n} * (sizeof(Endpoint) + sizeof(uint32_t) + kWheelBytesPerEndpoint) +
+    const uint64_t wheel = config.idle_timeout_ns != 0 ? kWheelBytesPerEndpoint : 0;
+    return uint64_t{n} * (sizeof(Endpoint) + sizeof(uint32_t) + wheel) +
            Index::memory_bytes_for(n, grow) +
            Parts::memory_bytes_for(pool_size(n, kPartsDivisor), grow) +
            Hosts::memory_bytes_for(std::size_t{n} * kHostPairsPerEndpoint, grow) +
@@ -120,11 +127,12 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       refused_bits_(kRefusedFilterBits / 64),
       wheel_on_(config.idle_timeout_ns != 0),
       wheel_granularity_(std::max<uint64_t>(config.idle_timeout_ns / kWheelSubdivisions, 1)),
-      wheel_prev_(config.max_endpoints),
-      wheel_next_(config.max_endpoints),
-      wheel_bucket_(config.max_endpoints),
-      tick_candidates_(config.max_endpoints) {
+      wheel_prev_(wheel_slots(config)),
+      wheel_next_(wheel_slots(config)),
+      wheel_bucket_(wheel_slots(config)),
+      tick_candidates_(wheel_slots(config)) {
     wheel_heads_.fill(kNoIndex);
+    config_.report_sweep_slots = std::max(config_.report_sweep_slots, 1u);  // 0 never ends
 }
 
 bool EngineImpl::valid() const {
@@ -160,6 +168,7 @@ uint32_t EngineImpl::take_slot(const EndpointKey& key, const proto::IpAddress& s
     ep.set_source_ip(src);
     ep.live = true;
     ep.incarnation = ++incarnations_;
+    ep.report_parity = report_parity_;  // not live at the boundary of a report in progress
     // The first packet's time, set here rather than by a "first packet?" test on every
     // packet; the part is filed in tick()'s wheel at its idle deadline.
     ep.t_first_ns = ts;
@@ -429,6 +438,8 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
     }
     Endpoint* peer = peer_of(ep);
     if (!peer && ep.pair_by == PairBy::none && try_pair_by_psn(idx, psn, ts)) peer = peer_of(ep);
+    if (peer && report_pending_) [[unlikely]]
+        report_before_change(ep.peer_index);  // completions change the peer's record
     if (!peer) {
         if (!ep.reported_unknown) {
             ep.reported_unknown = true;

@@ -14,6 +14,11 @@
 
 namespace insert::state {
 
+// Slots the periodic report's sweep visits after each burst: at 100k endpoints and 32
+// packets a burst, a report is complete after ~100k packets (a tenth of a second at 1 Mpps)
+// and each burst carries at most 64 record pushes more.
+constexpr uint32_t kReportSlotsPerBurst = 64;
+
 struct EngineConfig {
     uint32_t max_endpoints =
         1u << 20;                  // table capacity; beyond it packets are counted, not tracked
@@ -22,6 +27,9 @@ struct EngineConfig {
     // zero-fills pages for the endpoints it has, not for max_endpoints. Off for live ports,
     // where the pause of a doubling (milliseconds at 100k endpoints) would drop frames.
     bool grow_tables = false;
+    // Slots the periodic report's sweep visits per burst (tests make it slow, so that
+    // the changes after a boundary, not the sweep, take most snapshots).
+    uint32_t report_sweep_slots = kReportSlotsPerBurst;
 };
 
 // Monotonic counters of one engine, readable from other threads.
@@ -75,8 +83,16 @@ class Engine {
     // buckets that came due since the last call (plus at most a wheel turn of empty
     // buckets), not to the endpoints held.
     virtual void tick(uint64_t now_ns) noexcept = 0;
-    // A `qp` record for every live endpoint (the periodic --interval report).
+    // A `qp` record for every live endpoint as it was at `now_ns` (the periodic --interval
+    // report), with bounded work per call: an endpoint is reported just before the first
+    // change to it after `now_ns` (a packet to it, its peer's response, pairing, eviction),
+    // and the rest by a sweep over a few slots at the end of each process_burst() and each
+    // advance_report(). The next report() and finish() complete the sweep first. The
+    // records are those of a full scan at `now_ns`; only their order differs.
     virtual void report(uint64_t now_ns) = 0;
+    // A step of the report in progress, if any (a worker calls it when a poll is empty, so
+    // that a quiet link still completes its report); true while one is in progress.
+    virtual bool advance_report() noexcept = 0;
     // End of input: freezes every open message, emits final `qp` records.
     virtual void finish(uint64_t end_ns) = 0;
 

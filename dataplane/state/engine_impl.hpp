@@ -73,6 +73,7 @@ class EngineImpl final : public Engine {
                        unsigned n) noexcept override;
     void tick(uint64_t now_ns) noexcept override;
     void report(uint64_t now_ns) override;
+    bool advance_report() noexcept override;
     void finish(uint64_t end_ns) override;
     const EngineCounters& counters() const override { return counters_; }
     std::size_t bytes_per_endpoint() const override;
@@ -167,6 +168,13 @@ class EngineImpl final : public Engine {
     void flush_cnp(Endpoint& ep) noexcept;
     void flush_cnp_before(Endpoint& ep, uint64_t now_ns) noexcept;
     void unlink_part(uint32_t idx) noexcept;
+    // The periodic report (engine_records.cpp): called with report_pending_ before anything
+    // changes part `idx`, it reports the part's endpoint first if the report has not yet.
+    void report_before_change(uint32_t idx) noexcept;
+    // Reports the endpoint whose index part is `primary` as it was at report_now_.
+    void report_endpoint(uint32_t primary) noexcept;
+    // Sweeps up to `slots` slots from the report's cursor (all with UINT32_MAX).
+    void sweep_report(uint32_t slots) noexcept;
     void emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
                     uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
     void push(const Record& r) noexcept;
@@ -221,6 +229,13 @@ class EngineImpl final : public Engine {
     LazyArray<uint32_t> wheel_next_;
     LazyArray<uint64_t> wheel_bucket_;
     LazyArray<uint32_t> tick_candidates_;
+    // The periodic report in progress (report()): its capture time, the slot its sweep has
+    // reached, and the parity of Endpoint::report_parity that marks a part as reported.
+    // Parts created while it is in progress are marked at once (they were not live then).
+    bool report_pending_ = false;
+    bool report_parity_ = false;
+    uint32_t report_cursor_ = 0;
+    uint64_t report_now_ = 0;
 };
 
 // Inline: continue_tail() runs it on every Middle/Last of a message, and as a call from

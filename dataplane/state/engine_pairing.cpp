@@ -179,6 +179,10 @@ bool EngineImpl::try_pair_by_psn(uint32_t idx, uint32_t psn, uint64_t ts) noexce
 }
 
 void EngineImpl::make_pair(uint32_t e, uint32_t f, PairBy by, uint64_t ts) noexcept {
+    if (report_pending_) {  // both records name their peers
+        report_before_change(e);
+        report_before_change(f);
+    }
     Endpoint& a = endpoints_[e];
     Endpoint& b = endpoints_[f];
     a.peer_ip = b.key.ip;

@@ -134,8 +134,16 @@ void EngineImpl::process_burst(const proto::ParsedPacket* pkts, const uint64_t* 
         for (unsigned k = 0; k < m; ++k) stage_endpoint(p[k], k);
         ahead_.opening = 0;
         for (unsigned k = 0; k < m; ++k) stage_messages(p[k], k);
+        // A periodic report in progress: the group's endpoints are reported before their
+        // packets change them (here, once a group rather than a test a packet; endpoints
+        // the group creates did not exist at the boundary).
+        if (report_pending_) [[unlikely]]
+            for (unsigned k = 0; k < m; ++k)
+                if (ahead_.index[k] != kNoIndex) report_before_change(ahead_.index[k]);
         for (unsigned k = 0; k < m; ++k) process_one(p[k], ts[base + k], k);
     }
+    if (report_pending_) [[unlikely]]
+        sweep_report(config_.report_sweep_slots);
 }
 
 }  // namespace insert::state

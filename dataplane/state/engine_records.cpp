@@ -187,16 +187,62 @@ void EngineImpl::emit_endpoint_qp(uint32_t primary, bool final) noexcept {
     push(r);
 }
 
+// The periodic report is a snapshot of every live endpoint at report_now_, taken lazily:
+// report() only flips the parity that marks a part as reported, and each endpoint is
+// reported either just before the first change to it (a packet to any of its parts, a
+// response completing its messages, pairing, eviction: every caller of freeze() and
+// make_pair() and tick()'s actions go through report_before_change) or by the sweep, which
+// finds it unchanged. Its record is thus what a scan at report_now_ would have written,
+// and it precedes every msg record of the endpoint completed after the boundary (the
+// exporter's latency book counts those in the next report, not this one).
 void EngineImpl::report(uint64_t now_ns) {
-    for (uint32_t i = 0; i < high_water_; ++i) {
-        Endpoint& ep = endpoints_[i];
-        if (!ep.live) continue;
-        flush_cnp_before(ep, now_ns);
-        if (!ep.secondary) emit_endpoint_qp(i, false);
+    sweep_report(UINT32_MAX);  // the previous one, if a quick succession left it unfinished
+    report_parity_ = !report_parity_;
+    report_now_ = now_ns;
+    report_cursor_ = 0;
+    report_pending_ = high_water_ > 0;
+}
+
+bool EngineImpl::advance_report() noexcept {
+    if (report_pending_) sweep_report(config_.report_sweep_slots);
+    return report_pending_;
+}
+
+void EngineImpl::sweep_report(uint32_t slots) noexcept {
+    if (!report_pending_) return;
+    const uint32_t end =
+        high_water_ - report_cursor_ > slots ? report_cursor_ + slots : high_water_;
+    for (; report_cursor_ < end; ++report_cursor_) {
+        const Endpoint& ep = endpoints_[report_cursor_];
+        if (ep.live && !ep.secondary && ep.report_parity != report_parity_)
+            report_endpoint(report_cursor_);
     }
+    // Slots past the cursor taken since report() hold parts created after it: marked.
+    if (report_cursor_ >= high_water_) report_pending_ = false;
+}
+
+void EngineImpl::report_before_change(uint32_t idx) noexcept {
+    const Endpoint& ep = endpoints_[idx];
+    if (ep.report_parity == report_parity_) return;
+    // A part other than the index's finds its endpoint's index part through the index
+    // (unlink_part keeps it pointing at a live part while any part lives).
+    uint32_t primary = idx;
+    if (ep.secondary)
+        if (const IndexEntry* entry = index_.find(ep.key)) primary = entry->endpoint;
+    report_endpoint(primary);
+}
+
+void EngineImpl::report_endpoint(uint32_t primary) noexcept {
+    for (uint32_t p = primary; p != kNoIndex; p = endpoints_[p].next_part) {
+        Endpoint& part = endpoints_[p];
+        flush_cnp_before(part, report_now_);
+        part.report_parity = report_parity_;
+    }
+    emit_endpoint_qp(primary, false);
 }
 
 void EngineImpl::finish(uint64_t end_ns) {
+    sweep_report(UINT32_MAX);
     // Every part's messages before its endpoint's qp record (the exporter's latency book
     // reads them first): an endpoint is finished, all its parts, at its index part.
     for (uint32_t i = 0; i < high_water_; ++i) {
@@ -362,6 +408,7 @@ void EngineImpl::tick(uint64_t now_ns) noexcept {
     std::sort(tick_candidates_.get(), tick_candidates_.get() + candidates);
     for (uint32_t k = 0; k < candidates; ++k) {
         const uint32_t idx = tick_candidates_[k];
+        if (report_pending_) report_before_change(idx);
         Endpoint& ep = endpoints_[idx];
         if (now_ns > ep.traffic.t_last_ns && now_ns - ep.traffic.t_last_ns > timeout) {
             evict(idx);

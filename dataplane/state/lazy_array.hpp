@@ -43,7 +43,7 @@ class LazyArray {
     LazyArray(const LazyArray&) = delete;
     LazyArray& operator=(const LazyArray&) = delete;
 
-    bool valid() const { return data_ != nullptr; }
+    bool valid() const { return data_ != nullptr || bytes_ == 0; }  // an empty one is fine
     std::size_t memory_bytes() const { return bytes_; }
     T& operator[](std::size_t i) { return data_[i]; }
     const T& operator[](std::size_t i) const { return data_[i]; }

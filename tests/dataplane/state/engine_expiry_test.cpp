@@ -333,5 +333,19 @@ TEST(EngineExpiry, random_traffic_matches_the_scan_timeout_of_a_few_ns) {
     random_against_the_scan(7, 3, 1'000'000, 4);
 }
 
+// The wheel's arrays (links, bucket, room for a tick's candidates: 20 bytes a slot) exist
+// only with idle eviction: a live port locks every byte of its tables.
+TEST(EngineExpiry, without_idle_eviction_there_is_no_wheel_to_pay_for) {
+    const state::EngineConfig with = config_with(kSecond, 4096), without = config_with(0, 4096);
+    EXPECT_EQ(state::Engine::memory_bytes(with) - state::Engine::memory_bytes(without), 4096u * 20);
+    EngineHarness a(with), b(without);
+    EXPECT_EQ(a.engine->bytes_per_endpoint() - b.engine->bytes_per_endpoint(), 20u);
+    // And without it, an engine still works to the end.
+    b.send(Pkt{kA, kB, kSendOnly, 7, 1, 64}, 10);
+    b.engine->tick(kSecond);
+    b.finish(2 * kSecond);
+    EXPECT_EQ(b.qp(kB, 7).pkts, 1u);
+}
+
 }  // namespace
 }  // namespace insert::test

@@ -183,7 +183,9 @@ TEST(EngineCongestion, a_cnp_storm_gives_one_event_per_second_with_its_count) {
     for (uint64_t i = 0; i < 1000; ++i) h.send(Pkt{kResp, kReq, kCnp, kReqQp, 0, 0}, t0 + i * 1000);
     for (uint64_t i = 0; i < 3; ++i)
         h.send(Pkt{kResp, kReq, kCnp, kReqQp, 0, 0}, t0 + 2 * kSecond + i);
-    h.engine->report(t0 + 4 * kSecond);  // closes the second window
+    h.engine->report(t0 + 4 * kSecond);  // closes the second window, once it has swept
+    while (h.engine->advance_report()) {
+    }
     auto events = h.events(state::EventKind::cnp);
     ASSERT_EQ(events.size(), 2u);
     EXPECT_EQ(events[0].count, 1000u);
