@@ -226,6 +226,11 @@ std::string HostNames::name(uint32_t id) const {
     return id < names_.size() ? names_[id] : std::string();
 }
 
+std::string_view HostNames::view(uint32_t id) const {
+    std::lock_guard lock(mutex_);
+    return id < names_.size() ? std::string_view(names_[id]) : std::string_view();
+}
+
 std::size_t HostNames::size() const {
     std::lock_guard lock(mutex_);
     return names_.size();

@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include <cstddef>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -24,12 +25,15 @@ class HostNames {
   public:
     uint32_t intern(std::string_view name);
     std::string name(uint32_t id) const;
+    // The same without a copy (every e2e record names its hosts): valid while this lives,
+    // as names never move once interned.
+    std::string_view view(uint32_t id) const;
     std::size_t size() const;
 
   private:
     mutable std::mutex mutex_;
     std::unordered_map<std::string, uint32_t> ids_;
-    std::vector<std::string> names_;
+    std::deque<std::string> names_;  // a deque: interning more never moves the others
 };
 
 enum class LineKind : uint8_t {

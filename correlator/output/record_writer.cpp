@@ -97,9 +97,9 @@ void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
         .u("naks", m.naks)
         .s("status", kStatusNames[static_cast<std::size_t>(m.status)])
         .s("match", r.resync ? "resync" : "exact")
-        .s("host", names.name(q.host));
+        .s("host", names.view(q.host));
     if (r.responder)
-        line.s("peer_host", names.name(r.responder->host)).u("peer_cgroup", r.responder->cgroup);
+        line.s("peer_host", names.view(r.responder->host)).u("peer_cgroup", r.responder->cgroup);
     else
         line.null("peer_host").null("peer_cgroup");
     line.b("signaled", w.signaled);
@@ -157,7 +157,7 @@ void append_pair(std::string& out, const PairView& p, const HostNames& names) {
     line.opt_u("dp_peer_qpn", d.peer_qpn)
         .i("pid", q.pid)
         .s("comm", q.comm.view())
-        .s("host", names.name(q.host));
+        .s("host", names.view(q.host));
     line.end();
 }
 

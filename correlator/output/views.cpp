@@ -44,8 +44,14 @@ std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model
 }
 
 AppAggregator::Entry& AppAggregator::entry(const Incarnation& q, const HostNames& names) {
-    Entry& e =
-        apps_[Key{names.name(q.host), q.ip.bytes, q.pid, std::string(q.comm.view()), q.cgroup}];
+    const KeyView key{names.view(q.host), q.ip.bytes, q.pid, q.comm.view(), q.cgroup};
+    auto at = apps_.find(key);
+    if (at == apps_.end())
+        at =
+            apps_
+                .emplace(Key{std::get<0>(key), q.ip.bytes, q.pid, q.comm.view(), q.cgroup}, Entry{})
+                .first;
+    Entry& e = at->second;
     if (!e.named) {
         e.named = true;
         e.view.host = names.name(q.host);

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -70,6 +71,9 @@ class AppAggregator {
 
   private:
     using Key = std::tuple<std::string, std::array<uint8_t, 16>, int32_t, std::string, uint64_t>;
+    // A key to look one up with, without copying the names (one lookup per e2e record).
+    using KeyView =
+        std::tuple<std::string_view, std::array<uint8_t, 16>, int32_t, std::string_view, uint64_t>;
     struct Entry {
         AppView view;
         bool named = false;
@@ -77,7 +81,7 @@ class AppAggregator {
         std::set<std::pair<uint64_t, int64_t>> qps;  // (qp object, t_create) with a match
     };
     Entry& entry(const Incarnation& q, const HostNames& names);
-    std::map<Key, Entry> apps_;
+    std::map<Key, Entry, std::less<>> apps_;
 };
 
 // docs/correlation.md 6: per endpoint instance (ip, qpn, t_first_ns) only the latest `qp`

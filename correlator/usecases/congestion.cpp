@@ -15,11 +15,13 @@ int64_t bin_of(int64_t t, int64_t width) {
 
 }  // namespace
 
-void CongestionTracker::add(const WireMsg& m, const std::string& node, int64_t src_qpn,
+void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src_qpn,
                             const AppRef& app) {
     if (m.t_ack == kNone) return;  // no network latency to judge by
     const int64_t net = m.t_ack - m.t_first;
-    Destination& d = dsts_[node];
+    auto at = dsts_.find(node);
+    if (at == dsts_.end()) at = dsts_.emplace(std::string(node), Destination{}).first;
+    Destination& d = at->second;
     d.net.add(net);
     Bin& b = d.bins[bin_of(m.t_first, options_.bin_ns)];
     b.dst_ips.insert(m.dst_ip.bytes);
@@ -147,9 +149,11 @@ void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const Joi
     for (std::size_t i = 0; i < msgs.size(); ++i) {
         if (only && !(*only)[i]) continue;
         const int64_t responder = join.responder[i];
-        const std::string node =
-            responder >= 0 ? names.name(model.qps[static_cast<std::size_t>(responder)].host)
-                           : msgs[i].dst_ip.to_string();
+        std::string dst_text;  // the node of an untraced responder: its IP
+        if (responder < 0) dst_text = msgs[i].dst_ip.to_string();
+        const std::string_view node =
+            responder >= 0 ? names.view(model.qps[static_cast<std::size_t>(responder)].host)
+                           : std::string_view(dst_text);
         const int64_t r = join.requester[i];
         AppRef app;
         int64_t src_qpn = msgs[i].src_qpn;

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -35,11 +37,15 @@ struct CongestionOptions {
 struct AppRef {
     QpOwner owner;
     Ip ip;
-    friend auto operator<=>(const AppRef& a, const AppRef& b) {
-        return std::make_tuple(a.ip.bytes, a.owner.host, a.owner.pid,
-                               std::string(a.owner.comm.view()), a.owner.cgroup) <=>
-               std::make_tuple(b.ip.bytes, b.owner.host, b.owner.pid,
-                               std::string(b.owner.comm.view()), b.owner.cgroup);
+    // Field by field, without copies: every message of a run is looked up by it (a tuple
+    // of copied strings made this a seventh of insert-correlate's instructions).
+    friend std::strong_ordering operator<=>(const AppRef& a, const AppRef& b) {
+        if (const int c = std::memcmp(a.ip.bytes.data(), b.ip.bytes.data(), a.ip.bytes.size()))
+            return c <=> 0;
+        if (const auto c = a.owner.host <=> b.owner.host; c != 0) return c;
+        if (const auto c = a.owner.pid <=> b.owner.pid; c != 0) return c;
+        if (const auto c = a.owner.comm.view() <=> b.owner.comm.view(); c != 0) return c;
+        return a.owner.cgroup <=> b.owner.cgroup;
     }
     friend bool operator==(const AppRef& a, const AppRef& b) { return (a <=> b) == 0; }
 };
@@ -75,7 +81,7 @@ class CongestionTracker {
 
     // One wire message to `node`; `app` is its requester's application (or the source IP
     // alone), `src_qpn` its requester QP when known (kNone otherwise).
-    void add(const WireMsg& m, const std::string& node, int64_t src_qpn, const AppRef& app);
+    void add(const WireMsg& m, std::string_view node, int64_t src_qpn, const AppRef& app);
     // ECN-CE and CNP counters of an endpoint instance (a `qp` record), for the episodes
     // it overlaps: ECN-CE at the destination, CNPs at a contributor.
     void add_counters(const WireQp& record);
@@ -100,7 +106,7 @@ class CongestionTracker {
         std::map<int64_t, Bin> bins;
     };
     CongestionOptions options_;
-    std::map<std::string, Destination> dsts_;
+    std::map<std::string, Destination, std::less<>> dsts_;
     WireQps counters_;
 };
 
