@@ -1,5 +1,6 @@
 #include "correlator/input/field_names.hpp"
 
+#include <cstdlib>
 #include <utility>
 
 namespace insert::correlate {
@@ -67,17 +68,50 @@ constexpr std::pair<std::string_view, Field> kNames[] = {
     {"ringbuf_drops", Field::ringbuf_drops},
     {"iova", Field::iova},
 };
-static_assert(std::size(kNames) + 1 == static_cast<std::size_t>(Field::count),
-              "every Field has its name");
+static_assert(std::size(kNames) + 2 == static_cast<std::size_t>(Field::count),
+              "every Field but unknown and ignored has its name");
+
+// Keys of insert-trace's and insert-dp's records (docs/insert-trace.md, SPEC 7) that the
+// correlator does not read, up to 15 characters (longer ones take the slow path).
+constexpr std::string_view kIgnored[] = {
+    "t_ns",          "ctx",          "send_cq",    "recv_cq",    "attr_mask",
+    "from_state",    "path_mtu",     "port",       "pkey_index", "qkey",
+    "dlid",          "is_global",    "peer_gid",   "sgid_index", "hop_limit",
+    "traffic_class", "timeout",      "retry_cnt",  "rnr_retry",  "min_rnr_timer",
+    "max_rd_atomic", "access_flags", "lkey",       "send_flags", "num_sge",
+    "truncated",     "cq",           "src_qp",     "wc_flags",   "index",
+    "polled",        "inv",          "latency_ns", "transport",  "msgs",
+    "dup_pkts",      "ooo_pkts",     "gaps",       "missing",    "lat_p50_ns",
+    "lat_p99_ns",    "lat_max_ns",
+};
 
 }  // namespace
 
+void FieldTable::add(std::string_view name, Field field) {
+    if (find(name) != Field::unknown) std::abort();  // a name twice
+    uint32_t slot = hash(name);
+    while (slots_[slot].field != Field::unknown) slot = (slot + 1) & (kSlots - 1);
+    slots_[slot] = {name, field};
+    if (field != Field::ignored) names_[static_cast<std::size_t>(field)] = name;
+
+    RawEntry raw;
+    std::array<char, sizeof raw.word> text{};
+    std::array<unsigned char, sizeof raw.mask> mask{};
+    if (name.size() + 1 > text.size()) std::abort();  // a name too long for two words
+    std::memcpy(text.data(), name.data(), name.size());
+    text[name.size()] = '"';
+    std::memset(mask.data(), 0xFF, name.size() + 1);
+    std::memcpy(raw.word, text.data(), text.size());
+    std::memcpy(raw.mask, mask.data(), mask.size());
+    raw.field = field;
+    slot = raw_hash(text.data());
+    while (raw_[slot].field != Field::unknown) slot = (slot + 1) & (kSlots - 1);
+    raw_[slot] = raw;
+}
+
 FieldTable::FieldTable() {
-    for (const auto& [name, field] : kNames) {
-        uint32_t slot = hash(name);
-        while (slots_[slot].field != Field::unknown) slot = (slot + 1) & (kSlots - 1);
-        slots_[slot] = {name, field};
-    }
+    for (const auto& [name, field] : kNames) add(name, field);
+    for (const std::string_view name : kIgnored) add(name, Field::ignored);
 }
 
 const FieldTable& field_table() {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace insert::correlate {
@@ -75,12 +76,32 @@ enum class Field : uint8_t {
     byte_len,
     ringbuf_drops,
     iova,
+    // A key of the inputs' schemas that the correlator does not read (t_ns, ctx, ...):
+    // skipped as quickly as a read one is found.
+    ignored,
     count
 };
 
 class FieldTable {
   public:
     FieldTable();
+    // The field named by the raw key at `k` (just past its opening quote; 16 bytes readable
+    // there), matched with its closing quote as two 8-byte words, so that the key's end
+    // need not be searched for: the common case. Field::unknown when no name matches the
+    // key as it stands (an unknown key, or one with an escape: the caller then finds the
+    // key's end, unescapes it if it must, and asks find()).
+    Field find_raw(const char* k) const {
+        uint64_t w[2];
+        std::memcpy(w, k, sizeof w);
+        for (uint32_t slot = raw_hash(k);; slot = (slot + 1) & (kSlots - 1)) {
+            const RawEntry& e = raw_[slot];
+            if (e.field == Field::unknown) return Field::unknown;
+            if (((w[0] ^ e.word[0]) & e.mask[0]) == 0 && ((w[1] ^ e.word[1]) & e.mask[1]) == 0)
+                return e.field;
+        }
+    }
+    // A field's key, as the input spells it.
+    std::string_view name(Field f) const { return names_[static_cast<std::size_t>(f)]; }
     Field find(std::string_view key) const {
         if (key.empty()) return Field::unknown;
         for (uint32_t slot = hash(key);; slot = (slot + 1) & (kSlots - 1)) {
@@ -91,6 +112,7 @@ class FieldTable {
     }
 
   private:
+    void add(std::string_view name, Field field);
     static constexpr uint32_t kSlots = 256;  // > 4x the keys: probes are short
     struct Entry {
         std::string_view name;
@@ -103,6 +125,20 @@ class FieldTable {
                (kSlots - 1);
     }
     std::array<Entry, kSlots> slots_{};
+    // Names with their closing quote, as words and masks (the longest name and its quote
+    // fit in 16 bytes), by a hash of the key's first three raw bytes.
+    struct RawEntry {
+        uint64_t word[2] = {};
+        uint64_t mask[2] = {};
+        Field field = Field::unknown;
+    };
+    static uint32_t raw_hash(const char* k) {
+        return (static_cast<uint8_t>(k[0]) * 31u + static_cast<uint8_t>(k[1]) * 7u +
+                static_cast<uint8_t>(k[2])) &
+               (kSlots - 1);
+    }
+    std::array<RawEntry, kSlots> raw_{};
+    std::array<std::string_view, static_cast<std::size_t>(Field::count)> names_{};
 };
 
 const FieldTable& field_table();

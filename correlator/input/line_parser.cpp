@@ -188,6 +188,19 @@ std::string_view raw_key(simdjson::ondemand::field& field) {
     return {k, static_cast<std::size_t>(quote - k)};
 }
 
+// The field a key names (Field::unknown: one the correlator does not read); false when the
+// key cannot be read. Nearly every key is matched where it stands (FieldTable::find_raw);
+// only the others have their end searched for, and an escaped one is unescaped first.
+bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field& out) {
+    out = fields.find_raw(field.key().raw());
+    if (out != Field::unknown) return true;
+    std::string_view key = raw_key(field);
+    if (key.data()) return true;  // as it stands, no name: unknown
+    if (field.unescaped_key().get(key) != SUCCESS) return false;
+    out = fields.find(key);
+    return true;
+}
+
 LineKind bad(std::string& reason, std::string_view key, std::string_view what) {
     reason.assign(key);
     reason += ": ";
@@ -318,23 +331,22 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
 }
 
 // Iterates the object's fields; `body(field, value)` returns false to stop with a bad field.
-#define INSERT_FOR_EACH_FIELD(obj, seen, body)                             \
-    for (auto field_result : obj) {                                        \
-        simdjson::ondemand::field field_;                                  \
-        if (std::move(field_result).get(field_) != SUCCESS) {              \
-            reason = "not JSON";                                           \
-            return LineKind::not_json;                                     \
-        }                                                                  \
-        std::string_view key_ = raw_key(field_);                           \
-        if (!key_.data() && field_.unescaped_key().get(key_) != SUCCESS) { \
-            reason = "not JSON";                                           \
-            return LineKind::not_json;                                     \
-        }                                                                  \
-        const Field f_ = field_table().find(key_);                         \
-        if (f_ == Field::unknown) continue;                                \
-        value v_ = field_.value();                                         \
-        seen |= bit(f_);                                                   \
-        if (!(body)) return bad(reason, key_, "wrong type or value");      \
+#define INSERT_FOR_EACH_FIELD(obj, seen, body)                                    \
+    for (auto field_result : obj) {                                               \
+        simdjson::ondemand::field field_;                                         \
+        if (std::move(field_result).get(field_) != SUCCESS) {                     \
+            reason = "not JSON";                                                  \
+            return LineKind::not_json;                                            \
+        }                                                                         \
+        Field f_;                                                                 \
+        if (!field_of(field_, fields_, f_)) {                                     \
+            reason = "not JSON";                                                  \
+            return LineKind::not_json;                                            \
+        }                                                                         \
+        if (f_ == Field::unknown || f_ == Field::ignored) continue;               \
+        value v_ = field_.value();                                                \
+        seen |= bit(f_);                                                          \
+        if (!(body)) return bad(reason, fields_.name(f_), "wrong type or value"); \
     }
 
 LineKind LineParser::parse_msg(object& obj, WireMsg& m, std::string& reason) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "correlator/input/field_names.hpp"
 #include "correlator/input/records.hpp"
 
 namespace insert::correlate {
@@ -65,6 +66,7 @@ class LineParser {
 
     simdjson::ondemand::parser parser_;
     HostNames& hosts_;
+    const FieldTable& fields_ = field_table();
     // The last host name and its id: a stream's records nearly always share it.
     std::string last_host_;
     uint32_t last_host_id_ = UINT32_MAX;

@@ -154,6 +154,27 @@ TEST(BadInput, is_counted_and_skipped_never_fatal) {
     EXPECT_EQ(run.summary()["inputs"]["msg"], 1);
 }
 
+// Keys are matched where they stand in the line; an escaped key is the key it spells, and
+// a key that only starts or ends like a known one is not that one.
+TEST(BadInput, escaped_keys_are_the_keys_they_spell_and_near_misses_are_ignored) {
+    const TraceProcess app{"hA", 100, "app", 7, "10.0.0.1"};
+    const std::string host = app.create_qp(100, "0xa0", 17).dump() + "\n" +
+                             app.rtr(110, "0xa0", 17, "10.0.0.2", 50).dump() + "\n" +
+                             app.post_send(1000, "0xa0", 17, 1, "SEND", 64).dump() + "\n" +
+                             app.poll(2000, 17, 1, "SEND").dump() + "\n";
+    std::string msg = wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", 1000, 64, 1100, 1500).dump();
+    // dst_qpn spelt with an escape, plus keys one character off the known ones.
+    const std::string plain = "\"dst_qpn\":50";
+    ASSERT_NE(msg.find(plain), std::string::npos);
+    msg.replace(msg.find(plain), plain.size(),
+                "\"dst\\u005fqpn\":50,\"dst_qpnx\":7,\"dst_qp\":8,\"pkt\":9");
+    const Outcome run = correlate_text({msg + "\n", host});
+    ASSERT_EQ(run.status, 0);
+    ASSERT_EQ(run.of_type("e2e").size(), 1u);
+    EXPECT_EQ(run.of_type("e2e")[0]["dst_qpn"], 50);
+    EXPECT_EQ(run.summary()["bad"]["bad_field"], 0);
+}
+
 TEST(BadInput, options_and_files_fail_with_status_2) {
     EXPECT_EQ(correlate_text({"{}\n"}, {"--threads", "-1"}).status, 2);
     EXPECT_EQ(correlate_text({"{}\n"}, {"--clock-offset", "hA"}).status, 2);
