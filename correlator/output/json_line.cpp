@@ -1,36 +1,46 @@
 #include "correlator/output/json_line.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "dataplane/export/decimal.hpp"
 
 namespace insert::correlate {
 
-void JsonLine::append(std::string_view text) {
+void JsonLine::flush() {
+    if (out_.size() != mark_) {
+        std::fprintf(stderr, "JsonLine: the string was written to while a record was open\n");
+        std::abort();
+    }
+    out_.append(buf_, used_);
+    used_ = 0;
+    mark_ = out_.size();
+}
+
+void JsonLine::finish(std::string_view tail) {
+    put(tail);
+    flush();
+    done_ = true;
+}
+
+void JsonLine::put(std::string_view text) {
+    if (text.size() <= kRoom) {
+        std::memcpy(room(text.size()), text.data(), text.size());
+        used_ += text.size();
+        return;
+    }
+    flush();  // longer than the buffer: straight into the string
     out_.append(text.data(), text.size());
+    mark_ = out_.size();
 }
 
 JsonLine& JsonLine::key(std::string_view k) {
-    // `,"key":` assembled on the stack and appended once: a record has ~30 keys, and each
-    // append to the string checks its capacity (a quarter of writing an `e2e` record).
-    char text[72];
-    if (k.size() + 4 > sizeof text) {
-        if (!first_) out_.push_back(',');
-        first_ = false;
-        out_.push_back('"');
-        append(k);
-        append("\":");
-        return *this;
-    }
-    std::size_t n = 0;
-    if (!first_) text[n++] = ',';
+    if (!first_) put(',');
     first_ = false;
-    text[n++] = '"';
-    std::memcpy(text + n, k.data(), k.size());
-    n += k.size();
-    text[n++] = '"';
-    text[n++] = ':';
-    append({text, n});
+    put('"');
+    put(k);
+    put(std::string_view("\":"));
     return *this;
 }
 
@@ -49,7 +59,7 @@ JsonLine& JsonLine::i(std::string_view k, int64_t v) {
 JsonLine& JsonLine::opt(std::string_view k, int64_t v) {
     key(k);
     if (v == kNone)
-        append("null");
+        put(std::string_view("null"));
     else
         append_i(v);
     return *this;
@@ -58,7 +68,7 @@ JsonLine& JsonLine::opt(std::string_view k, int64_t v) {
 JsonLine& JsonLine::opt_u(std::string_view k, int64_t v) {
     key(k);
     if (v == kNone)
-        append("null");
+        put(std::string_view("null"));
     else
         append_u(static_cast<uint64_t>(v));
     return *this;
@@ -66,13 +76,13 @@ JsonLine& JsonLine::opt_u(std::string_view k, int64_t v) {
 
 JsonLine& JsonLine::b(std::string_view k, bool v) {
     key(k);
-    append(v ? "true" : "false");
+    put(v ? std::string_view("true") : std::string_view("false"));
     return *this;
 }
 
 JsonLine& JsonLine::null(std::string_view k) {
     key(k);
-    append("null");
+    put(std::string_view("null"));
     return *this;
 }
 
@@ -83,29 +93,30 @@ JsonLine& JsonLine::s(std::string_view k, std::string_view v) {
 }
 
 JsonLine& JsonLine::ip(std::string_view k, const Ip& v) {
-    char text[64];
-    const std::size_t n = v.format(text);
     key(k);
-    out_.push_back('"');
-    append({text, n});
-    out_.push_back('"');
+    constexpr std::size_t kMaxText = 46;  // IpAddress::format's bound
+    char* p = room(kMaxText + 2);
+    *p = '"';
+    const std::size_t n = v.format(p + 1);
+    p[n + 1] = '"';
+    used_ += n + 2;
     return *this;
 }
 
 JsonLine& JsonLine::raw(std::string_view k, std::string_view raw) {
     key(k);
-    append(raw);
+    put(raw);
     return *this;
 }
 
 void JsonLine::append_u(uint64_t v) {
-    char digits[24];
-    append({digits, static_cast<std::size_t>(decimal::write(digits, v) - digits)});
+    char* p = room(20);  // UINT64_MAX has 20 digits
+    used_ += static_cast<std::size_t>(decimal::write(p, v) - p);
 }
 
 void JsonLine::append_i(int64_t v) {
     if (v < 0) {
-        out_.push_back('-');
+        put('-');
         append_u(~static_cast<uint64_t>(v) + 1);
     } else {
         append_u(static_cast<uint64_t>(v));
@@ -113,35 +124,35 @@ void JsonLine::append_i(int64_t v) {
 }
 
 void JsonLine::append_string(std::string_view v) {
-    out_.push_back('"');
-    // The text up to the first character that needs escaping goes in one append (all of it,
+    put('"');
+    // The text up to the first character that needs escaping goes in one piece (all of it,
     // for nearly every name).
     std::size_t clean = 0;
     while (clean < v.size() && v[clean] != '"' && v[clean] != '\\' &&
            static_cast<unsigned char>(v[clean]) >= 0x20)
         ++clean;
-    append(v.substr(0, clean));
+    put(v.substr(0, clean));
     v.remove_prefix(clean);
     for (const char c : v) {
         switch (c) {
             case '"':
-                append("\\\"");
+                put(std::string_view("\\\""));
                 break;
             case '\\':
-                append("\\\\");
+                put(std::string_view("\\\\"));
                 break;
             default:
                 if (static_cast<unsigned char>(c) < 0x20) {
                     static constexpr char kHex[] = "0123456789abcdef";
-                    append("\\u00");
-                    out_.push_back(kHex[(c >> 4) & 0xF]);
-                    out_.push_back(kHex[c & 0xF]);
+                    put(std::string_view("\\u00"));
+                    put(kHex[(c >> 4) & 0xF]);
+                    put(kHex[c & 0xF]);
                 } else {
-                    out_.push_back(c);
+                    put(c);
                 }
         }
     }
-    out_.push_back('"');
+    put('"');
 }
 
 }  // namespace insert::correlate

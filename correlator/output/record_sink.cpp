@@ -85,28 +85,30 @@ void RecordSink::summary(const SummaryCounts& s) {
         JsonLine obj(alerts);
         for (std::size_t k = 0; k < s.alerts.size(); ++k)
             obj.u(alert_kind_name(static_cast<AlertKind>(k)), s.alerts[k]);
-        alerts += '}';
-        JsonLine(delivery).u("sent", s.alertmanager_sent).u("failed", s.alertmanager_failed);
-        delivery += '}';
+        obj.close();
+        JsonLine(delivery)
+            .u("sent", s.alertmanager_sent)
+            .u("failed", s.alertmanager_failed)
+            .close();
     }
     JsonLine(inputs)
         .u("lines", s.inputs.lines)
         .u("msg", s.inputs.msg)
         .u("qp", s.inputs.qp)
         .u("host", s.inputs.host)
-        .u("ignored", s.inputs.ignored);
-    inputs += '}';
+        .u("ignored", s.inputs.ignored)
+        .close();
     JsonLine(bad)
         .u("not_json", s.inputs.not_json)
         .u("truncated", s.inputs.truncated)
         .u("bad_field", s.inputs.bad_field)
-        .u("unknown_type", s.inputs.unknown_type);
-    bad += '}';
+        .u("unknown_type", s.inputs.unknown_type)
+        .close();
     JsonLine(evicted)
         .u("wrs", s.evicted_wrs)
         .u("msgs", s.evicted_msgs)
-        .u("completions", s.evicted_completions);
-    evicted += '}';
+        .u("completions", s.evicted_completions)
+        .close();
     JsonLine line(buffer_);
     line.s("type", "summary")
         .raw("inputs", inputs)

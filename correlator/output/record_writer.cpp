@@ -21,7 +21,7 @@ void append_part(JsonLine& line, std::string_view key, const PartStats& part) {
     value("p50", part.percentile(50));
     value("p99", part.percentile(99));
     value("max", part.max());
-    nested += '}';
+    obj.close();
     line.raw(key, nested);
 }
 
@@ -29,7 +29,7 @@ void append_by_op(JsonLine& line, std::string_view key, const std::array<uint64_
     std::string nested;
     JsonLine obj(nested);
     for (std::size_t i = 0; i < counts.size(); ++i) obj.u(kOpNames[i], counts[i]);
-    nested += '}';
+    obj.close();
     line.raw(key, nested);
 }
 
@@ -194,7 +194,7 @@ std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool w
         if (with_cgroup) obj.null("cgroup");
         obj.null("host");
     }
-    text += '}';
+    obj.close();
     return text;
 }
 
@@ -221,7 +221,7 @@ void append_congestion(std::string& out, const CongestionEpisode& e) {
             else
                 obj.u("bytes", a.bytes);
             obj.u("cnps", a.cnps);
-            text += '}';
+            obj.close();
         }
         return text + "]";
     };
@@ -231,8 +231,7 @@ void append_congestion(std::string& out, const CongestionEpisode& e) {
         ips += '"' + e.dst_ips[i].to_string() + '"';
     }
     ips += ']';
-    JsonLine(where).s("node", e.node).raw("dst_ips", ips);
-    where += '}';
+    JsonLine(where).s("node", e.node).raw("dst_ips", ips).close();
     JsonLine(signals)
         .u("cnps", e.cnps)
         .u("ecn_ce", e.ecn_ce)
@@ -240,8 +239,8 @@ void append_congestion(std::string& out, const CongestionEpisode& e) {
         .u("naks", e.naks)
         .i("p99_net_ns", e.p99_net_ns)
         .i("baseline_net_ns", e.baseline_net_ns)
-        .u("msgs", e.msgs);
-    signals += '}';
+        .u("msgs", e.msgs)
+        .close();
     JsonLine line(out);
     line.s("type", "congestion")
         .i("t_start_ns", e.t_start_ns)
@@ -275,7 +274,7 @@ void append_alert(std::string& out, const Alert& a) {
         .raw("rkeys", rkeys)
         .u("distinct_rkeys", a.distinct_rkeys)
         .u("victims", a.victims);
-    evidence += '}';
+    ev.close();
     JsonLine line(out);
     line.s("type", "alert")
         .s("kind", alert_kind_name(a.kind))

@@ -133,7 +133,7 @@ std::string alertmanager_body(const std::vector<Alert>& alerts) {
             .s("victim_cgroup", o.victim.traced ? std::to_string(o.victim.cgroup) : "")
             .s("source_ip", o.source_ip.to_string())
             .s("source_pid", o.source.traced ? std::to_string(o.source.pid) : "");
-        labels += '}';
+        l.close();
         append_alert(record, a);
         if (!record.empty() && record.back() == '\n') record.pop_back();
         JsonLine an(annotations);
@@ -142,10 +142,10 @@ std::string alertmanager_body(const std::vector<Alert>& alerts) {
                             owner_text(o.source) + ") to QP " + std::to_string(o.victim_qpn) +
                             " of " + o.victim_ip.to_string() + " (" + owner_text(o.victim) + ")")
             .s("record", record);
-        annotations += '}';
+        an.close();
         JsonLine entry(body);
         entry.raw("labels", labels).raw("annotations", annotations).s("startsAt", rfc3339(a.t_ns));
-        body += '}';
+        entry.close();
         if (i + 1 < alerts.size()) body += ',';
     }
     body += ']';

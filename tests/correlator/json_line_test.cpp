@@ -42,7 +42,8 @@ TEST(JsonLine, strings_are_escaped_wherever_the_special_character_stands) {
     std::string out;
     JsonLine line(out);
     line.s("c", "a\"b\\c\x01");
-    EXPECT_EQ(out, "{\"c\":\"a\\\"b\\\\c\\u0001\"");
+    line.close();
+    EXPECT_EQ(out, "{\"c\":\"a\\\"b\\\\c\\u0001\"}");
 }
 
 // Keys longer than the stack buffer the short ones are assembled in take the general path.
@@ -53,6 +54,45 @@ TEST(JsonLine, long_keys_are_written_whole) {
     line.u("a", 1).u(key, 2).u("b", 3);
     line.end();
     EXPECT_EQ(out, "{\"a\":1,\"" + key + "\":2,\"b\":3}\n");
+}
+
+// A record is assembled apart and written whole: what is longer than the assembly buffer
+// (1 KB) goes straight into the string, in its place.
+TEST(JsonLine, records_and_values_longer_than_the_buffer_are_written_whole_and_in_order) {
+    const std::string big(5000, 'x'), key(1500, 'k');
+    std::string out = "before\n";
+    {
+        JsonLine line(out);
+        for (int i = 0; i < 200; ++i) line.u(std::to_string(i), static_cast<uint64_t>(i));
+        line.s("big", big).u(key, 7).s("after", "y");
+        line.end();
+    }
+    ASSERT_EQ(out.substr(0, 7), "before\n");
+    const auto parsed = nlohmann::json::parse(out.substr(7));
+    EXPECT_EQ(parsed["0"], 0);
+    EXPECT_EQ(parsed["199"], 199);
+    EXPECT_EQ(parsed["big"], big);
+    EXPECT_EQ(parsed[key], 7);
+    EXPECT_EQ(parsed["after"], "y");
+    EXPECT_EQ(out.back(), '\n');
+}
+
+// A JsonLine destroyed without end() or close() still writes what it has (temporaries
+// that build a nested object), and one that finds its string written to by someone else
+// while it is open stops the program rather than interleave the two.
+TEST(JsonLine, an_unclosed_line_is_written_at_its_end_of_life_and_a_second_writer_is_fatal) {
+    std::string out;
+    JsonLine(out).u("a", 1);
+    EXPECT_EQ(out, "{\"a\":1");
+    EXPECT_DEATH(
+        {
+            std::string s;
+            JsonLine line(s);
+            line.u("a", 1);
+            s += '}';  // the old way of closing a nested object, now a bug
+            line.end();
+        },
+        "written to while a record was open");
 }
 
 }  // namespace
