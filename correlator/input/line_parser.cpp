@@ -188,9 +188,10 @@ std::string_view raw_key(simdjson::ondemand::field& field) {
     return {k, static_cast<std::size_t>(quote - k)};
 }
 
-// The field a key names (Field::unknown: one the correlator does not read); false when the
-// key cannot be read. Nearly every key is matched where it stands (FieldTable::find_raw);
-// only the others have their end searched for, and an escaped one is unescaped first.
+// The field a key names (Field::ignored: one of the schemas' keys the correlator does not
+// read; Field::unknown: any other); false when the key cannot be read. Nearly every key is matched
+// where it stands (FieldTable::find_raw); only the others have their end searched for, and an
+// escaped one is unescaped first.
 bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field& out) {
     out = fields.find_raw(field.key().raw());
     if (out != Field::unknown) return true;

@@ -46,11 +46,11 @@ std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model
 AppAggregator::Entry& AppAggregator::entry(const Incarnation& q, const HostNames& names) {
     const KeyView key{names.view(q.host), q.ip.bytes, q.pid, q.comm.view(), q.cgroup};
     auto at = apps_.find(key);
-    if (at == apps_.end())
-        at =
-            apps_
-                .emplace(Key{std::get<0>(key), q.ip.bytes, q.pid, q.comm.view(), q.cgroup}, Entry{})
-                .first;
+    if (at == apps_.end()) {  // a new application: its key's names are copied once
+        Key owned{std::string(names.view(q.host)), q.ip.bytes, q.pid, std::string(q.comm.view()),
+                  q.cgroup};
+        at = apps_.emplace(std::move(owned), Entry{}).first;
+    }
     Entry& e = at->second;
     if (!e.named) {
         e.named = true;
