@@ -4,6 +4,7 @@
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <tuple>
 
@@ -31,6 +32,30 @@ constexpr int64_t kDuplicateWindowNs = 1'000'000'000;
 bool same_key(const WireMsg& a, const WireMsg& b) {
     return a.src_ip == b.src_ip && a.dst_ip == b.dst_ip && a.dst_qpn == b.dst_qpn &&
            a.psn_first == b.psn_first && a.op == b.op;
+}
+
+// The e2e records' order: (t_first_ns, src_ip, src_qpn, psn_first), then the message.
+// Sorted on keys gathered once rather than through two lookups per comparison.
+void order_matches(std::vector<E2eMatch>& matches, const WireMsgs& msgs, const HostModel& model) {
+    struct Key {
+        int64_t t_first;
+        std::array<uint8_t, 16> src_ip;
+        uint32_t src_qpn;
+        uint32_t psn_first;
+        uint32_t msg;
+        E2eMatch match;
+    };
+    std::vector<Key> keys(matches.size());
+    tbb::parallel_for(std::size_t{0}, matches.size(), [&](std::size_t i) {
+        const E2eMatch& e = matches[i];
+        const WireMsg& m = msgs[e.msg];
+        keys[i] = {m.t_first, m.src_ip.bytes, model.qps[e.qp].qpn, m.psn_first, e.msg, e};
+    });
+    tbb::parallel_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+        return std::tie(a.t_first, a.src_ip, a.src_qpn, a.psn_first, a.msg) <
+               std::tie(b.t_first, b.src_ip, b.src_qpn, b.psn_first, b.msg);
+    });
+    for (std::size_t i = 0; i < keys.size(); ++i) matches[i] = keys[i].match;
 }
 
 uint64_t dedupe(WireMsgs& msgs) {
@@ -293,13 +318,7 @@ JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
         result.counts.wire_only += joined.wire_only[q];
         for (const E2eMatch& e : joined.matches[q]) result.matches.push_back(e);
     }
-    std::sort(
-        result.matches.begin(), result.matches.end(), [&](const E2eMatch& a, const E2eMatch& b) {
-            const WireMsg& x = msgs[a.msg];
-            const WireMsg& y = msgs[b.msg];
-            return std::tie(x.t_first, x.src_ip.bytes, model.qps[a.qp].qpn, x.psn_first, a.msg) <
-                   std::tie(y.t_first, y.src_ip.bytes, model.qps[b.qp].qpn, y.psn_first, b.msg);
-        });
+    order_matches(result.matches, msgs, model);
 
     // Responders, with the final offsets, and their receive completions.
     result.responder.assign(msgs.size(), -1);

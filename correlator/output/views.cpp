@@ -5,6 +5,7 @@
 
 #include "correlator/input/line_parser.hpp"
 #include "correlator/join/qp_index.hpp"
+#include "dataplane/common/hash.hpp"
 
 namespace insert::correlate {
 
@@ -63,13 +64,25 @@ AppAggregator::Entry& AppAggregator::entry(const Incarnation& q, const HostNames
     return e;
 }
 
+std::size_t AppAggregator::MatchedHash::operator()(const Matched& m) const {
+    uint64_t h = common::mix64((uint64_t{m.host} << 32) ^ static_cast<uint32_t>(m.pid));
+    for (const uint64_t word : {m.qp_obj, static_cast<uint64_t>(m.t_create), m.cgroup})
+        h = common::mix64(h ^ word);
+    return h ^ hash_ip(m.ip);
+}
+
 void AppAggregator::add_row(const E2eRow& r, const HostNames& names) {
     const Incarnation& q = *r.requester;
-    Entry& e = entry(q, names);
-    AppView& app = e.view;
-    e.has_e2e = true;
-    e.qps.emplace(q.qp_obj, q.t_create);
-    app.qps = e.qps.size();
+    const Matched key{q.host, q.pid, q.qp_obj, q.t_create, q.ip, q.comm, q.cgroup};
+    auto [at, first] = matched_.try_emplace(key, nullptr);
+    if (first) {  // the incarnation's first match: its application counts one QP more
+        Entry& fresh = entry(q, names);
+        fresh.has_e2e = true;
+        fresh.qps.emplace(q.qp_obj, q.t_create);
+        fresh.view.qps = fresh.qps.size();
+        at->second = &fresh;
+    }
+    AppView& app = at->second->view;
     const auto op = static_cast<std::size_t>(r.msg->op);
     ++app.msgs[op];
     app.bytes[op] += r.wr->len;

@@ -1,10 +1,13 @@
 // The allocator's configuration, read by jemalloc when it starts (its documented
-// `malloc_conf` symbol). The correlator's records live in a few hundred MB of
-// short-lived arrays - per-QP work requests, the join's per-message vectors, the e2e
-// rows - first touched once each; on virtual machines a 4 KiB page fault is slow, and
-// faulting that memory in took a fifth of a batch run. Transparent huge pages (one fault
-// per 2 MiB, the kernel's THP mode `madvise` is enough) and jemalloc's reuse of freed
-// memory cut it (docs/performance.md, insert-correlate). Built only where jemalloc is.
+// `malloc_conf` symbol). A batch run fills a few hundred MB of short-lived arrays - the
+// decoded records, per-QP work requests, the join's per-message vectors, the e2e rows -
+// each first touched once. On virtual machines fresh memory is slow: its 4 KiB page
+// faults took a fifth of a run, and zeroing pages the kernel hands out still takes a
+// tenth. So: transparent huge pages (one fault per 2 MiB; the kernel's THP mode
+// `madvise` is enough), and freed pages are kept for the next allocation instead of
+// being returned and faulted in again (dirty_decay_ms:-1; the process does not shrink
+// after a peak, and the live correlator's peak is bounded by --ttl).
+// docs/performance.md, insert-correlate. Built only where jemalloc is.
 extern "C" {
-const char* malloc_conf = "thp:always,metadata_thp:auto";
+const char* malloc_conf = "thp:always,metadata_thp:auto,dirty_decay_ms:-1";
 }
