@@ -83,8 +83,8 @@ int run_batch(const CorrelateOptions& options) {
     SummaryCounts summary;
     summary.inputs = in.counts;
     summary.join = joined.counts;
-    summary.e2e = views.e2e.size();
-    for (const E2eRow& r : views.e2e) summary.resync += r.resync;
+    summary.e2e = joined.matches.size();
+    for (const E2eMatch& m : joined.matches) summary.resync += m.resync;
     summary.qps = model.qps.size();
     summary.apps = views.apps.size();
     summary.pairs = views.pairs.size();
@@ -110,7 +110,8 @@ int run_batch(const CorrelateOptions& options) {
         return fail(error);
     RecordSink sink(out.is_open() ? &out : nullptr);
     if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
-    for (const E2eRow& row : views.e2e) sink.e2e(row, names);
+    for (const E2eMatch& m : joined.matches)
+        sink.e2e(make_e2e_row(joined, model, in.msgs, m), names);
     for (const Alert& a : alerts) sink.alert(a);
     for (const CongestionEpisode& e : episodes) sink.congestion(e);
     for (const PairView& p : views.pairs) sink.pair(p, names);

@@ -257,6 +257,21 @@ uint32_t LineParser::host_id(std::string_view name) {
     return last_host_id_;
 }
 
+bool LineParser::host_ip(value& v, Ip& out, bool& present) {
+    std::string_view text;
+    if (!read_opt_str(v, text)) return false;
+    present = !text.empty();
+    if (!present) return true;
+    if (text != last_ip_text_) {
+        const auto ip = Ip::parse(text);
+        if (!ip) return false;
+        last_ip_text_.assign(text);
+        last_ip_ = *ip;
+    }
+    out = last_ip_;
+    return true;
+}
+
 LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capacity, WireMsg& msg,
                            WireQp& qp, HostEvent& event, std::string& reason) {
     std::size_t first = 0;
@@ -502,7 +517,7 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
                     return true;
                 }
                 case Field::ip:
-                    return read_opt_ip(v_, e.ip, e.has_ip);
+                    return host_ip(v_, e.ip, e.has_ip);
                 case Field::wall_ns:
                     return read_i64(v_, e.wall);
                 case Field::qp:

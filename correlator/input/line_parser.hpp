@@ -63,6 +63,9 @@ class LineParser {
     LineKind parse_host(simdjson::ondemand::object& obj, HostKind kind, HostEvent& event,
                         std::string& reason);
     uint32_t host_id(std::string_view name);
+    // A host record's `ip`, like read_opt_ip, remembering the last text it parsed: a
+    // stream's records nearly always repeat it.
+    bool host_ip(simdjson::ondemand::value& v, Ip& out, bool& present);
 
     simdjson::ondemand::parser parser_;
     HostNames& hosts_;
@@ -70,6 +73,8 @@ class LineParser {
     // The last host name and its id: a stream's records nearly always share it.
     std::string last_host_;
     uint32_t last_host_id_ = UINT32_MAX;
+    std::string last_ip_text_;  // empty: none yet (an empty or null ip is not cached)
+    Ip last_ip_;
 };
 
 }  // namespace insert::correlate

@@ -17,30 +17,34 @@ int64_t sub_or_none(int64_t a, int64_t b) {
 
 }  // namespace
 
+E2eRow make_e2e_row(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                    const E2eMatch& match) {
+    E2eRow r;
+    r.msg = &msgs[match.msg];
+    r.requester = &model.qps[match.qp];
+    r.wr = &r.requester->wrs[match.wr];
+    r.resync = match.resync;
+    const int64_t responder = join.responder[match.msg];
+    if (responder >= 0) r.responder = &model.qps[static_cast<std::size_t>(responder)];
+    const int64_t theta = join.clocks[r.requester->host].offset;
+    r.t_post = r.wr->wall - theta;
+    r.t_poll = sub_or_none(r.wr->t_poll, theta);
+    if (r.responder && join.t_recv_poll[match.msg] != kNone)
+        r.t_recv_poll = join.t_recv_poll[match.msg] - join.clocks[r.responder->host].offset;
+    // SPEC 10 latency split: host + net + completion == total, all in observer ns.
+    r.host_ns = r.msg->t_first - r.t_post;
+    r.net_ns = sub_or_none(r.msg->t_ack, r.msg->t_first);
+    r.completion_ns = sub_or_none(r.t_poll, r.msg->t_ack);
+    r.total_ns = sub_or_none(r.wr->t_poll, r.wr->wall);
+    return r;
+}
+
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
                                   const WireMsgs& msgs) {
     std::vector<E2eRow> rows;
     rows.reserve(join.matches.size());
-    for (const E2eMatch& match : join.matches) {
-        E2eRow r;
-        r.msg = &msgs[match.msg];
-        r.requester = &model.qps[match.qp];
-        r.wr = &r.requester->wrs[match.wr];
-        r.resync = match.resync;
-        const int64_t responder = join.responder[match.msg];
-        if (responder >= 0) r.responder = &model.qps[static_cast<std::size_t>(responder)];
-        const int64_t theta = join.clocks[r.requester->host].offset;
-        r.t_post = r.wr->wall - theta;
-        r.t_poll = sub_or_none(r.wr->t_poll, theta);
-        if (r.responder && join.t_recv_poll[match.msg] != kNone)
-            r.t_recv_poll = join.t_recv_poll[match.msg] - join.clocks[r.responder->host].offset;
-        // SPEC 10 latency split: host + net + completion == total, all in observer ns.
-        r.host_ns = r.msg->t_first - r.t_post;
-        r.net_ns = sub_or_none(r.msg->t_ack, r.msg->t_first);
-        r.completion_ns = sub_or_none(r.t_poll, r.msg->t_ack);
-        r.total_ns = sub_or_none(r.wr->t_poll, r.wr->wall);
-        rows.push_back(r);
-    }
+    for (const E2eMatch& match : join.matches)
+        rows.push_back(make_e2e_row(join, model, msgs, match));
     return rows;
 }
 
@@ -193,8 +197,8 @@ std::vector<PairView> make_pairs(const HostModel& model,
 Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
                  WireQps& qp_records, const HostNames& names) {
     Views v;
-    v.e2e = make_e2e_rows(join, model, msgs);
-    for (const E2eRow& r : v.e2e) v.apps.add_row(r, names);
+    for (const E2eMatch& match : join.matches)
+        v.apps.add_row(make_e2e_row(join, model, msgs, match), names);
     for (std::size_t q = 0; q < model.qps.size(); ++q)
         v.apps.add_unmatched(model.qps[q], join.unmatched_wr[q], names);
     keep_latest_records(qp_records);

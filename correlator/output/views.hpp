@@ -37,6 +37,9 @@ struct E2eRow {
     int64_t total_ns = kNone;
 };
 
+// The row of one match of `join`.
+E2eRow make_e2e_row(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                    const E2eMatch& match);
 // Rows for every match of `join` (in its order).
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
                                   const WireMsgs& msgs);
@@ -123,13 +126,15 @@ std::vector<PairView> make_pairs(const HostModel& model,
                                  const std::vector<const WireQp*>& latest_of,
                                  const HostNames& names);
 
+// The batch run's views. Its e2e rows are not kept: one per match of the join, they are
+// made again as they are written (make_e2e_row), which costs less than the memory of a
+// million rows.
 struct Views {
-    std::vector<E2eRow> e2e;
     AppAggregator apps;
     std::vector<PairView> pairs;  // by (ip, qpn, t_create)
 };
 
-// The batch run's views. `qp_records` is deduplicated in place.
+// `qp_records` is deduplicated in place.
 Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
                  WireQps& qp_records, const HostNames& names);
 

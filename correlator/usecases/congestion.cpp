@@ -19,23 +19,54 @@ void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src
                             const AppRef& app) {
     if (m.t_ack == kNone) return;  // no network latency to judge by
     const int64_t net = m.t_ack - m.t_first;
-    auto at = dsts_.find(node);
-    if (at == dsts_.end()) at = dsts_.emplace(std::string(node), Destination{}).first;
-    Destination& d = at->second;
+    Recent& r = recent_;
+    if (!r.dst || node != r.node) {
+        auto at = dsts_.find(node);
+        if (at == dsts_.end()) at = dsts_.emplace(std::string(node), Destination{}).first;
+        r = Recent{};
+        r.dst = &at->second;
+        r.node.assign(node);
+    }
+    Destination& d = *r.dst;
     d.net.add(net);
-    Bin& b = d.bins[bin_of(m.t_first, options_.bin_ns)];
-    b.dst_ips.insert(m.dst_ip.bytes);
+    const int64_t key = bin_of(m.t_first, options_.bin_ns);
+    if (!r.bin || key != r.bin_key) {
+        r.bin = &d.bins[key];
+        r.bin_key = key;
+        r.has_dst_ip = false;
+        r.app = nullptr;
+        r.senders = nullptr;
+    }
+    Bin& b = *r.bin;
+    if (!r.has_dst_ip || r.dst_ip != m.dst_ip.bytes) {
+        b.dst_ips.insert(m.dst_ip.bytes);
+        r.has_dst_ip = true;
+        r.dst_ip = m.dst_ip.bytes;
+    }
     b.net.add(net);
     ++b.msgs;
     b.retx += m.retx_pkts;
     b.naks += m.naks;
-    EpisodeApp& a = b.apps[app];
-    a.app = app;
+    if (!r.app || !(r.app->app == app)) {
+        EpisodeApp& fresh = b.apps[app];
+        fresh.app = app;
+        r.app = &fresh;
+        r.senders = nullptr;
+    }
+    EpisodeApp& a = *r.app;
     ++a.msgs;
     a.bytes +=
         m.op == Op::read ? (m.dma_len != kNone ? static_cast<uint64_t>(m.dma_len) : 0) : m.bytes;
     a.added_net_ns += net;
-    if (src_qpn != kNone) b.senders[app].insert({m.src_ip.bytes, static_cast<uint32_t>(src_qpn)});
+    if (src_qpn == kNone) return;
+    const Endpoint sender{m.src_ip.bytes, static_cast<uint32_t>(src_qpn)};
+    if (!r.senders) {
+        r.senders = &b.senders[app];
+    } else if (r.sender == sender) {
+        return;
+    }
+    r.senders->insert(sender);
+    r.sender = sender;
 }
 
 void CongestionTracker::add_counters(const WireQp& record) {
@@ -146,26 +177,38 @@ std::vector<CongestionEpisode> CongestionTracker::episodes() const {
 void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const JoinResult& join,
                      const HostModel& model, const HostNames& names,
                      const std::vector<bool>* only) {
+    // Consecutive messages nearly always share their requester and responder: their
+    // application and node are made once per run of them.
+    int64_t node_of = -2;  // the responder `node` names (-1: an untraced one, by its IP)
+    Ip node_ip;
+    std::string node;
+    int64_t app_of = -2;  // the requester `app` names
+    AppRef app;
     for (std::size_t i = 0; i < msgs.size(); ++i) {
         if (only && !(*only)[i]) continue;
+        const WireMsg& m = msgs[i];
         const int64_t responder = join.responder[i];
-        std::string dst_text;  // the node of an untraced responder: its IP
-        if (responder < 0) dst_text = msgs[i].dst_ip.to_string();
-        const std::string_view node =
-            responder >= 0 ? names.view(model.qps[static_cast<std::size_t>(responder)].host)
-                           : std::string_view(dst_text);
+        if (responder >= 0 && responder != node_of) {
+            node.assign(names.view(model.qps[static_cast<std::size_t>(responder)].host));
+            node_of = responder;
+        } else if (responder < 0 && (node_of != -1 || !(node_ip == m.dst_ip))) {
+            node = m.dst_ip.to_string();  // the node of an untraced responder: its IP
+            node_of = -1;
+            node_ip = m.dst_ip;
+        }
         const int64_t r = join.requester[i];
-        AppRef app;
-        int64_t src_qpn = msgs[i].src_qpn;
-        if (r >= 0) {
+        if (r >= 0 && r != app_of) {
             const Incarnation& q = model.qps[static_cast<std::size_t>(r)];
             app.owner = qp_owner(q, names);
             app.ip = q.ip;
-            src_qpn = q.qpn;
-        } else {
-            app.ip = msgs[i].src_ip;
+            app_of = r;
+        } else if (r < 0) {
+            app = AppRef{};
+            app.ip = m.src_ip;
+            app_of = -1;
         }
-        tracker.add(msgs[i], node, src_qpn, app);
+        const int64_t src_qpn = r >= 0 ? model.qps[static_cast<std::size_t>(r)].qpn : m.src_qpn;
+        tracker.add(m, node, src_qpn, app);
     }
 }
 

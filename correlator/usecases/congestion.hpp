@@ -78,6 +78,9 @@ struct CongestionEpisode {
 class CongestionTracker {
   public:
     explicit CongestionTracker(CongestionOptions options) : options_(options) {}
+    // recent_ points into this tracker's own maps.
+    CongestionTracker(const CongestionTracker&) = delete;
+    CongestionTracker& operator=(const CongestionTracker&) = delete;
 
     // One wire message to `node`; `app` is its requester's application (or the source IP
     // alone), `src_qpn` its requester QP when known (kNone otherwise).
@@ -105,8 +108,23 @@ class CongestionTracker {
         PartStats net;  // every message's net latency: the baseline
         std::map<int64_t, Bin> bins;
     };
+    // The entries the last message went to. Consecutive messages (in the join's order: by
+    // source, destination and QP) nearly always go to the same ones, and std::map entries
+    // never move: each lookup below is made once per run of them, not per message.
+    struct Recent {
+        Destination* dst = nullptr;
+        std::string node;
+        Bin* bin = nullptr;  // of dst
+        int64_t bin_key = 0;
+        bool has_dst_ip = false;  // inserted into bin's dst_ips
+        std::array<uint8_t, 16> dst_ip{};
+        EpisodeApp* app = nullptr;              // of bin
+        std::set<Endpoint>* senders = nullptr;  // of bin, for app
+        Endpoint sender{};                      // inserted into senders
+    };
     CongestionOptions options_;
     std::map<std::string, Destination, std::less<>> dsts_;
+    Recent recent_;
     WireQps counters_;
 };
 
