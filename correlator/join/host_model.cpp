@@ -229,7 +229,7 @@ ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const 
                 if (m.state == QpState::rtr) {
                     if (m.has_peer_ip && m.has_dest_qpn) {
                         q.has_peer = true;
-                        q.peer_ip = e.peer_ip;
+                        q.peer_ip = m.peer_ip;
                         q.dest_qpn = m.dest_qpn;
                     }
                     if (m.has_rq_psn) {
