@@ -202,32 +202,6 @@ bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field&
     return true;
 }
 
-// The string value that follows `prefix` at the start of `text`, when it has no escape
-// and ends its field; a null view otherwise.
-std::string_view string_after(std::string_view text, std::string_view prefix) {
-    if (!text.starts_with(prefix)) return {};
-    text.remove_prefix(prefix.size());
-    const std::size_t quote = text.find('"');
-    if (quote == std::string_view::npos || quote + 1 >= text.size()) return {};
-    if (text[quote + 1] != ',' && text[quote + 1] != '}') return {};
-    const std::string_view value = text.substr(0, quote);
-    if (value.find('\\') != std::string_view::npos) return {};
-    return value;
-}
-
-// insert-dp and insert-trace write `type` first, and a verb record's `verb` second, with
-// no space: where a line starts exactly so, its kind is read from there, without
-// searching the object for the two fields and going back to its start (the object is
-// still read whole, and must be valid). False: the caller searches.
-bool kind_from_prefix(std::string_view text, std::string_view& type, std::string_view& verb) {
-    type = string_after(text, R"({"type":")");
-    if (!type.data()) return false;
-    if (type != "verb") return true;
-    constexpr std::string_view kVerbRecord = R"({"type":"verb",)";
-    verb = string_after(text.substr(kVerbRecord.size()), R"("verb":")");
-    return verb.data() != nullptr;
-}
-
 LineKind bad(std::string& reason, std::string_view key, std::string_view what) {
     reason.assign(key);
     reason += ": ";
@@ -324,52 +298,52 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
         reason = "not a JSON object";
         return LineKind::not_json;
     }
-    std::string_view type, verb;
-    if (!kind_from_prefix({line + first, last - first}, type, verb)) {
-        if (const auto failed = kind_from_fields(obj, type, verb, reason)) return *failed;
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+    std::string_view type;
+    {
+        value v;
+        const auto error = obj.find_field_unordered("type").get(v);
+        if (error == simdjson::NO_SUCH_FIELD) {
+            reason = "no \"type\"";
+            return LineKind::unknown_type;
+        }
+        if (error != SUCCESS) {
+            reason = "not JSON";
+            return LineKind::not_json;
+        }
+        if (!read_str(v, type)) return bad(reason, "type", "not a string");
     }
-    // The views point into the line or the parser's string buffer, which later strings
-    // do not reuse.
-    if (type == "msg") return parse_msg(obj, msg, reason);
-    if (type == "qp") return parse_qp(obj, qp, reason);
-    if (type == "verb") {
+    // The view points into the parser's string buffer, which later strings do not reuse.
+    LineKind kind;
+    if (type == "msg") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_msg(obj, msg, reason);
+    } else if (type == "qp") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_qp(obj, qp, reason);
+    } else if (type == "verb") {
+        value v;
+        std::string_view verb;
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        const auto error = obj.find_field_unordered("verb").get(v);
+        if (error == simdjson::NO_SUCH_FIELD) return bad(reason, "verb", "missing");
+        if (error != SUCCESS) return LineKind::not_json;
+        if (!read_str(v, verb)) return bad(reason, "verb", "not a string");
         HostKind host_kind;
         if (!parse_host_kind(verb, host_kind)) return LineKind::ignored;
-        return parse_host(obj, host_kind, event, reason);
-    }
-    if (type == "process_exit" || type == "lost")
-        return parse_host(obj, type == "lost" ? HostKind::lost : HostKind::process_exit, event,
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_host(obj, host_kind, event, reason);
+    } else if (type == "process_exit" || type == "lost") {
+        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+        kind = parse_host(obj, type == "lost" ? HostKind::lost : HostKind::process_exit, event,
                           reason);
-    if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
-        type == "trace_stats")
+    } else if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
+               type == "trace_stats") {
         return LineKind::ignored;
-    reason = "unknown record type \"" + std::string(type) + "\"";
-    return LineKind::unknown_type;
-}
-
-// `type` (and a verb record's `verb`) searched for in the object, wherever they stand.
-// nullopt: found; otherwise what is wrong with the line.
-std::optional<LineKind> LineParser::kind_from_fields(object& obj, std::string_view& type,
-                                                     std::string_view& verb, std::string& reason) {
-    value v;
-    auto error = obj.find_field_unordered("type").get(v);
-    if (error == simdjson::NO_SUCH_FIELD) {
-        reason = "no \"type\"";
+    } else {
+        reason = "unknown record type \"" + std::string(type) + "\"";
         return LineKind::unknown_type;
     }
-    if (error != SUCCESS) {
-        reason = "not JSON";
-        return LineKind::not_json;
-    }
-    if (!read_str(v, type)) return bad(reason, "type", "not a string");
-    if (type != "verb") return std::nullopt;
-    if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-    error = obj.find_field_unordered("verb").get(v);
-    if (error == simdjson::NO_SUCH_FIELD) return bad(reason, "verb", "missing");
-    if (error != SUCCESS) return LineKind::not_json;
-    if (!read_str(v, verb)) return bad(reason, "verb", "not a string");
-    return std::nullopt;
+    return kind;
 }
 
 // Iterates the object's fields; `body(field, value)` returns false to stop with a bad field.

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -59,9 +58,6 @@ class LineParser {
                    WireQp& qp, HostEvent& event, std::string& reason);
 
   private:
-    std::optional<LineKind> kind_from_fields(simdjson::ondemand::object& obj,
-                                             std::string_view& type, std::string_view& verb,
-                                             std::string& reason);
     LineKind parse_msg(simdjson::ondemand::object& obj, WireMsg& msg, std::string& reason);
     LineKind parse_qp(simdjson::ondemand::object& obj, WireQp& qp, std::string& reason);
     LineKind parse_host(simdjson::ondemand::object& obj, HostKind kind, HostEvent& event,

@@ -194,11 +194,9 @@ std::vector<PairView> make_pairs(const HostModel& model,
     return pairs;
 }
 
-Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
-                 WireQps& qp_records, const HostNames& names) {
+Views make_views(const JoinResult& join, const HostModel& model, WireQps& qp_records,
+                 const HostNames& names) {
     Views v;
-    for (const E2eMatch& match : join.matches)
-        v.apps.add_row(make_e2e_row(join, model, msgs, match), names);
     for (std::size_t q = 0; q < model.qps.size(); ++q)
         v.apps.add_unmatched(model.qps[q], join.unmatched_wr[q], names);
     keep_latest_records(qp_records);

@@ -126,16 +126,16 @@ std::vector<PairView> make_pairs(const HostModel& model,
                                  const std::vector<const WireQp*>& latest_of,
                                  const HostNames& names);
 
-// The batch run's views. Its e2e rows are not kept: one per match of the join, they are
-// made again as they are written (make_e2e_row), which costs less than the memory of a
-// million rows.
+// The batch run's views. Its e2e rows are not kept: one per match of the join, each is
+// made as it is written (make_e2e_row), which costs less than the memory of a million.
 struct Views {
     AppAggregator apps;
     std::vector<PairView> pairs;  // by (ip, qpn, t_create)
 };
 
-// `qp_records` is deduplicated in place.
-Views make_views(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
-                 WireQps& qp_records, const HostNames& names);
+// Everything but the e2e rows, which the caller adds to `apps` (add_row) as it writes
+// them. `qp_records` is deduplicated in place.
+Views make_views(const JoinResult& join, const HostModel& model, WireQps& qp_records,
+                 const HostNames& names);
 
 }  // namespace insert::correlate

@@ -1,6 +1,7 @@
-// LineParser reads a record's kind from the line's first bytes when `type` (and a verb
-// record's `verb`) lead it as the tools write them, and searches the object otherwise:
-// both ways must decode every line alike, and neither may accept what the other refuses.
+// A record's kind comes from its `type` (and a verb record's `verb`) wherever they stand
+// in the object, however they are written; the tools write them first, and a parser
+// that read them from the line's first bytes would have to decode every line alike
+// (and accept no bad one): these lines pin that down.
 #include <gtest/gtest.h>
 
 #include <string>
