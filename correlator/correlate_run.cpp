@@ -111,8 +111,11 @@ int run_batch(const CorrelateOptions& options) {
     if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
     // Each row goes to its application as it is written: the matches are in t_first
     // order, which reaches the messages and work requests at random, once instead of twice.
-    for (const E2eMatch& m : joined.matches) {
-        const E2eRow row = make_e2e_row(joined, model, in.msgs, m);
+    const std::vector<E2eMatch>& matches = joined.matches;
+    for (std::size_t i = 0; i < matches.size(); ++i) {
+        if (i + kRowsAhead < matches.size())
+            prefetch_e2e_row(joined, model, in.msgs, matches[i + kRowsAhead]);
+        const E2eRow row = make_e2e_row(joined, model, in.msgs, matches[i]);
         views.apps.add_row(row, names);
         sink.e2e(row, names);
     }

@@ -39,6 +39,15 @@ E2eRow make_e2e_row(const JoinResult& join, const HostModel& model, const WireMs
     return r;
 }
 
+void prefetch_e2e_row(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                      const E2eMatch& match) {
+    const auto* msg = reinterpret_cast<const char*>(&msgs[match.msg]);
+    __builtin_prefetch(msg);
+    __builtin_prefetch(msg + sizeof(WireMsg) - 1);
+    __builtin_prefetch(&model.qps[match.qp].wrs[match.wr]);
+    __builtin_prefetch(&join.responder[match.msg]);
+}
+
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
                                   const WireMsgs& msgs) {
     std::vector<E2eRow> rows;

@@ -40,6 +40,13 @@ struct E2eRow {
 // The row of one match of `join`.
 E2eRow make_e2e_row(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
                     const E2eMatch& match);
+// Brings the message and work request of a row about to be made into the cache: rows in
+// t_first order reach them at random, and their cache misses made make_e2e_row 5% of a
+// batch run (perf; under 1% with the prefetch). kRowsAhead rows ahead hides the misses
+// behind the rows written in between.
+void prefetch_e2e_row(const JoinResult& join, const HostModel& model, const WireMsgs& msgs,
+                      const E2eMatch& match);
+inline constexpr std::size_t kRowsAhead = 8;
 // Rows for every match of `join` (in its order).
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
                                   const WireMsgs& msgs);
