@@ -110,10 +110,10 @@ struct EventOrder {
     uint32_t index = 0;
 };
 
-// Groups the records by process, canonical order inside. Sorting the 150-byte records
-// themselves moved each of them ~log n times; this sorts their keys and then moves every
-// record once, along the cycles of the permutation.
-void sort_by_process(HostEvents& events) {
+// The records' order by process, canonical order inside. The records stay where they
+// are: sorting the 128-byte records (or moving each once into its place afterwards, at
+// random) cost more than walking them through their keys; build_process prefetches ahead.
+std::vector<EventOrder> order_by_process(const HostEvents& events) {
     std::vector<EventOrder> order(events.size());
     tbb::parallel_for(std::size_t{0}, events.size(), [&](std::size_t i) {
         const HostEvent& e = events[i];
@@ -126,21 +126,11 @@ void sort_by_process(HostEvents& events) {
         if (a.tid != b.tid) return a.tid < b.tid;
         return canonical_less(events[a.index], events[b.index]);
     });
-    // order[j].index: the record that belongs at j. A place is done when it names itself.
-    for (std::size_t start = 0; start < order.size(); ++start) {
-        if (order[start].index == start) continue;
-        HostEvent held = events[start];
-        std::size_t at = start;
-        while (order[at].index != start) {
-            const std::size_t from = order[at].index;
-            events[at] = events[from];
-            order[at].index = static_cast<uint32_t>(at);
-            at = from;
-        }
-        events[at] = held;
-        order[at].index = static_cast<uint32_t>(at);
-    }
+    return order;
 }
+
+// Records walked this far ahead are prefetched: the walk reaches them at random.
+constexpr std::size_t kEventsAhead = 8;
 
 struct ProcessBuild {
     Process process;
@@ -148,16 +138,17 @@ struct ProcessBuild {
     uint64_t orphans = 0;
 };
 
-// Walks one process's records in canonical order; fills needed_until for them.
-ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const HostEvent* end,
+// Walks one process's records in canonical order ([begin, end) of the order); fills
+// needed_until for them.
+ProcessBuild build_process(const HostEvent* base, const EventOrder* begin, const EventOrder* end,
                            int64_t* needed_until) {
     ProcessBuild out;
     // Control records wait for the end of their object: (record, QP) and (record, MR).
     std::vector<std::pair<uint32_t, std::size_t>> qp_records, mr_records;
     std::vector<uint32_t> exit_records;
     Process& p = out.process;
-    p.host = begin->host;
-    p.pid = begin->pid;
+    p.host = base[begin->index].host;
+    p.pid = base[begin->index].pid;
     std::unordered_map<uint64_t, std::size_t> live_by_obj;  // qp pointer -> incarnation
     std::unordered_map<uint32_t, std::size_t> live_by_qpn;
     std::unordered_map<uint64_t, std::size_t> live_mrs;  // mr pointer -> region
@@ -176,9 +167,11 @@ ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const 
             q.ip = e.ip;
         }
     };
-    for (const HostEvent* it = begin; it != end; ++it) {
-        const HostEvent& e = *it;
-        const auto index = static_cast<uint32_t>(it - base);
+    for (const EventOrder* it = begin; it != end; ++it) {
+        if (end - it > static_cast<std::ptrdiff_t>(kEventsAhead))
+            __builtin_prefetch(&base[it[kEventsAhead].index]);
+        const uint32_t index = it->index;
+        const HostEvent& e = base[index];
         needed_until[index] = e.wall;
         if (p.comm.len == 0 && e.comm.len) {
             p.comm = e.comm;
@@ -344,7 +337,7 @@ ProcessBuild build_process(const HostEvent* base, const HostEvent* begin, const 
 
 }  // namespace
 
-HostModel build_host_model(HostEvents& events, const HostNames& names) {
+HostModel build_host_model(const HostEvents& events, const HostNames& names) {
     HostModel model;
     model.lost_at.resize(names.size());
     model.first_record.assign(names.size(), kForever);
@@ -357,21 +350,19 @@ HostModel build_host_model(HostEvents& events, const HostNames& names) {
         }
     }
     for (auto& times : model.lost_at) std::sort(times.begin(), times.end());
-    sort_by_process(events);
+    const std::vector<EventOrder> order = order_by_process(events);
     std::vector<std::pair<std::size_t, std::size_t>> ranges;
-    for (std::size_t i = 0; i < events.size();) {
+    for (std::size_t i = 0; i < order.size();) {
         std::size_t j = i + 1;
-        while (j < events.size() && events[j].host == events[i].host &&
-               events[j].pid == events[i].pid)
-            ++j;
+        while (j < order.size() && order[j].process == order[i].process) ++j;
         ranges.emplace_back(i, j);
         i = j;
     }
     std::vector<ProcessBuild> built(ranges.size());
     model.needed_until.assign(events.size(), 0);
     tbb::parallel_for(std::size_t{0}, ranges.size(), [&](std::size_t r) {
-        built[r] = build_process(events.data(), events.data() + ranges[r].first,
-                                 events.data() + ranges[r].second, model.needed_until.data());
+        built[r] = build_process(events.data(), order.data() + ranges[r].first,
+                                 order.data() + ranges[r].second, model.needed_until.data());
     });
     // Deterministic layout: processes by (host name, pid), QPs by (process, t_create, qp).
     std::vector<std::string> host_names(names.size());

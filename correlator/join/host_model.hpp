@@ -25,7 +25,7 @@ struct WorkRequest {
     Op family = Op::send;
     WrOpcode opcode = WrOpcode::send;
     bool signaled = true;
-    uint32_t event = 0;  // its record in the (sorted) host events
+    uint32_t event = 0;  // its record: an index into the host events
     // Set by the completion rule (docs/correlation.md 4).
     int64_t t_poll = kNone;  // host clock
     uint16_t wc_status = 0;
@@ -34,7 +34,7 @@ struct WorkRequest {
 
 struct Completion {
     int64_t wall = 0;
-    uint32_t event = 0;  // its record in the (sorted) host events
+    uint32_t event = 0;  // its record: an index into the host events
     uint64_t wr_id = 0;
     int32_t tid = 0;
     uint32_t byte_len = 0;
@@ -92,7 +92,7 @@ struct Process {
 };
 
 struct HostModel {
-    // Per host event (in the sorted order build_host_model leaves them): the host time
+    // Per host event (by its index in the records given to build_host_model): the host time
     // until which the join still needs it - the end of its QP, MR or process for control
     // records, kForever while they live; its own time for records read only once. The live
     // correlator forgets records --ttl after that.
@@ -107,8 +107,9 @@ struct HostModel {
 
 class HostNames;
 
-// Builds the model from every host record of the input (consumed: sorted in place).
-// Processes are independent and built in parallel.
-HostModel build_host_model(HostEvents& events, const HostNames& names);
+// Builds the model from every host record of the input, in any order: the model refers
+// to records by their index in `events` (WorkRequest::event, Completion::event,
+// needed_until). Processes are independent and built in parallel.
+HostModel build_host_model(const HostEvents& events, const HostNames& names);
 
 }  // namespace insert::correlate
