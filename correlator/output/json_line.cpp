@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "dataplane/export/decimal.hpp"
-
 namespace insert::correlate {
 
 void JsonLine::flush() {
@@ -35,38 +33,12 @@ void JsonLine::put(std::string_view text) {
     mark_ = out_.size();
 }
 
-JsonLine& JsonLine::key(std::string_view k) {
-    if (k.size() > kRoom - 4) {  // no key is this long; kept correct all the same
-        if (!first_) put(',');
-        first_ = false;
-        put('"');
-        put(k);
-        put(std::string_view("\":"));
-        return *this;
-    }
-    // `,"key":` in one piece: a record has ~30 keys.
-    char* p = room(k.size() + 4);
-    char* const start = p;
-    if (!first_) *p++ = ',';
+JsonLine& JsonLine::long_key(std::string_view k) {
+    if (!first_) put(',');
     first_ = false;
-    *p++ = '"';
-    std::memcpy(p, k.data(), k.size());
-    p += k.size();
-    *p++ = '"';
-    *p++ = ':';
-    used_ += static_cast<std::size_t>(p - start);
-    return *this;
-}
-
-JsonLine& JsonLine::u(std::string_view k, uint64_t v) {
-    key(k);
-    append_u(v);
-    return *this;
-}
-
-JsonLine& JsonLine::i(std::string_view k, int64_t v) {
-    key(k);
-    append_i(v);
+    put('"');
+    put(k);
+    put(std::string_view("\":"));
     return *this;
 }
 
@@ -121,20 +93,6 @@ JsonLine& JsonLine::raw(std::string_view k, std::string_view raw) {
     key(k);
     put(raw);
     return *this;
-}
-
-void JsonLine::append_u(uint64_t v) {
-    char* p = room(20);  // UINT64_MAX has 20 digits
-    used_ += static_cast<std::size_t>(decimal::write(p, v) - p);
-}
-
-void JsonLine::append_i(int64_t v) {
-    if (v < 0) {
-        put('-');
-        append_u(~static_cast<uint64_t>(v) + 1);
-    } else {
-        append_u(static_cast<uint64_t>(v));
-    }
 }
 
 void JsonLine::append_string(std::string_view v) {

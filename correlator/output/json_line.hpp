@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 #include "correlator/input/records.hpp"
+#include "dataplane/export/decimal.hpp"
 
 namespace insert::correlate {
 
@@ -32,9 +34,32 @@ class JsonLine {
     // Closes the object only (one nested in another record, or in a JSON document).
     void close() { finish("}"); }
 
-    JsonLine& key(std::string_view k);
-    JsonLine& u(std::string_view k, uint64_t v);
-    JsonLine& i(std::string_view k, int64_t v);
+    // Inline, as are u(), i() and append_u(): keys are literals, and where their length is
+    // known at the call the copy is a few moves (a record has ~30 keys and numbers).
+    JsonLine& key(std::string_view k) {
+        if (k.size() > kRoom - 4) return long_key(k);
+        char* p = room(k.size() + 4);  // ,"key":
+        char* const start = p;
+        if (!first_) *p++ = ',';
+        first_ = false;
+        *p++ = '"';
+        std::memcpy(p, k.data(), k.size());
+        p += k.size();
+        *p++ = '"';
+        *p++ = ':';
+        used_ += static_cast<std::size_t>(p - start);
+        return *this;
+    }
+    JsonLine& u(std::string_view k, uint64_t v) {
+        key(k);
+        append_u(v);
+        return *this;
+    }
+    JsonLine& i(std::string_view k, int64_t v) {
+        key(k);
+        append_i(v);
+        return *this;
+    }
     JsonLine& opt(std::string_view k, int64_t v);    // kNone -> null
     JsonLine& opt_u(std::string_view k, int64_t v);  // an unsigned value (VA, rkey) or kNone
     JsonLine& b(std::string_view k, bool v);
@@ -44,8 +69,18 @@ class JsonLine {
     // A nested object or array written by the caller: `raw` is inserted as is.
     JsonLine& raw(std::string_view k, std::string_view raw);
 
-    void append_u(uint64_t v);
-    void append_i(int64_t v);
+    void append_u(uint64_t v) {
+        char* p = room(20);  // UINT64_MAX has 20 digits
+        used_ += static_cast<std::size_t>(decimal::write(p, v) - p);
+    }
+    void append_i(int64_t v) {
+        if (v < 0) {
+            put('-');
+            append_u(~static_cast<uint64_t>(v) + 1);
+        } else {
+            append_u(static_cast<uint64_t>(v));
+        }
+    }
     void append_string(std::string_view v);
 
   private:
@@ -57,6 +92,7 @@ class JsonLine {
     }
     void put(char c) { *room(1) = c, ++used_; }
     void put(std::string_view text);
+    JsonLine& long_key(std::string_view k);  // longer than the buffer (no key is)
     // Moves the buffer into the string.
     void flush();
     void finish(std::string_view tail);
