@@ -268,18 +268,18 @@ uint32_t LineParser::host_id(std::string_view name) {
     return last_host_id_;
 }
 
-bool LineParser::host_ip(value& v, Ip& out, bool& present) {
-    std::string_view text;
-    if (!read_opt_str(v, text)) return false;
-    present = !text.empty();
+bool LineParser::IpCache::read(value& v, Ip& out, bool& present) {
+    std::string_view value_text;
+    if (!read_opt_str(v, value_text)) return false;
+    present = !value_text.empty();
     if (!present) return true;
-    if (text != last_ip_text_) {
-        const auto ip = Ip::parse(text);
-        if (!ip) return false;
-        last_ip_text_.assign(text);
-        last_ip_ = *ip;
+    if (value_text != text) {
+        const auto parsed = Ip::parse(value_text);
+        if (!parsed) return false;
+        text.assign(value_text);
+        ip = *parsed;
     }
-    out = last_ip_;
+    out = ip;
     return true;
 }
 
@@ -383,9 +383,9 @@ LineKind LineParser::parse_msg(object& obj, WireMsg& m, std::string& reason) {
     INSERT_FOR_EACH_FIELD(obj, seen, ([&] {
                               switch (f_) {
                                   case Field::src_ip:
-                                      return read_ip(v_, m.src_ip);
+                                      return src_ip_.read_required(v_, m.src_ip);
                                   case Field::dst_ip:
-                                      return read_ip(v_, m.dst_ip);
+                                      return dst_ip_.read_required(v_, m.dst_ip);
                                   case Field::dst_qpn:
                                       return read_u32(v_, m.dst_qpn);
                                   case Field::src_qpn:
@@ -528,7 +528,7 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
                     return true;
                 }
                 case Field::ip:
-                    return host_ip(v_, e.ip, e.has_ip);
+                    return host_ip_.read(v_, e.ip, e.has_ip);
                 case Field::wall_ns:
                     return read_i64(v_, e.wall);
                 case Field::qp:

@@ -82,9 +82,6 @@ class LineParser {
     LineKind parse_host(simdjson::ondemand::object& obj, HostKind kind, HostEvent& event,
                         std::string& reason);
     uint32_t host_id(std::string_view name);
-    // A host record's `ip`, like read_opt_ip, remembering the last text it parsed: a
-    // stream's records nearly always repeat it.
-    bool host_ip(simdjson::ondemand::value& v, Ip& out, bool& present);
 
     simdjson::ondemand::parser parser_;
     HostNames& hosts_;
@@ -92,8 +89,19 @@ class LineParser {
     // The last host name and its id: a stream's records nearly always share it.
     std::string last_host_;
     uint32_t last_host_id_ = UINT32_MAX;
-    std::string last_ip_text_;  // empty: none yet (an empty or null ip is not cached)
-    Ip last_ip_;
+    // An address field read like read_opt_ip, remembering the last text it parsed: a
+    // stream's records nearly always repeat it (a host's own address, a QP's source and
+    // destination), and inet_pton per record showed in the profile.
+    struct IpCache {
+        std::string text;  // empty: nothing yet (null and empty values are not cached)
+        Ip ip;
+        bool read(simdjson::ondemand::value& v, Ip& out, bool& present);
+        bool read_required(simdjson::ondemand::value& v, Ip& out) {  // like read_ip
+            bool present = false;
+            return read(v, out, present) && present;
+        }
+    };
+    IpCache host_ip_, src_ip_, dst_ip_;
 };
 
 }  // namespace insert::correlate

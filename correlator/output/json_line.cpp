@@ -42,39 +42,12 @@ JsonLine& JsonLine::long_key(std::string_view k) {
     return *this;
 }
 
-JsonLine& JsonLine::opt(std::string_view k, int64_t v) {
-    key(k);
-    if (v == kNone)
-        put(std::string_view("null"));
-    else
-        append_i(v);
-    return *this;
-}
-
 JsonLine& JsonLine::opt_u(std::string_view k, int64_t v) {
     key(k);
     if (v == kNone)
         put(std::string_view("null"));
     else
         append_u(static_cast<uint64_t>(v));
-    return *this;
-}
-
-JsonLine& JsonLine::b(std::string_view k, bool v) {
-    key(k);
-    put(v ? std::string_view("true") : std::string_view("false"));
-    return *this;
-}
-
-JsonLine& JsonLine::null(std::string_view k) {
-    key(k);
-    put(std::string_view("null"));
-    return *this;
-}
-
-JsonLine& JsonLine::s(std::string_view k, std::string_view v) {
-    key(k);
-    append_string(v);
     return *this;
 }
 
@@ -95,7 +68,7 @@ JsonLine& JsonLine::raw(std::string_view k, std::string_view raw) {
     return *this;
 }
 
-void JsonLine::append_string(std::string_view v) {
+void JsonLine::append_escaped(std::string_view v) {
     put('"');
     // The text up to the first character that needs escaping goes in one piece (all of it,
     // for nearly every name).

@@ -34,8 +34,9 @@ class JsonLine {
     // Closes the object only (one nested in another record, or in a JSON document).
     void close() { finish("}"); }
 
-    // Inline, as are u(), i() and append_u(): keys are literals, and where their length is
-    // known at the call the copy is a few moves (a record has ~30 keys and numbers).
+    // The writers of keys, numbers, literals and plain strings are inline: keys are
+    // literals, and where a length is known at the call its copy is a few moves (a record
+    // has ~30 keys). Escaping, addresses and flushing are not.
     JsonLine& key(std::string_view k) {
         if (k.size() > kRoom - 4) return long_key(k);
         char* p = room(k.size() + 4);  // ,"key":
@@ -60,11 +61,30 @@ class JsonLine {
         append_i(v);
         return *this;
     }
-    JsonLine& opt(std::string_view k, int64_t v);    // kNone -> null
+    JsonLine& opt(std::string_view k, int64_t v) {  // kNone -> null
+        key(k);
+        if (v == kNone)
+            put_small("null");
+        else
+            append_i(v);
+        return *this;
+    }
     JsonLine& opt_u(std::string_view k, int64_t v);  // an unsigned value (VA, rkey) or kNone
-    JsonLine& b(std::string_view k, bool v);
-    JsonLine& null(std::string_view k);
-    JsonLine& s(std::string_view k, std::string_view v);
+    JsonLine& b(std::string_view k, bool v) {
+        key(k);
+        put_small(v ? std::string_view("true") : std::string_view("false"));
+        return *this;
+    }
+    JsonLine& null(std::string_view k) {
+        key(k);
+        put_small("null");
+        return *this;
+    }
+    JsonLine& s(std::string_view k, std::string_view v) {
+        key(k);
+        append_string(v);
+        return *this;
+    }
     JsonLine& ip(std::string_view k, const Ip& v);
     // A nested object or array written by the caller: `raw` is inserted as is.
     JsonLine& raw(std::string_view k, std::string_view raw);
@@ -81,7 +101,15 @@ class JsonLine {
             append_u(static_cast<uint64_t>(v));
         }
     }
-    void append_string(std::string_view v);
+    // Names and enum texts are short and need no escape: they go in one piece.
+    void append_string(std::string_view v) {
+        if (v.size() > kShortText || !plain(v)) return append_escaped(v);
+        char* p = room(v.size() + 2);
+        p[0] = '"';
+        std::memcpy(p + 1, v.data(), v.size());
+        p[v.size() + 1] = '"';
+        used_ += v.size() + 2;
+    }
 
   private:
     static constexpr std::size_t kRoom = 1024;
@@ -90,8 +118,19 @@ class JsonLine {
         if (kRoom - used_ < n) flush();
         return buf_ + used_;
     }
+    static constexpr std::size_t kShortText = 256;
+    static bool plain(std::string_view v) {
+        for (const char c : v)
+            if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+        return true;
+    }
+    void append_escaped(std::string_view v);
     void put(char c) { *room(1) = c, ++used_; }
     void put(std::string_view text);
+    void put_small(std::string_view text) {  // text.size() <= kRoom
+        std::memcpy(room(text.size()), text.data(), text.size());
+        used_ += text.size();
+    }
     JsonLine& long_key(std::string_view k);  // longer than the buffer (no key is)
     // Moves the buffer into the string.
     void flush();

@@ -30,7 +30,16 @@ TEST(JsonLine, keys_values_and_nulls_in_the_order_written) {
 }
 
 TEST(JsonLine, strings_are_escaped_wherever_the_special_character_stands) {
-    const std::string cases[] = {"plain", "", "\"lead", "trail\\", "mid\x1b[2Jdle", "\x7f\xc3\xa9"};
+    // Also at the length where plain strings stop being copied in one piece (256 bytes).
+    const std::string cases[] = {"plain",
+                                 "",
+                                 "\"lead",
+                                 "trail\\",
+                                 "mid\x1b[2Jdle",
+                                 "\x7f\xc3\xa9",
+                                 std::string(256, 'a'),
+                                 std::string(257, 'a'),
+                                 std::string(255, 'a') + "\""};
     for (const std::string& text : cases) {
         std::string out;
         JsonLine line(out);
