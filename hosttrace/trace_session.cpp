@@ -1,6 +1,5 @@
 #include "hosttrace/trace_session.hpp"
 
-#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -77,9 +75,6 @@ class Session {
     void scan_processes();
     bool attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in);
     void emit(const json& j);
-    // --netns: whether a process lives in the traced namespace (cached; the cache is
-    // dropped at every housekeeping, as pids are reused).
-    bool in_netns(pid_t pid);
 
     const TraceOptions& opt_;
     OutputSink& out_;
@@ -87,7 +82,6 @@ class Session {
     // `,"host":"NAME"}`: spliced over the closing brace of every record (cheaper than a
     // field added to each json object).
     std::string host_field_;
-    std::unordered_map<pid_t, bool> netns_;
     std::unique_ptr<VerbsTracer> tracer_;
     ProcessTable table_;
     Counters reported_;
@@ -128,19 +122,7 @@ bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t se
     return true;
 }
 
-bool Session::in_netns(pid_t pid) {
-    if (!opt_.netns_inode) return true;
-    const auto cached = netns_.find(pid);
-    if (cached != netns_.end()) return cached->second;
-    struct stat st {};
-    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-    const bool inside = stat(path.c_str(), &st) == 0 && st.st_ino == opt_.netns_inode;
-    netns_.emplace(pid, inside);
-    return inside;
-}
-
 void Session::on_event(const insert_trace_event& e) {
-    if (!in_netns(static_cast<pid_t>(e.pid))) return;
     events_++;
     emit(decode_event(e, table_, wall_offset_));
     if (table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
@@ -221,7 +203,6 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
 }
 
 void Session::housekeeping(bool final) {
-    netns_.clear();
     // Processes found dead, then the ring read: whatever they submitted before dying (the
     // last trace records softverbs flushed at exit) is decoded before their process_exit.
     const std::vector<pid_t> dead = table_.exited();
@@ -278,6 +259,7 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     TracerFilters filters;
     filters.tgid = opt_.pid;
     filters.cgroup_id = opt_.cgroup_id;
+    filters.netns_inode = static_cast<uint32_t>(opt_.netns_inode);
     filters.comm = opt_.comm;
     filters.datapath_sample = opt_.datapath_sample;
     filters.ringbuf_bytes = opt_.ringbuf_bytes;

@@ -81,6 +81,7 @@ std::unique_ptr<VerbsTracer> VerbsTracer::open(const TracerFilters& filters, Eve
     auto* ro = t->skel_->rodata;
     ro->filter_tgid = static_cast<uint32_t>(filters.tgid);
     ro->filter_cgroup = filters.cgroup_id;
+    ro->filter_netns = filters.netns_inode;
     ro->datapath_sample = filters.datapath_sample;
     // A quarter of the ring: the reader is woken early enough that a burst arriving while
     // it sleeps on its timer does not fill the ring.

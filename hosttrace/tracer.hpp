@@ -25,6 +25,7 @@ namespace insert::hosttrace {
 struct TracerFilters {
     pid_t tgid = 0;
     uint64_t cgroup_id = 0;
+    uint32_t netns_inode = 0;  // --netns: also filtered in the BPF programs
     std::string comm;
     uint32_t datapath_sample = 1;
     uint32_t ringbuf_bytes = 4u << 20;

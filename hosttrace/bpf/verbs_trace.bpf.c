@@ -18,6 +18,11 @@ const volatile __u32 filter_tgid = 0;
 const volatile __u64 filter_cgroup = 0;
 const volatile bool filter_by_comm = false;
 const volatile char filter_comm[16] = {};
+/* --netns: the inode of the network namespace whose processes are traced (0: any). Checked
+ * here, not only in user space: uprobes fire for every process that maps the library, and
+ * with one tracer per emulated host each ring would otherwise carry every host's work
+ * requests - enough, on a busy host, to fill it and drop another host's control records. */
+const volatile __u32 filter_netns = 0;
 /* 0: data path off (probes never attached); 1: every call; N: one call in N. */
 const volatile __u32 datapath_sample = 1;
 /* Data-path records wake the reader only when this much is waiting (set to a fraction of
@@ -76,9 +81,16 @@ static __always_inline bool comm_matches(const char* comm) {
     return true;
 }
 
+static __always_inline bool in_traced_netns(void) {
+    if (!filter_netns) return true;
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    return BPF_CORE_READ(task, nsproxy, net_ns, ns.inum) == filter_netns;
+}
+
 static __always_inline bool traced_task(void) {
     if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid) return false;
     if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup) return false;
+    if (!in_traced_netns()) return false;
     if (filter_by_comm) {
         char comm[16];
         bpf_get_current_comm(comm, sizeof(comm));
@@ -507,6 +519,7 @@ int BPF_KPROBE(sv_flush_site, const void* recs, __u32 n, __u32 owner_tid, const 
     __u64 id = bpf_get_current_pid_tgid();
     if (filter_tgid && (id >> 32) != filter_tgid) return 0;
     if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup) return 0;
+    if (!in_traced_netns()) return 0;
     const bool own = (__u32)id == owner_tid;
     if (filter_by_comm) {
         char comm[16] = {};

@@ -119,6 +119,11 @@ def check_trace(workload, traces, attacks):
     for h, recs in traces.items():
         check(all(r.get("host") == h for r in recs if r.get("type") in ("verb", "process_exit")),
               f"trace-{h}.jsonl: records of another host")
+        # Every record the checks below count must have reached the file: a full ring loses
+        # control records too.
+        stats = [r for r in recs if r.get("type") == "trace_stats"]
+        check(len(stats) == 1, f"trace-{h}.jsonl: {len(stats)} trace_stats records")
+        check(stats[0]["ringbuf_drops"] == 0, f"trace-{h}.jsonl: {stats[0]}")
     for p in workload["processes"]:
         mine = by_pid.get(p["pid"], [])
         # insert-trace --netns: a process is in its own host's file only.
@@ -159,7 +164,8 @@ def check_trace(workload, traces, attacks):
     posts = [r for r in by_pid[guess["pid"]] if r["verb"] == "post_send"]
     check(len(posts) == guess["packets_sent"],
           f"rkey-guess: {len(posts)} posts traced, it reports {guess['packets_sent']}")
-    print(f"trace: {len(verbs)} verb records; every perftest QP and its peer as perftest printed it")
+    print(f"trace: {len(verbs)} verb records, none lost; every perftest QP and its peer as perftest "
+          "printed it")
 
 
 def final_qps(dp):

@@ -809,28 +809,46 @@ def test_scan_finds_library(tmp):
 
 def test_netns_filter(tmp):
     """--netns: one tracer per emulated host. ib_write_bw's server in namespace A and client
-    in B, a tracer for A only: the server's verbs are traced, none of the client's."""
+    in B, a tracer for A only: the server's verbs are traced, none of the client's. Twice:
+    the second time the tracer is stopped until both have exited, and the server's records,
+    read after its death, are kept all the same (the namespace is the caller's at the call)."""
     r = subprocess.run([TRACER, "--netns", "insert-no-such-netns"], capture_output=True, text=True)
     check(r.returncode == 2 and "--netns insert-no-such-netns" in r.stderr, f"bad --netns: {r}")
     net = Netns()
+    servers, clients = [], []
     try:
         tracer = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0", "--netns", net.a)
         start = next(r for r in tracer.records() if r.get("type") == "trace_start")
         check(start["netns"] == net.a, f"trace_start {start}")
         args = ["ib_write_bw", "-F", "-n", "20", "-s", "4096"]
         with open(os.path.join(tmp, "perftest.log"), "w") as log:
-            server = net.run(net.a, args, stdout=log, stderr=subprocess.STDOUT)
-            wait_until(lambda: net.listening(net.a, 18515) or server.poll() is not None, "perftest server")
-            client = net.run(net.b, args + [net.ip_a], stdout=log, stderr=subprocess.STDOUT)
-            check(client.wait(timeout=90) == 0 and server.wait(timeout=90) == 0, "ib_write_bw failed")
-        tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == server.pid,
-                           "process_exit of the server")
-        tracer.stop()
+            for stopped in (False, True):
+                if stopped:
+                    tracer.proc.send_signal(signal.SIGSTOP)
+                try:
+                    server = net.run(net.a, args, stdout=log, stderr=subprocess.STDOUT)
+                    wait_until(lambda: net.listening(net.a, 18515) or server.poll() is not None,
+                               "perftest server")
+                    client = net.run(net.b, args + [net.ip_a], stdout=log, stderr=subprocess.STDOUT)
+                    check(client.wait(timeout=90) == 0 and server.wait(timeout=90) == 0,
+                          "ib_write_bw failed")
+                finally:
+                    tracer.proc.send_signal(signal.SIGCONT)
+                servers.append(server.pid)
+                clients.append(client.pid)
+                tracer.wait_record(lambda r: r.get("type") == "process_exit" and r["pid"] == server.pid,
+                                   "process_exit of the server")
+        stats = tracer.stop()
     finally:
         net.close()
     pids = {r.get("pid") for r in tracer.records() if r.get("type") in ("verb", "process_exit")}
-    check(pids == {server.pid}, f"traced pids {pids}: server {server.pid}, client {client.pid}")
-    check(any(r.get("verb") == "create_qp" for r in tracer.records()), "no create_qp of the server")
+    check(pids == set(servers), f"traced pids {pids}: servers {servers}, clients {clients}")
+    for pid in servers:
+        verbs = {(r["verb"], r.get("state")) for r in tracer.records()
+                 if r.get("type") == "verb" and r["pid"] == pid}
+        check({("create_qp", None), ("modify_qp", "RTR"), ("destroy_qp", None)} <= verbs,
+              f"server {pid}: verbs {sorted(verbs, key=str)}")
+    check(stats["ringbuf_drops"] == 0, f"trace_stats {stats}")
 
 
 TESTS = {
