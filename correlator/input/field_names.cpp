@@ -104,6 +104,7 @@ void FieldTable::add(std::string_view name, Field field) {
     std::memcpy(raw.word, text.data(), text.size());
     std::memcpy(raw.mask, mask.data(), mask.size());
     raw.field = field;
+    raw.length = static_cast<uint8_t>(name.size());
     slot = raw_hash(text.data());
     while (raw_[slot].field != Field::unknown) slot = (slot + 1) & (kSlots - 1);
     raw_[slot] = raw;

@@ -91,15 +91,30 @@ class FieldTable {
     // key as it stands (an unknown key, or one with an escape: the caller then finds the
     // key's end, unescapes it if it must, and asks find()).
     Field find_raw(const char* k) const {
-        uint64_t w[2];
-        std::memcpy(w, k, sizeof w);
+        const uint32_t slot = find_raw_slot(k);
+        return slot == kNoSlot ? Field::unknown : raw_[slot].field;
+    }
+    // The same by slot of the raw table, so that a caller can guess the next key from the
+    // previous one (producers write their keys in one order) and confirm the guess with one
+    // compare: kNoSlot when no name matches.
+    static constexpr uint32_t kSlots = 256;  // > 4x the keys: probes are short
+    static constexpr uint32_t kNoSlot = kSlots;
+    uint32_t find_raw_slot(const char* k) const {
         for (uint32_t slot = raw_hash(k);; slot = (slot + 1) & (kSlots - 1)) {
             const RawEntry& e = raw_[slot];
-            if (e.field == Field::unknown) return Field::unknown;
-            if (((w[0] ^ e.word[0]) & e.mask[0]) == 0 && ((w[1] ^ e.word[1]) & e.mask[1]) == 0)
-                return e.field;
+            if (e.field == Field::unknown) return kNoSlot;
+            if (raw_slot_matches(slot, k)) return slot;
         }
     }
+    bool raw_slot_matches(uint32_t slot, const char* k) const {
+        uint64_t w[2];
+        std::memcpy(w, k, sizeof w);
+        const RawEntry& e = raw_[slot];
+        return ((w[0] ^ e.word[0]) & e.mask[0]) == 0 && ((w[1] ^ e.word[1]) & e.mask[1]) == 0;
+    }
+    Field raw_field(uint32_t slot) const { return raw_[slot].field; }
+    // The length of the key in a slot (ignored keys have no name() to tell it).
+    std::size_t raw_length(uint32_t slot) const { return raw_[slot].length; }
     // A field's key, as the input spells it.
     std::string_view name(Field f) const { return names_[static_cast<std::size_t>(f)]; }
     Field find(std::string_view key) const {
@@ -113,7 +128,6 @@ class FieldTable {
 
   private:
     void add(std::string_view name, Field field);
-    static constexpr uint32_t kSlots = 256;  // > 4x the keys: probes are short
     struct Entry {
         std::string_view name;
         Field field = Field::unknown;
@@ -131,6 +145,7 @@ class FieldTable {
         uint64_t word[2] = {};
         uint64_t mask[2] = {};
         Field field = Field::unknown;
+        uint8_t length = 0;
     };
     static uint32_t raw_hash(const char* k) {
         return (static_cast<uint8_t>(k[0]) * 31u + static_cast<uint8_t>(k[1]) * 7u +

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "correlator/input/field_names.hpp"
+#include "correlator/input/flat_object.hpp"
 
 namespace insert::correlate {
 
@@ -15,25 +16,58 @@ using simdjson::ondemand::object;
 using simdjson::ondemand::value;
 
 // Field readers: false when the JSON value has another type (the caller reports the key).
+// Each primitive exists for simdjson's values and for the flat path's (flat_object.hpp);
+// the readers built on them are templates over both.
 bool read_u64(value& v, uint64_t& out) {
     return v.get_uint64().get(out) == SUCCESS;
 }
+bool read_u64(FlatValue& v, uint64_t& out) {
+    return flat_u64(v, out);
+}
 
-bool read_u32(value& v, uint32_t& out) {
+bool read_i64(value& v, int64_t& out) {
+    return v.get_int64().get(out) == SUCCESS;
+}
+bool read_i64(FlatValue& v, int64_t& out) {
+    return flat_i64(v, out);
+}
+
+bool is_null(value& v) {
+    bool null = false;
+    return v.is_null().get(null) == SUCCESS && null;
+}
+bool is_null(FlatValue& v) {
+    return v.kind == 'n';
+}
+
+bool read_str(value& v, std::string_view& out) {
+    return v.get_string().get(out) == SUCCESS;
+}
+bool read_str(FlatValue& v, std::string_view& out) {
+    out = v.text;
+    return v.kind == '"';
+}
+
+bool read_bool(value& v, bool& out) {
+    return v.get_bool().get(out) == SUCCESS;
+}
+bool read_bool(FlatValue& v, bool& out) {
+    out = v.kind == 't';
+    return v.kind == 't' || v.kind == 'f';
+}
+
+template <class V>
+bool read_u32(V& v, uint32_t& out) {
     uint64_t x;
     if (!read_u64(v, x) || x > UINT32_MAX) return false;
     out = static_cast<uint32_t>(x);
     return true;
 }
 
-bool read_i64(value& v, int64_t& out) {
-    return v.get_int64().get(out) == SUCCESS;
-}
-
 // Unsigned, or null (kNone). Values above INT64_MAX (a 64-bit VA or wr_id) keep their bits.
-bool read_opt_u64(value& v, int64_t& out) {
-    bool null = false;
-    if (v.is_null().get(null) == SUCCESS && null) {
+template <class V>
+bool read_opt_u64(V& v, int64_t& out) {
+    if (is_null(v)) {
         out = kNone;
         return true;
     }
@@ -43,35 +77,28 @@ bool read_opt_u64(value& v, int64_t& out) {
     return true;
 }
 
-bool read_opt_i64(value& v, int64_t& out) {
-    bool null = false;
-    if (v.is_null().get(null) == SUCCESS && null) {
+template <class V>
+bool read_opt_i64(V& v, int64_t& out) {
+    if (is_null(v)) {
         out = kNone;
         return true;
     }
     return read_i64(v, out);
 }
 
-bool read_str(value& v, std::string_view& out) {
-    return v.get_string().get(out) == SUCCESS;
-}
-
 // A string or null (empty view).
-bool read_opt_str(value& v, std::string_view& out) {
-    bool null = false;
-    if (v.is_null().get(null) == SUCCESS && null) {
+template <class V>
+bool read_opt_str(V& v, std::string_view& out) {
+    if (is_null(v)) {
         out = {};
         return true;
     }
     return read_str(v, out);
 }
 
-bool read_bool(value& v, bool& out) {
-    return v.get_bool().get(out) == SUCCESS;
-}
-
 // IP text or null; false for a string that is no address.
-bool read_opt_ip(value& v, Ip& out, bool& present) {
+template <class V>
+bool read_opt_ip(V& v, Ip& out, bool& present) {
     std::string_view text;
     if (!read_opt_str(v, text)) return false;
     present = !text.empty();
@@ -82,13 +109,15 @@ bool read_opt_ip(value& v, Ip& out, bool& present) {
     return true;
 }
 
-bool read_ip(value& v, Ip& out) {
+template <class V>
+bool read_ip(V& v, Ip& out) {
     bool present = false;
     return read_opt_ip(v, out, present) && present;
 }
 
 // insert-trace's pointers: "0x7f..." (hex) or null (0).
-bool read_pointer(value& v, uint64_t& out) {
+template <class V>
+bool read_pointer(V& v, uint64_t& out) {
     std::string_view text;
     if (!read_opt_str(v, text)) return false;
     out = 0;
@@ -151,6 +180,11 @@ uint32_t access_bit(std::string_view name) {
     return 0;
 }
 
+// Flat lines have no arrays (a line with one takes the general path).
+bool read_access_names(FlatValue&, uint32_t&) {
+    return false;
+}
+
 bool read_access_names(value& v, uint32_t& bits) {
     simdjson::ondemand::array names;
     if (v.get_array().get(names) != SUCCESS) return false;
@@ -201,6 +235,21 @@ bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field&
     if (field.unescaped_key().get(key) != SUCCESS) return false;
     out = fields.find(key);
     return true;
+}
+
+// The record types of the inputs (docs/correlation.md section 1).
+enum class RecordType : uint8_t { msg, qp, verb, process_exit, lost, ignored, unknown };
+
+RecordType record_type(std::string_view type) {
+    if (type == "msg") return RecordType::msg;
+    if (type == "verb") return RecordType::verb;
+    if (type == "qp") return RecordType::qp;
+    if (type == "process_exit") return RecordType::process_exit;
+    if (type == "lost") return RecordType::lost;
+    if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
+        type == "trace_stats")
+        return RecordType::ignored;
+    return RecordType::unknown;
 }
 
 LineKind bad(std::string& reason, std::string_view key, std::string_view what) {
@@ -268,7 +317,8 @@ uint32_t LineParser::host_id(std::string_view name) {
     return last_host_id_;
 }
 
-bool LineParser::IpCache::read(value& v, Ip& out, bool& present) {
+template <class V>
+bool LineParser::IpCache::read(V& v, Ip& out, bool& present) {
     std::string_view value_text;
     if (!read_opt_str(v, value_text)) return false;
     present = !value_text.empty();
@@ -299,6 +349,11 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
         reason = "not a JSON object";
         return LineKind::not_json;
     }
+    if (flat_path_ && flat_.scan(line + first, last - first, fields_)) {
+        const LineKind kind = parse_flat(msg, qp, event, reason);
+        if (kind != LineKind::bad_field && kind != LineKind::not_json) return kind;
+        // A record the join cannot use: the general path below decides, and words, why.
+    }
     simdjson::ondemand::document doc;
     if (parser_.iterate(line, len, capacity).get(doc) != SUCCESS) {
         reason = "not JSON";
@@ -324,108 +379,168 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
         if (!read_str(v, type)) return bad(reason, "type", "not a string");
     }
     // The view points into the parser's string buffer, which later strings do not reuse.
-    LineKind kind;
-    if (type == "msg") {
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-        kind = parse_msg(obj, msg, reason);
-    } else if (type == "qp") {
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-        kind = parse_qp(obj, qp, reason);
-    } else if (type == "verb") {
-        value v;
-        std::string_view verb;
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-        const auto error = obj.find_field_unordered("verb").get(v);
-        if (error == simdjson::NO_SUCH_FIELD) return bad(reason, "verb", "missing");
-        if (error != SUCCESS) return LineKind::not_json;
-        if (!read_str(v, verb)) return bad(reason, "verb", "not a string");
-        HostKind host_kind;
-        if (!parse_host_kind(verb, host_kind)) return LineKind::ignored;
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-        kind = parse_host(obj, host_kind, event, reason);
-    } else if (type == "process_exit" || type == "lost") {
-        if (obj.reset().error() != SUCCESS) return LineKind::not_json;
-        kind = parse_host(obj, type == "lost" ? HostKind::lost : HostKind::process_exit, event,
-                          reason);
-    } else if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
-               type == "trace_stats") {
-        return LineKind::ignored;
-    } else {
+    const RecordType record = record_type(type);
+    if (record == RecordType::ignored) return LineKind::ignored;
+    if (record == RecordType::unknown) {
         reason = "unknown record type \"" + std::string(type) + "\"";
         return LineKind::unknown_type;
     }
-    return kind;
+    if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+    switch (record) {
+        case RecordType::msg:
+            return parse_msg(obj, msg, reason);
+        case RecordType::qp:
+            return parse_qp(obj, qp, reason);
+        case RecordType::process_exit:
+            return parse_host(obj, HostKind::process_exit, event, reason);
+        case RecordType::lost:
+            return parse_host(obj, HostKind::lost, event, reason);
+        default:
+            break;
+    }
+    value v;
+    std::string_view verb;
+    const auto error = obj.find_field_unordered("verb").get(v);
+    if (error == simdjson::NO_SUCH_FIELD) return bad(reason, "verb", "missing");
+    if (error != SUCCESS) return LineKind::not_json;
+    if (!read_str(v, verb)) return bad(reason, "verb", "not a string");
+    HostKind host_kind;
+    if (!parse_host_kind(verb, host_kind)) return LineKind::ignored;
+    if (obj.reset().error() != SUCCESS) return LineKind::not_json;
+    return parse_host(obj, host_kind, event, reason);
 }
 
-// Iterates the object's fields; `body(field, value)` returns false to stop with a bad field.
-#define INSERT_FOR_EACH_FIELD(obj, seen, body)                                    \
-    for (auto field_result : obj) {                                               \
-        simdjson::ondemand::field field_;                                         \
-        if (std::move(field_result).get(field_) != SUCCESS) {                     \
-            reason = "not JSON";                                                  \
-            return LineKind::not_json;                                            \
-        }                                                                         \
-        Field f_;                                                                 \
-        if (!field_of(field_, fields_, f_)) {                                     \
-            reason = "not JSON";                                                  \
-            return LineKind::not_json;                                            \
-        }                                                                         \
-        if (f_ == Field::unknown || f_ == Field::ignored) continue;               \
-        value v_ = field_.value();                                                \
-        seen |= bit(f_);                                                          \
-        if (!(body)) return bad(reason, fields_.name(f_), "wrong type or value"); \
+// The same dispatch over a flat line (flat_ holds its fields); bad_field or not_json for
+// anything the general path must decide or word.
+LineKind LineParser::parse_flat(WireMsg& msg, WireQp& qp, HostEvent& event, std::string& reason) {
+    const FlatValue* type = flat_.first(Field::type);
+    if (!type || type->kind != '"') return LineKind::not_json;
+    switch (record_type(type->text)) {
+        case RecordType::msg:
+            return parse_msg(flat_, msg, reason);
+        case RecordType::qp:
+            return parse_qp(flat_, qp, reason);
+        case RecordType::process_exit:
+            return parse_host(flat_, HostKind::process_exit, event, reason);
+        case RecordType::lost:
+            return parse_host(flat_, HostKind::lost, event, reason);
+        case RecordType::ignored:
+            return LineKind::ignored;
+        case RecordType::unknown:
+            return LineKind::not_json;
+        case RecordType::verb:
+            break;
     }
+    const FlatValue* verb = flat_.first(Field::verb);
+    if (!verb || verb->kind != '"') return LineKind::not_json;
+    HostKind host_kind;
+    if (!parse_host_kind(verb->text, host_kind)) return LineKind::ignored;
+    return parse_host(flat_, host_kind, event, reason);
+}
 
-LineKind LineParser::parse_msg(object& obj, WireMsg& m, std::string& reason) {
+namespace {
+
+// How a walk over a record's fields ended: every field read, the line not JSON after all
+// (the on-demand parser finds that out as it goes), or a field of the wrong type or value.
+struct Walked {
+    enum class End : uint8_t { read, not_json, bad_field } end = End::read;
+    Field field = Field::unknown;
+};
+
+// Visits the fields the correlator reads, in line order: `body(field, value)` returns false
+// to stop at a field of the wrong type or value. `seen` collects the fields visited.
+template <class Body>
+Walked walk_fields(object& obj, const FieldTable& fields, uint64_t& seen, Body&& body) {
+    for (auto field_result : obj) {
+        simdjson::ondemand::field field;
+        if (std::move(field_result).get(field) != SUCCESS) return {Walked::End::not_json};
+        Field f;
+        if (!field_of(field, fields, f)) return {Walked::End::not_json};
+        if (f == Field::unknown || f == Field::ignored) continue;
+        value v = field.value();
+        seen |= bit(f);
+        if (!body(f, v)) return {Walked::End::bad_field, f};
+    }
+    return {};
+}
+
+template <class Body>
+Walked walk_fields(const FlatObject& obj, const FieldTable&, uint64_t& seen, Body&& body) {
+    for (const FlatField& item : obj) {
+        FlatValue v = item.value;
+        seen |= bit(item.field);
+        if (!body(item.field, v)) return {Walked::End::bad_field, item.field};
+    }
+    return {};
+}
+
+LineKind walk_failed(const Walked& w, const FieldTable& fields, std::string& reason) {
+    if (w.end == Walked::End::not_json) {
+        reason = "not JSON";
+        return LineKind::not_json;
+    }
+    return bad(reason, fields.name(w.field), "wrong type or value");
+}
+
+}  // namespace
+
+// Walks the fields of `obj` with `body`, returning from the caller when the walk failed.
+#define INSERT_WALK_FIELDS(obj, seen, ...)                                   \
+    if (const Walked walked_ = walk_fields(obj, fields_, seen, __VA_ARGS__); \
+        walked_.end != Walked::End::read)                                    \
+        return walk_failed(walked_, fields_, reason);
+
+template <class Fields>
+LineKind LineParser::parse_msg(Fields& obj, WireMsg& m, std::string& reason) {
     m = WireMsg{};
     uint64_t seen = 0;
     std::string_view text;
-    INSERT_FOR_EACH_FIELD(obj, seen, ([&] {
-                              switch (f_) {
-                                  case Field::src_ip:
-                                      return src_ip_.read_required(v_, m.src_ip);
-                                  case Field::dst_ip:
-                                      return dst_ip_.read_required(v_, m.dst_ip);
-                                  case Field::dst_qpn:
-                                      return read_u32(v_, m.dst_qpn);
-                                  case Field::src_qpn:
-                                      return read_opt_u64(v_, m.src_qpn);
-                                  case Field::op:
-                                      return read_str(v_, text) && parse_op(text, m.op);
-                                  case Field::imm:
-                                      return read_opt_u64(v_, m.imm);
-                                  case Field::psn_first:
-                                      return read_u32(v_, m.psn_first);
-                                  case Field::psn_last:
-                                      return read_u32(v_, m.psn_last);
-                                  case Field::pkts:
-                                      return read_u32(v_, m.pkts);
-                                  case Field::bytes:
-                                      return read_u64(v_, m.bytes);
-                                  case Field::va:
-                                      return read_opt_u64(v_, m.va);
-                                  case Field::rkey:
-                                      return read_opt_u64(v_, m.rkey);
-                                  case Field::dma_len:
-                                      return read_opt_u64(v_, m.dma_len);
-                                  case Field::t_first_ns:
-                                      return read_i64(v_, m.t_first);
-                                  case Field::t_last_ns:
-                                      return read_i64(v_, m.t_last);
-                                  case Field::t_ack_ns:
-                                      return read_opt_i64(v_, m.t_ack);
-                                  case Field::retx_pkts:
-                                      return read_u32(v_, m.retx_pkts);
-                                  case Field::naks:
-                                      return read_u32(v_, m.naks);
-                                  case Field::rnr_naks:
-                                      return read_u32(v_, m.rnr_naks);
-                                  case Field::status:
-                                      return read_str(v_, text) && parse_status(text, m.status);
-                                  default:
-                                      return true;
-                              }
-                          }()));
+    INSERT_WALK_FIELDS(obj, seen, [&](Field f_, auto& v_) {
+        switch (f_) {
+            case Field::src_ip:
+                return src_ip_.read_required(v_, m.src_ip);
+            case Field::dst_ip:
+                return dst_ip_.read_required(v_, m.dst_ip);
+            case Field::dst_qpn:
+                return read_u32(v_, m.dst_qpn);
+            case Field::src_qpn:
+                return read_opt_u64(v_, m.src_qpn);
+            case Field::op:
+                return read_str(v_, text) && parse_op(text, m.op);
+            case Field::imm:
+                return read_opt_u64(v_, m.imm);
+            case Field::psn_first:
+                return read_u32(v_, m.psn_first);
+            case Field::psn_last:
+                return read_u32(v_, m.psn_last);
+            case Field::pkts:
+                return read_u32(v_, m.pkts);
+            case Field::bytes:
+                return read_u64(v_, m.bytes);
+            case Field::va:
+                return read_opt_u64(v_, m.va);
+            case Field::rkey:
+                return read_opt_u64(v_, m.rkey);
+            case Field::dma_len:
+                return read_opt_u64(v_, m.dma_len);
+            case Field::t_first_ns:
+                return read_i64(v_, m.t_first);
+            case Field::t_last_ns:
+                return read_i64(v_, m.t_last);
+            case Field::t_ack_ns:
+                return read_opt_i64(v_, m.t_ack);
+            case Field::retx_pkts:
+                return read_u32(v_, m.retx_pkts);
+            case Field::naks:
+                return read_u32(v_, m.naks);
+            case Field::rnr_naks:
+                return read_u32(v_, m.rnr_naks);
+            case Field::status:
+                return read_str(v_, text) && parse_status(text, m.status);
+            default:
+                return true;
+        }
+    });
     constexpr uint64_t kRequired = bit(Field::src_ip) | bit(Field::dst_ip) | bit(Field::dst_qpn) |
                                    bit(Field::op) | bit(Field::psn_first) | bit(Field::bytes) |
                                    bit(Field::t_first_ns) | bit(Field::status);
@@ -444,41 +559,42 @@ LineKind LineParser::parse_msg(object& obj, WireMsg& m, std::string& reason) {
     return LineKind::wire_msg;
 }
 
-LineKind LineParser::parse_qp(object& obj, WireQp& q, std::string& reason) {
+template <class Fields>
+LineKind LineParser::parse_qp(Fields& obj, WireQp& q, std::string& reason) {
     q = WireQp{};
     uint64_t seen = 0;
     std::string_view text;
     int64_t t_first = kNone, t_last = kNone;
-    INSERT_FOR_EACH_FIELD(obj, seen, ([&] {
-                              switch (f_) {
-                                  case Field::ip:
-                                      return read_ip(v_, q.ip);
-                                  case Field::qpn:
-                                      return read_u32(v_, q.qpn);
-                                  case Field::peer_ip:
-                                      return read_opt_ip(v_, q.peer_ip, q.has_peer_ip);
-                                  case Field::peer_qpn:
-                                      return read_opt_u64(v_, q.peer_qpn);
-                                  case Field::pair_by:
-                                      if (!read_opt_str(v_, text)) return false;
-                                      q.pair_by = parse_pair_by(text);
-                                      return true;
-                                  case Field::pkts:
-                                      return read_u64(v_, q.pkts);
-                                  case Field::cnps:
-                                      return read_u64(v_, q.cnps);
-                                  case Field::ecn_ce:
-                                      return read_u64(v_, q.ecn_ce);
-                                  case Field::t_first_ns:
-                                      return read_opt_i64(v_, t_first);
-                                  case Field::t_last_ns:
-                                      return read_opt_i64(v_, t_last);
-                                  case Field::final:
-                                      return read_bool(v_, q.final);
-                                  default:
-                                      return true;
-                              }
-                          }()));
+    INSERT_WALK_FIELDS(obj, seen, [&](Field f_, auto& v_) {
+        switch (f_) {
+            case Field::ip:
+                return read_ip(v_, q.ip);
+            case Field::qpn:
+                return read_u32(v_, q.qpn);
+            case Field::peer_ip:
+                return read_opt_ip(v_, q.peer_ip, q.has_peer_ip);
+            case Field::peer_qpn:
+                return read_opt_u64(v_, q.peer_qpn);
+            case Field::pair_by:
+                if (!read_opt_str(v_, text)) return false;
+                q.pair_by = parse_pair_by(text);
+                return true;
+            case Field::pkts:
+                return read_u64(v_, q.pkts);
+            case Field::cnps:
+                return read_u64(v_, q.cnps);
+            case Field::ecn_ce:
+                return read_u64(v_, q.ecn_ce);
+            case Field::t_first_ns:
+                return read_opt_i64(v_, t_first);
+            case Field::t_last_ns:
+                return read_opt_i64(v_, t_last);
+            case Field::final:
+                return read_bool(v_, q.final);
+            default:
+                return true;
+        }
+    });
     constexpr uint64_t kRequired = bit(Field::ip) | bit(Field::qpn) | bit(Field::t_first_ns);
     if ((seen & kRequired) != kRequired || t_first == kNone)
         return missing(reason, seen | (t_first == kNone ? 0 : bit(Field::t_first_ns)), kRequired,
@@ -488,7 +604,8 @@ LineKind LineParser::parse_qp(object& obj, WireQp& q, std::string& reason) {
     return LineKind::wire_qp;
 }
 
-LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::string& reason) {
+template <class Fields>
+LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::string& reason) {
     e = HostEvent{};
     e.kind = kind;
     uint64_t seen = 0;
@@ -497,161 +614,160 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
     if (kind == HostKind::reg_mr || kind == HostKind::dereg_mr) e.u.mr.rkey = e.u.mr.iova = kNone;
     if (kind == HostKind::post_send) e.u.post.remote_addr = e.u.post.rkey = kNone;
     bool has_peer = false;
-    INSERT_FOR_EACH_FIELD(
-        obj, seen, ([&] {
-            switch (f_) {
-                case Field::host:
-                    if (!read_str(v_, text)) return false;
-                    e.host = host_id(text);
-                    return true;
-                case Field::pid: {
-                    int64_t x;
-                    if (!read_i64(v_, x)) return false;
-                    e.pid = static_cast<int32_t>(x);
-                    return true;
-                }
-                case Field::tid: {
-                    int64_t x;
-                    if (!read_i64(v_, x)) return false;
-                    e.tid = static_cast<int32_t>(x);
-                    return true;
-                }
-                case Field::comm:
-                    if (!read_str(v_, text)) return false;
-                    e.comm.len = static_cast<uint8_t>(std::min(text.size(), e.comm.chars.size()));
-                    std::copy_n(text.data(), e.comm.len, e.comm.chars.data());
-                    return true;
-                case Field::cgroup: {
-                    int64_t x;
-                    if (!read_opt_u64(v_, x)) return false;
-                    e.cgroup = x == kNone ? 0 : static_cast<uint64_t>(x);
-                    return true;
-                }
-                case Field::ip:
-                    return host_ip_.read(v_, e.ip, e.has_ip);
-                case Field::wall_ns:
-                    return read_i64(v_, e.wall);
-                case Field::qp:
-                case Field::mr:
-                    return read_pointer(v_, e.obj);
-                case Field::qpn: {
-                    int64_t x;
-                    if (!read_opt_u64(v_, x)) return false;
-                    e.qpn = x == kNone ? 0 : static_cast<uint32_t>(x);
-                    return true;
-                }
-                case Field::ret: {
-                    int64_t x;
-                    if (!read_i64(v_, x)) return false;
-                    e.ret = static_cast<int32_t>(x);
-                    return true;
-                }
-                default:
-                    break;
+    INSERT_WALK_FIELDS(obj, seen, [&](Field f_, auto& v_) {
+        switch (f_) {
+            case Field::host:
+                if (!read_str(v_, text)) return false;
+                e.host = host_id(text);
+                return true;
+            case Field::pid: {
+                int64_t x;
+                if (!read_i64(v_, x)) return false;
+                e.pid = static_cast<int32_t>(x);
+                return true;
             }
-            switch (kind) {
-                case HostKind::create_qp:
-                    if (f_ == Field::qp_type) {
+            case Field::tid: {
+                int64_t x;
+                if (!read_i64(v_, x)) return false;
+                e.tid = static_cast<int32_t>(x);
+                return true;
+            }
+            case Field::comm:
+                if (!read_str(v_, text)) return false;
+                e.comm.len = static_cast<uint8_t>(std::min(text.size(), e.comm.chars.size()));
+                std::copy_n(text.data(), e.comm.len, e.comm.chars.data());
+                return true;
+            case Field::cgroup: {
+                int64_t x;
+                if (!read_opt_u64(v_, x)) return false;
+                e.cgroup = x == kNone ? 0 : static_cast<uint64_t>(x);
+                return true;
+            }
+            case Field::ip:
+                return host_ip_.read(v_, e.ip, e.has_ip);
+            case Field::wall_ns:
+                return read_i64(v_, e.wall);
+            case Field::qp:
+            case Field::mr:
+                return read_pointer(v_, e.obj);
+            case Field::qpn: {
+                int64_t x;
+                if (!read_opt_u64(v_, x)) return false;
+                e.qpn = x == kNone ? 0 : static_cast<uint32_t>(x);
+                return true;
+            }
+            case Field::ret: {
+                int64_t x;
+                if (!read_i64(v_, x)) return false;
+                e.ret = static_cast<int32_t>(x);
+                return true;
+            }
+            default:
+                break;
+        }
+        switch (kind) {
+            case HostKind::create_qp:
+                if (f_ == Field::qp_type) {
+                    if (!read_opt_str(v_, text)) return false;
+                    e.u.create.rc_family = text == "RC" || text == "UC" || text == "XRC_SEND";
+                    e.u.create.uc = text == "UC";
+                } else if (f_ == Field::pd) {
+                    return read_pointer(v_, e.u.create.pd);
+                }
+                return true;
+            case HostKind::modify_qp:
+                switch (f_) {
+                    case Field::state:
                         if (!read_opt_str(v_, text)) return false;
-                        e.u.create.rc_family = text == "RC" || text == "UC" || text == "XRC_SEND";
-                        e.u.create.uc = text == "UC";
-                    } else if (f_ == Field::pd) {
-                        return read_pointer(v_, e.u.create.pd);
+                        mod.state = text == "RTR"   ? QpState::rtr
+                                    : text == "RTS" ? QpState::rts
+                                                    : QpState::other;
+                        return true;
+                    case Field::dest_qpn:
+                        mod.has_dest_qpn = true;
+                        return read_u32(v_, mod.dest_qpn);
+                    case Field::sq_psn:
+                        mod.has_sq_psn = true;
+                        return read_u32(v_, mod.sq_psn);
+                    case Field::rq_psn:
+                        mod.has_rq_psn = true;
+                        return read_u32(v_, mod.rq_psn);
+                    case Field::peer_ip:
+                        if (!read_opt_ip(v_, mod.peer_ip, has_peer)) return false;
+                        mod.has_peer_ip = has_peer;
+                        return true;
+                    case Field::qp_access:
+                        mod.has_access = true;
+                        return read_access_names(v_, mod.access);
+                    default:
+                        return true;
+                }
+            case HostKind::reg_mr:
+            case HostKind::dereg_mr:
+                switch (f_) {
+                    case Field::pd:
+                        return read_pointer(v_, e.u.mr.pd);
+                    case Field::addr:
+                        return read_u64(v_, e.u.mr.addr);
+                    case Field::length:
+                        return read_u64(v_, e.u.mr.length);
+                    case Field::access:
+                        return read_u32(v_, e.u.mr.access);
+                    case Field::rkey:
+                        return read_opt_u64(v_, e.u.mr.rkey);
+                    case Field::iova:
+                        return read_opt_u64(v_, e.u.mr.iova);
+                    default:
+                        return true;
+                }
+            case HostKind::post_send:
+            case HostKind::post_recv:
+                switch (f_) {
+                    case Field::wr_id:
+                        return read_u64(v_, e.u.post.wr_id);
+                    case Field::opcode:
+                        if (!read_str(v_, text)) return false;
+                        e.u.post.opcode = parse_wr_opcode(text);
+                        return true;
+                    case Field::signaled:
+                        return read_bool(v_, e.u.post.signaled);
+                    case Field::len:
+                        return read_u64(v_, e.u.post.len);
+                    case Field::remote_addr:
+                        return read_opt_u64(v_, e.u.post.remote_addr);
+                    case Field::rkey:
+                        return read_opt_u64(v_, e.u.post.rkey);
+                    case Field::chain_index:
+                        return read_u32(v_, e.u.post.chain_index);
+                    default:
+                        return true;
+                }
+            case HostKind::poll_cq:
+                switch (f_) {
+                    case Field::wr_id:
+                        return read_u64(v_, e.u.poll.wr_id);
+                    case Field::status_code: {
+                        uint32_t code;
+                        if (!read_u32(v_, code)) return false;
+                        e.u.poll.status_code = static_cast<uint16_t>(code);
+                        return true;
                     }
-                    return true;
-                case HostKind::modify_qp:
-                    switch (f_) {
-                        case Field::state:
-                            if (!read_opt_str(v_, text)) return false;
-                            mod.state = text == "RTR"   ? QpState::rtr
-                                        : text == "RTS" ? QpState::rts
-                                                        : QpState::other;
-                            return true;
-                        case Field::dest_qpn:
-                            mod.has_dest_qpn = true;
-                            return read_u32(v_, mod.dest_qpn);
-                        case Field::sq_psn:
-                            mod.has_sq_psn = true;
-                            return read_u32(v_, mod.sq_psn);
-                        case Field::rq_psn:
-                            mod.has_rq_psn = true;
-                            return read_u32(v_, mod.rq_psn);
-                        case Field::peer_ip:
-                            if (!read_opt_ip(v_, mod.peer_ip, has_peer)) return false;
-                            mod.has_peer_ip = has_peer;
-                            return true;
-                        case Field::qp_access:
-                            mod.has_access = true;
-                            return read_access_names(v_, mod.access);
-                        default:
-                            return true;
-                    }
-                case HostKind::reg_mr:
-                case HostKind::dereg_mr:
-                    switch (f_) {
-                        case Field::pd:
-                            return read_pointer(v_, e.u.mr.pd);
-                        case Field::addr:
-                            return read_u64(v_, e.u.mr.addr);
-                        case Field::length:
-                            return read_u64(v_, e.u.mr.length);
-                        case Field::access:
-                            return read_u32(v_, e.u.mr.access);
-                        case Field::rkey:
-                            return read_opt_u64(v_, e.u.mr.rkey);
-                        case Field::iova:
-                            return read_opt_u64(v_, e.u.mr.iova);
-                        default:
-                            return true;
-                    }
-                case HostKind::post_send:
-                case HostKind::post_recv:
-                    switch (f_) {
-                        case Field::wr_id:
-                            return read_u64(v_, e.u.post.wr_id);
-                        case Field::opcode:
-                            if (!read_str(v_, text)) return false;
-                            e.u.post.opcode = parse_wr_opcode(text);
-                            return true;
-                        case Field::signaled:
-                            return read_bool(v_, e.u.post.signaled);
-                        case Field::len:
-                            return read_u64(v_, e.u.post.len);
-                        case Field::remote_addr:
-                            return read_opt_u64(v_, e.u.post.remote_addr);
-                        case Field::rkey:
-                            return read_opt_u64(v_, e.u.post.rkey);
-                        case Field::chain_index:
-                            return read_u32(v_, e.u.post.chain_index);
-                        default:
-                            return true;
-                    }
-                case HostKind::poll_cq:
-                    switch (f_) {
-                        case Field::wr_id:
-                            return read_u64(v_, e.u.poll.wr_id);
-                        case Field::status_code: {
-                            uint32_t code;
-                            if (!read_u32(v_, code)) return false;
-                            e.u.poll.status_code = static_cast<uint16_t>(code);
-                            return true;
-                        }
-                        case Field::opcode:
-                            if (!read_str(v_, text)) return false;
-                            e.u.poll.opcode = parse_wc_opcode(text);
-                            return true;
-                        case Field::byte_len:
-                            return read_u32(v_, e.u.poll.byte_len);
-                        default:
-                            return true;
-                    }
-                case HostKind::lost:
-                    if (f_ == Field::ringbuf_drops) return read_u64(v_, e.u.lost.drops);
-                    return true;
-                default:
-                    return true;
-            }
-        }()));
+                    case Field::opcode:
+                        if (!read_str(v_, text)) return false;
+                        e.u.poll.opcode = parse_wc_opcode(text);
+                        return true;
+                    case Field::byte_len:
+                        return read_u32(v_, e.u.poll.byte_len);
+                    default:
+                        return true;
+                }
+            case HostKind::lost:
+                if (f_ == Field::ringbuf_drops) return read_u64(v_, e.u.lost.drops);
+                return true;
+            default:
+                return true;
+        }
+    });
     uint64_t required = bit(Field::wall_ns) | bit(Field::pid);
     switch (kind) {
         case HostKind::create_qp:
@@ -697,6 +813,6 @@ LineKind LineParser::parse_host(object& obj, HostKind kind, HostEvent& e, std::s
     return LineKind::host_event;
 }
 
-#undef INSERT_FOR_EACH_FIELD
+#undef INSERT_WALK_FIELDS
 
 }  // namespace insert::correlate

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "correlator/input/field_names.hpp"
+#include "correlator/input/flat_object.hpp"
 #include "correlator/input/records.hpp"
 
 namespace insert::correlate {
@@ -76,14 +77,23 @@ class LineParser {
     LineKind parse(const char* line, std::size_t len, std::size_t capacity, WireMsg& msg,
                    WireQp& qp, HostEvent& event, std::string& reason);
 
+    // Off: every line through simdjson (the equivalence test compares the two paths).
+    void use_flat_path(bool on) { flat_path_ = on; }
+
   private:
-    LineKind parse_msg(simdjson::ondemand::object& obj, WireMsg& msg, std::string& reason);
-    LineKind parse_qp(simdjson::ondemand::object& obj, WireQp& qp, std::string& reason);
-    LineKind parse_host(simdjson::ondemand::object& obj, HostKind kind, HostEvent& event,
-                        std::string& reason);
+    LineKind parse_flat(WireMsg& msg, WireQp& qp, HostEvent& event, std::string& reason);
+    // Fields: simdjson's object, or the flat path's FlatObject.
+    template <class Fields>
+    LineKind parse_msg(Fields& obj, WireMsg& msg, std::string& reason);
+    template <class Fields>
+    LineKind parse_qp(Fields& obj, WireQp& qp, std::string& reason);
+    template <class Fields>
+    LineKind parse_host(Fields& obj, HostKind kind, HostEvent& event, std::string& reason);
     uint32_t host_id(std::string_view name);
 
     simdjson::ondemand::parser parser_;
+    FlatObject flat_;
+    bool flat_path_ = true;
     HostNames& hosts_;
     const FieldTable& fields_ = field_table();
     // The last host name and its id: a stream's records nearly always share it.
@@ -95,8 +105,10 @@ class LineParser {
     struct IpCache {
         std::string text;  // empty: nothing yet (null and empty values are not cached)
         Ip ip;
-        bool read(simdjson::ondemand::value& v, Ip& out, bool& present);
-        bool read_required(simdjson::ondemand::value& v, Ip& out) {  // like read_ip
+        template <class V>  // simdjson's value or FlatValue
+        bool read(V& v, Ip& out, bool& present);
+        template <class V>
+        bool read_required(V& v, Ip& out) {  // like read_ip
             bool present = false;
             return read(v, out, present) && present;
         }
