@@ -26,7 +26,7 @@ struct Block {
     std::unique_ptr<char[]> data;
     std::size_t size = 0;  // bytes of whole lines (plus an unterminated last line)
     uint32_t input = 0;
-    uint64_t first_line = 1;
+    uint64_t lines = 0;  // walked by the parser; bad lines are numbered from 1 until then
     bool last_unterminated = false;
     IngestCounts counts;
     std::vector<BadLine> bad;
@@ -81,10 +81,7 @@ class BlockReader {
             }
             block->size = whole;
             block->input = static_cast<uint32_t>(index_);
-            block->first_line = line_;
             block->last_unterminated = eof && whole > 0 && block->data[whole - 1] != '\n';
-            line_ += static_cast<uint64_t>(
-                std::count(block->data.get(), block->data.get() + whole, '\n'));
             std::memset(block->data.get() + whole, 0, simdjson::SIMDJSON_PADDING);
             if (eof) close_current();
             if (whole == 0 && eof) continue;  // an empty input, or one ending in a newline
@@ -103,7 +100,6 @@ class BlockReader {
             error_ = name + ": " + std::strerror(errno);
             return false;
         }
-        line_ = 1;
         return true;
     }
     void close_current() {
@@ -116,7 +112,6 @@ class BlockReader {
     std::size_t next_input_ = 0;
     std::size_t index_ = 0;
     int fd_ = -1;
-    uint64_t line_ = 1;
     uint64_t bytes_ = 0;
     std::string carry_;
 };
@@ -166,9 +161,9 @@ void IngestCounts::add(const IngestCounts& o) {
     bytes += o.bytes;
 }
 
-void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
-                 uint64_t first_line, bool last_unterminated, Ingested& out, IngestCounts& counts,
-                 std::vector<BadLine>& bad) {
+uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
+                     uint64_t first_line, bool last_unterminated, Ingested& out,
+                     IngestCounts& counts, std::vector<BadLine>& bad) {
     const char* const end = data + size;
     const char* p = data;
     uint64_t line_no = first_line;
@@ -226,6 +221,7 @@ void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_
         ++line_no;
         p = line_end + 1;
     }
+    return line_no - first_line;
 }
 
 bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
@@ -252,6 +248,8 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
     tbb::enumerable_thread_specific<LineParser> parsers([&] { return LineParser(hosts); });
     const std::size_t tokens =
         2 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+    uint32_t numbered_input = UINT32_MAX;
+    uint64_t next_line = 1;
     tbb::parallel_pipeline(
         tokens,
         tbb::make_filter<void, Block*>(tbb::filter_mode::serial_in_order,
@@ -260,21 +258,31 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
                                            if (!b) fc.stop();
                                            return b;
                                        }) &
-            tbb::make_filter<Block*, Block*>(
-                tbb::filter_mode::parallel,
-                [&](Block* b) {
-                    parse_block(parsers.local(), b->data.get(), b->size, b->input, b->first_line,
-                                b->last_unterminated, records.local(), b->counts, b->bad);
-                    b->data.reset();
-                    return b;
-                }) &
+            tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
+                                             [&](Block* b) {
+                                                 b->lines = parse_block(
+                                                     parsers.local(), b->data.get(), b->size,
+                                                     b->input, 1, b->last_unterminated,
+                                                     records.local(), b->counts, b->bad);
+                                                 b->data.reset();
+                                                 return b;
+                                             }) &
             tbb::make_filter<Block*, void>(tbb::filter_mode::serial_in_order, [&](Block* b) {
                 // In input order: the first bad lines reported are the first in the input.
+                // Blocks are numbered here, from the lines their parsers walked (counting
+                // newlines as the blocks were read was a serial pass over every byte).
                 std::unique_ptr<Block> owned(b);
+                if (b->input != numbered_input) {
+                    numbered_input = b->input;
+                    next_line = 1;
+                }
                 out.counts.add(b->counts);
                 for (BadLine& bad : b->bad)
-                    if (out.first_bad.size() < kMaxReported)
+                    if (out.first_bad.size() < kMaxReported) {
+                        bad.line += next_line - 1;
                         out.first_bad.push_back(std::move(bad));
+                    }
+                next_line += b->lines;
             }));
     std::vector<Ingested*> parts;
     for (Ingested& part : records) parts.push_back(&part);

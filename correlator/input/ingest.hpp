@@ -54,8 +54,10 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
 // its counts and bad lines into `counts` and `bad` (at most kMaxReported). `data` must
 // have SIMDJSON_PADDING readable bytes after `size`. `last_unterminated`: the block ends
 // with an input's last line, which had no newline (a failure to parse it is `truncated`).
-void parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
-                 uint64_t first_line, bool last_unterminated, Ingested& records,
-                 IngestCounts& counts, std::vector<BadLine>& bad);
+// Returns the lines walked, blank ones included: the next block's first line is
+// first_line + that.
+uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uint32_t input,
+                     uint64_t first_line, bool last_unterminated, Ingested& records,
+                     IngestCounts& counts, std::vector<BadLine>& bad);
 
 }  // namespace insert::correlate

@@ -200,9 +200,8 @@ class LiveInputs {
     void deliver(std::size_t i, std::size_t bytes, bool unterminated) {
         Source& s = sources_[i];
         Ingested block;
-        parse_block(parser_, s.buffer.get(), bytes, static_cast<uint32_t>(i), s.next_line,
-                    unterminated, block, block.counts, block.first_bad);
-        s.next_line += block.counts.lines;
+        s.next_line += parse_block(parser_, s.buffer.get(), bytes, static_cast<uint32_t>(i),
+                                   s.next_line, unterminated, block, block.counts, block.first_bad);
         counts_.add(block.counts);
         for (const BadLine& b : block.first_bad)
             if (reported_++ < kMaxReported)

@@ -9,6 +9,8 @@
                       decided unmatched --ttl after the watermark, counted in evicted.wrs,
                       and the process's memory stays flat
   late_input          a record older than the watermark when it arrives counts in `late`
+  bad_line_numbers    bad lines are reported with their line numbers, blank lines counted,
+                      live and in a batch run whose input spans many blocks
 
 usage: live_test.py CASE"""
 import json
@@ -224,8 +226,33 @@ def case_late_input(tmp):
     print("PASS late_input: 1 late record")
 
 
+def case_bad_line_numbers(tmp):
+    lines = workload(6000)  # ~3.5 MB: a batch run reads it in several blocks
+    lines.insert(2, "\n")
+    lines.insert(3, "not json\n")  # line 4
+    lines.insert(len(lines) - 10, "\n")
+    lines.insert(len(lines) - 10, '{"type":"msg"}\n')
+    bad_at = len(lines) - 10
+    path = os.path.join(tmp, "bad.jsonl")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    expected = [f"{path}:4: not a JSON object", f"{path}:{bad_at}: src_ip: missing"]
+    r = subprocess.run([CORRELATE, path, "--records", os.devnull, "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"batch: {r.stderr}")
+    got = [l.removeprefix("insert-correlate: ") for l in r.stderr.splitlines() if f"{path}:" in l]
+    check(got == expected, f"batch reported {got}, expected {expected}")
+    live = subprocess.run([CORRELATE, "-", "--records", os.devnull, "--quiet", "--interval", "0.1"],
+                          input="".join(lines), capture_output=True, text=True, timeout=60)
+    check(live.returncode == 0, f"live: {live.stderr}")
+    got = [l.removeprefix("insert-correlate: ") for l in live.stderr.splitlines() if "-:" in l]
+    expected = [e.replace(path, "-") for e in expected]
+    check(got == expected, f"live reported {got}, expected {expected}")
+    print(f"PASS bad_line_numbers: {expected}")
+
+
 CASES = {"pipe_equals_batch": case_pipe_equals_batch, "listen": case_listen,
-         "ttl_bounds_memory": case_ttl_bounds_memory, "late_input": case_late_input}
+         "ttl_bounds_memory": case_ttl_bounds_memory, "late_input": case_late_input,
+         "bad_line_numbers": case_bad_line_numbers}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
