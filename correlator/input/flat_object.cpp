@@ -6,10 +6,6 @@ namespace insert::correlate {
 
 namespace {
 
-bool is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
-
 // Eight bytes at a time (SWAR): the scan reads words, not bytes, so that a value's length
 // costs no branch per byte. Reads past a value stay within the padding after the line.
 constexpr uint64_t kOnes = 0x0101010101010101ull;
@@ -64,20 +60,15 @@ const char* digits_end(const char* p) {
     }
 }
 
-// Past a number: -?(0|[1-9][0-9]*), no fraction or exponent, not -0; null otherwise.
-const char* number_end(const char* p, const char* end) {
+// Past a number's integer part: -?(0|[1-9][0-9]*), not -0; null otherwise. A fraction,
+// an exponent or a digit after a leading zero is what follows it, which is no separator:
+// the caller's check of the byte after the value rejects those lines.
+const char* number_end(const char* p) {
     const bool negative = *p == '-';
     if (negative) ++p;
-    if (*p == '0') {
-        ++p;
-        if (negative) return nullptr;
-    } else if (*p >= '1' && *p <= '9') {
-        p = digits_end(p);
-    } else {
-        return nullptr;
-    }
-    if (p >= end || *p == '.' || *p == 'e' || *p == 'E' || is_digit(*p)) return nullptr;
-    return p;
+    if (*p == '0') return negative ? nullptr : p + 1;
+    if (*p >= '1' && *p <= '9') return digits_end(p);
+    return nullptr;
 }
 
 // Past the literal `word` at p, or null (reads stay within the padding after the line).
@@ -130,6 +121,7 @@ bool digits_value(std::string_view digits, uint64_t& out) {
 
 bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& fields) {
     n_ = 0;
+    unsigned n = 0;  // kept in a register, not in n_, while items_ are written
     if (len < 2 || text[0] != '{' || text[len - 1] != '}') return false;
     const char* p = text + 1;
     const char* const end = text + len;
@@ -180,7 +172,7 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
                 value.kind = 'n';
                 break;
             default: {
-                const char* stop = number_end(p, end);
+                const char* stop = number_end(p);
                 if (stop) value = {{p, static_cast<std::size_t>(stop - p)}, '0'};
                 p = stop;
                 break;
@@ -188,13 +180,14 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
         }
         if (!p || p >= end) return false;
         if (field != Field::unknown && field != Field::ignored) {
-            if (n_ == kMaxFields) return false;
-            items_[n_++] = {field, value};
+            if (n == kMaxFields) return false;
+            items_[n++] = {field, value};
         }
         if (*p == ',') {
             ++p;
             continue;
         }
+        n_ = n;
         return *p == '}' && p + 1 == end;
     }
 }
