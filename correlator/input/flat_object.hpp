@@ -63,7 +63,9 @@ class FlatObject {
 };
 
 // Readers with simdjson's semantics for the values they accept; false for a value of
-// another type or out of range (the general path then reports the field).
+// another type or out of range (the general path then reports the field). They read the
+// digits eight bytes at a time: 8 bytes from the number's start must be readable (the
+// line's padding).
 bool flat_u64(const FlatValue& v, uint64_t& out);
 bool flat_i64(const FlatValue& v, int64_t& out);
 
