@@ -1,6 +1,5 @@
 #include "hosttrace/trace_session.hpp"
 
-
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
