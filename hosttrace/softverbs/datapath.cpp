@@ -160,13 +160,12 @@ uint32_t sge_sum(const ibv_sge* sg, int num_sge) {
 }
 
 // Records the accepted work requests [first, end) in the calling thread's trace ring, all
-// with the time of this call. Called outside the context lock: a traced call then never
-// lengthens the time the progress thread waits for the lock.
-void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end) {
+// with the time the post began (`now`). Called outside the context lock: a traced call then
+// never lengthens the time the progress thread waits for the lock.
+void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end, uint64_t now) {
     TraceRing* const owned = trace_ring();
     if (!owned) return;  // no memory for this thread's ring: not traced
     TraceRing& ring = *owned;
-    const uint64_t now = trace_now_ns();
     ibv_qp* handle = &qp.qpx.qp_base;
     uint16_t index = 0;
     for (const ibv_send_wr* w = first; w && w != end; w = w->next) {
@@ -198,6 +197,11 @@ void trace_posted_sends(Qp& qp, const ibv_send_wr* first, const ibv_send_wr* end
 }  // namespace
 
 int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+    // The post's time is taken before its work is queued: once the lock is released, the
+    // progress thread may transmit it while this thread waits to run again, and a time taken
+    // then put the post after its own packets on the wire (by 371 us once, on a busy VM).
+    const bool traced = trace_enabled();
+    const uint64_t posted_ns = traced ? trace_now_ns() : 0;
     int rc = 0;
     ibv_send_wr* const first = wr;
     {
@@ -216,8 +220,7 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
         // Work posted to a QP in error completes at once with a flush status.
         if (qp.state == IBV_QPS_ERR) flush_queues(qp);
     }
-    // Before the doorbell: the trace's timestamp is the post's, not the transmission's.
-    if (first != wr && trace_enabled()) trace_posted_sends(qp, first, wr);
+    if (first != wr && traced) trace_posted_sends(qp, first, wr, posted_ns);
     // Transmit now on the caller's thread when the engine is idle, like a doorbell write;
     // otherwise the running iteration or the woken thread picks the work up.
     if (!qp.ctx->engine->progress()) qp.ctx->engine->kick();
@@ -226,12 +229,13 @@ int post_send_list(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 namespace {
 
-// Records the accepted receive requests [first, end) in the calling thread's trace ring.
-void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv_wr* end) {
+// Records the accepted receive requests [first, end) in the calling thread's trace ring,
+// with the time the post began (as sends: a receive may be consumed before this runs).
+void trace_posted_recvs(ibv_qp* handle, const ibv_recv_wr* first, const ibv_recv_wr* end,
+                        uint64_t now) {
     TraceRing* const owned = trace_ring();
     if (!owned) return;  // no memory for this thread's ring: not traced
     TraceRing& ring = *owned;
-    const uint64_t now = trace_now_ns();
     uint16_t index = 0;
     for (const ibv_recv_wr* w = first; w && w != end; w = w->next) {
         sv_trace_rec& rec = trace_record(ring, now, handle->context, handle, handle->qp_num,
@@ -292,8 +296,10 @@ SV_HIDDEN int softverbs_post_recv_impl(ibv_qp* handle, ibv_recv_wr* wr, ibv_recv
         *bad = wr;
         return EINVAL;
     }
+    const bool traced = trace_enabled();
+    const uint64_t posted_ns = traced ? trace_now_ns() : 0;
     const int rc = post_recv_to(*qp.ctx, qp.rq, qp.cap.max_recv_sge, wr, bad);
-    if (trace_enabled()) trace_posted_recvs(handle, wr, rc ? *bad : nullptr);
+    if (traced) trace_posted_recvs(handle, wr, rc ? *bad : nullptr, posted_ns);
     if (qp.state == IBV_QPS_ERR) {
         std::lock_guard guard(qp.ctx->lock);
         flush_queues(qp);
