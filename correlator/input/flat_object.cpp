@@ -1,5 +1,6 @@
 #include "correlator/input/flat_object.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace insert::correlate {
@@ -8,6 +9,7 @@ namespace {
 
 // Eight bytes at a time (SWAR): the scan reads words, not bytes, so that a value's length
 // costs no branch per byte. Reads past a value stay within the padding after the line.
+static_assert(std::endian::native == std::endian::little, "the word readers assume little-endian");
 constexpr uint64_t kOnes = 0x0101010101010101ull;
 constexpr uint64_t kHighBits = 0x8080808080808080ull;
 
