@@ -1,46 +1,25 @@
 #include "correlator/input/flat_object.hpp"
 
-#include <bit>
 #include <cstring>
+
+#include "correlator/input/swar.hpp"
 
 namespace insert::correlate {
 
 namespace {
 
-// Eight bytes at a time (SWAR): the scan reads words, not bytes, so that a value's length
-// costs no branch per byte. Reads past a value stay within the padding after the line.
-static_assert(std::endian::native == std::endian::little, "the word readers assume little-endian");
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHighBits = 0x8080808080808080ull;
-
-uint64_t load_word(const char* p) {
-    uint64_t w;
-    std::memcpy(&w, p, sizeof w);
-    return w;  // little-endian: the first byte is the lowest
-}
-
-// High bit set in each byte of w that is zero; bits above the first are unreliable.
-uint64_t zero_bytes(uint64_t w) {
-    return (w - kOnes) & ~w & kHighBits;
-}
-
-// The index of the first flagged byte (mask from the functions above, nonzero).
-unsigned first_byte(uint64_t mask) {
-    return static_cast<unsigned>(__builtin_ctzll(mask)) / 8;
-}
+using swar::first_byte;
+using swar::kHighBits;
+using swar::kOnes;
+using swar::load_word;
+using swar::non_digits;
 
 // Bytes that end a string's plain text: the quote, and what the general path must see
 // (a backslash: an escape; control bytes, invalid unescaped; above 0x7F: UTF-8, which
-// simdjson validates).
+// simdjson validates). The scan reads words, not bytes, so that a value's length costs no
+// branch per byte; reads past a value stay within the padding after the line.
 uint64_t string_stops(uint64_t w) {
-    return zero_bytes(w ^ (kOnes * '"')) | zero_bytes(w ^ (kOnes * '\\')) |
-           ((w - kOnes * 0x20) & ~w & kHighBits) | (w & kHighBits);
-}
-
-// Bytes that are not ASCII digits.
-uint64_t non_digits(uint64_t w) {
-    const uint64_t x = w ^ (kOnes * '0');  // digits: 0..9
-    return (((x & ~kHighBits) + kOnes * 0x76) | x) & kHighBits;
+    return swar::json_specials(w) | (w & kHighBits);
 }
 
 // The end of a string's contents (its closing quote), or null.

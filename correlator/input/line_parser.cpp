@@ -6,6 +6,7 @@
 
 #include "correlator/input/field_names.hpp"
 #include "correlator/input/flat_object.hpp"
+#include "correlator/input/same_text.hpp"
 
 namespace insert::correlate {
 
@@ -129,7 +130,7 @@ bool read_pointer(V& v, uint64_t& out) {
 
 bool parse_op(std::string_view s, Op& op) {
     for (std::size_t i = 0; i < kOpNames.size(); ++i)
-        if (kOpNames[i] == s) {
+        if (same_text(kOpNames[i], s)) {
             op = static_cast<Op>(i);
             return true;
         }
@@ -138,7 +139,7 @@ bool parse_op(std::string_view s, Op& op) {
 
 bool parse_status(std::string_view s, MsgStatus& status) {
     for (std::size_t i = 0; i < kStatusNames.size(); ++i)
-        if (kStatusNames[i] == s) {
+        if (same_text(kStatusNames[i], s)) {
             status = static_cast<MsgStatus>(i);
             return true;
         }
@@ -148,7 +149,7 @@ bool parse_status(std::string_view s, MsgStatus& status) {
 PairBy parse_pair_by(std::string_view s) {
     if (s.empty()) return PairBy::none;
     for (std::size_t i = 1; i + 1 < kPairByNames.size(); ++i)
-        if (kPairByNames[i] == s) return static_cast<PairBy>(i);
+        if (same_text(kPairByNames[i], s)) return static_cast<PairBy>(i);
     return PairBy::other;
 }
 
@@ -163,13 +164,13 @@ WrOpcode parse_wr_opcode(std::string_view s) {
         {"ATOMIC_FETCH_AND_ADD", WrOpcode::atomic_fetch_and_add},
         {"SEND_WITH_INV", WrOpcode::send_with_inv}};
     for (const auto& [name, op] : kNames)
-        if (name == s) return op;
+        if (same_text(name, s)) return op;
     return WrOpcode::other;
 }
 
 WcOpcode parse_wc_opcode(std::string_view s) {
-    if (s == "RECV") return WcOpcode::recv;
-    if (s == "RECV_RDMA_WITH_IMM") return WcOpcode::recv_rdma_with_imm;
+    if (same_text(s, "RECV")) return WcOpcode::recv;
+    if (same_text(s, "RECV_RDMA_WITH_IMM")) return WcOpcode::recv_rdma_with_imm;
     return WcOpcode::send_side;
 }
 
@@ -205,7 +206,7 @@ bool parse_host_kind(std::string_view verb, HostKind& kind) {
         {"reg_mr", HostKind::reg_mr},       {"dereg_mr", HostKind::dereg_mr},
     };
     for (const auto& [name, k] : kVerbs)
-        if (name == verb) {
+        if (same_text(name, verb)) {
             kind = k;
             return true;
         }
@@ -241,9 +242,9 @@ bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field&
 enum class RecordType : uint8_t { msg, qp, verb, process_exit, lost, ignored, unknown };
 
 RecordType record_type(std::string_view type) {
-    if (type == "msg") return RecordType::msg;
-    if (type == "verb") return RecordType::verb;
-    if (type == "qp") return RecordType::qp;
+    if (same_text(type, "msg")) return RecordType::msg;
+    if (same_text(type, "verb")) return RecordType::verb;
+    if (same_text(type, "qp")) return RecordType::qp;
     if (type == "process_exit") return RecordType::process_exit;
     if (type == "lost") return RecordType::lost;
     if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
@@ -311,7 +312,7 @@ std::string_view HostNames::view(uint32_t id) const {
 }
 
 uint32_t LineParser::host_id(std::string_view name) {
-    if (last_host_id_ != UINT32_MAX && name == last_host_) return last_host_id_;
+    if (last_host_id_ != UINT32_MAX && same_text(name, last_host_)) return last_host_id_;
     last_host_.assign(name);
     last_host_id_ = hosts_.intern(name);
     return last_host_id_;
@@ -323,7 +324,7 @@ bool LineParser::IpCache::read(V& v, Ip& out, bool& present) {
     if (!read_opt_str(v, value_text)) return false;
     present = !value_text.empty();
     if (!present) return true;
-    if (value_text != text) {
+    if (!same_text(value_text, text)) {
         const auto parsed = Ip::parse(value_text);
         if (!parsed) return false;
         text.assign(value_text);
@@ -669,8 +670,9 @@ LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::s
             case HostKind::create_qp:
                 if (f_ == Field::qp_type) {
                     if (!read_opt_str(v_, text)) return false;
-                    e.u.create.rc_family = text == "RC" || text == "UC" || text == "XRC_SEND";
-                    e.u.create.uc = text == "UC";
+                    e.u.create.uc = same_text(text, "UC");
+                    e.u.create.rc_family =
+                        e.u.create.uc || same_text(text, "RC") || same_text(text, "XRC_SEND");
                 } else if (f_ == Field::pd) {
                     return read_pointer(v_, e.u.create.pd);
                 }
@@ -679,8 +681,8 @@ LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::s
                 switch (f_) {
                     case Field::state:
                         if (!read_opt_str(v_, text)) return false;
-                        mod.state = text == "RTR"   ? QpState::rtr
-                                    : text == "RTS" ? QpState::rts
+                        mod.state = same_text(text, "RTR")   ? QpState::rtr
+                                    : same_text(text, "RTS") ? QpState::rts
                                                     : QpState::other;
                         return true;
                     case Field::dest_qpn:

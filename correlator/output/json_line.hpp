@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "correlator/input/records.hpp"
+#include "correlator/input/swar.hpp"
 #include "dataplane/export/decimal.hpp"
 
 namespace insert::correlate {
@@ -85,6 +86,17 @@ class JsonLine {
         append_string(v);
         return *this;
     }
+    // A name from the program's own tables (a record type, an opcode, a status): text that
+    // needs no escaping, so it is not checked for it. Text from the input goes through s().
+    JsonLine& word(std::string_view k, std::string_view v) {
+        key(k);
+        char* p = room(v.size() + 2);
+        p[0] = '"';
+        std::memcpy(p + 1, v.data(), v.size());
+        p[v.size() + 1] = '"';
+        used_ += v.size() + 2;
+        return *this;
+    }
     JsonLine& ip(std::string_view k, const Ip& v);
     // A nested object or array written by the caller: `raw` is inserted as is.
     JsonLine& raw(std::string_view k, std::string_view raw);
@@ -119,11 +131,7 @@ class JsonLine {
         return buf_ + used_;
     }
     static constexpr std::size_t kShortText = 256;
-    static bool plain(std::string_view v) {
-        for (const char c : v)
-            if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
-        return true;
-    }
+    static bool plain(std::string_view v) { return swar::json_plain(v); }
     void append_escaped(std::string_view v);
     void put(char c) { *room(1) = c, ++used_; }
     void put(std::string_view text);

@@ -69,12 +69,12 @@ void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
     const Incarnation& q = *r.requester;
     const WorkRequest& w = *r.wr;
     JsonLine line(out);
-    line.s("type", "e2e")
+    line.word("type", "e2e")
         .ip("src_ip", q.ip)
         .u("src_qpn", q.qpn)
         .ip("dst_ip", m.dst_ip)
         .u("dst_qpn", m.dst_qpn)
-        .s("op", kOpNames[static_cast<std::size_t>(m.op)])
+        .word("op", kOpNames[static_cast<std::size_t>(m.op)])
         .u("bytes", w.len)
         .u("psn_first", m.psn_first)
         .u("wr_id", w.wr_id)
@@ -95,8 +95,8 @@ void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
         .opt("total_ns", r.total_ns)
         .u("retx_pkts", m.retx_pkts)
         .u("naks", m.naks)
-        .s("status", kStatusNames[static_cast<std::size_t>(m.status)])
-        .s("match", r.resync ? "resync" : "exact")
+        .word("status", kStatusNames[static_cast<std::size_t>(m.status)])
+        .word("match", r.resync ? "resync" : "exact")
         .s("host", names.view(q.host));
     if (r.responder)
         line.s("peer_host", names.view(r.responder->host)).u("peer_cgroup", r.responder->cgroup);
@@ -104,7 +104,7 @@ void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
         line.null("peer_host").null("peer_cgroup");
     line.b("signaled", w.signaled);
     if (w.t_poll != kNone)
-        line.s("wc_status", wc_status_name(w.wc_status));
+        line.word("wc_status", wc_status_name(w.wc_status));
     else
         line.null("wc_status");
     line.opt("t_recv_poll_ns", r.t_recv_poll);
@@ -262,14 +262,14 @@ void append_alert(std::string& out, const Alert& a) {
     }
     rkeys += ']';
     JsonLine ev(evidence);
-    ev.s("op", kOpNames[static_cast<std::size_t>(m.op)])
+    ev.word("op", kOpNames[static_cast<std::size_t>(m.op)])
         .opt_u("rkey", m.rkey)
         .opt_u("va", m.va)
         .opt_u("length", m.op == Op::cmp_swap || m.op == Op::fetch_add
                              ? int64_t{8}
                              : (m.dma_len != kNone ? m.dma_len : static_cast<int64_t>(m.bytes)))
         .u("psn_first", m.psn_first)
-        .s("status", kStatusNames[static_cast<std::size_t>(m.status)])
+        .word("status", kStatusNames[static_cast<std::size_t>(m.status)])
         .u("pkts", a.pkts)
         .raw("rkeys", rkeys)
         .u("distinct_rkeys", a.distinct_rkeys)
