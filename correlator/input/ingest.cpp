@@ -1,8 +1,6 @@
 #include "correlator/input/ingest.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -10,111 +8,14 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
+
+#include "correlator/input/block_reader.hpp"
 
 namespace insert::correlate {
 
 namespace {
-
-// Blocks of ~1 MiB: large enough that a parser thread's work dwarfs the hand-off, small
-// enough that 2 per thread in flight stay in cache-friendly memory.
-constexpr std::size_t kBlockBytes = 1 << 20;
-
-struct Block {
-    std::unique_ptr<char[]> data;
-    std::size_t size = 0;  // bytes of whole lines (plus an unterminated last line)
-    uint32_t input = 0;
-    uint64_t lines = 0;  // walked by the parser; bad lines are numbered from 1 until then
-    bool last_unterminated = false;
-    IngestCounts counts;
-    std::vector<BadLine> bad;
-};
-
-// Cuts the inputs, one after the other, into blocks that end at a newline; the bytes after
-// a block's last newline start the next block.
-class BlockReader {
-  public:
-    BlockReader(const std::vector<std::string>& inputs, std::string& error)
-        : inputs_(inputs), error_(error) {}
-    ~BlockReader() { close_current(); }
-
-    // nullptr at the end of the last input, or on an error (error_ set).
-    Block* next() {
-        while (true) {
-            if (fd_ < 0 && !open_next()) return nullptr;
-            auto block = std::make_unique<Block>();
-            std::size_t capacity = std::max(kBlockBytes, carry_.size() * 2);
-            block->data.reset(new char[capacity + simdjson::SIMDJSON_PADDING]);
-            std::memcpy(block->data.get(), carry_.data(), carry_.size());
-            std::size_t size = carry_.size();
-            carry_.clear();
-            bool eof = false;
-            while (size < capacity) {
-                const ssize_t n = ::read(fd_, block->data.get() + size, capacity - size);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) {
-                    error_ = inputs_[index_] + ": " + std::strerror(errno);
-                    return nullptr;
-                }
-                if (n == 0) {
-                    eof = true;
-                    break;
-                }
-                size += static_cast<std::size_t>(n);
-                bytes_ += static_cast<std::size_t>(n);
-                // A line longer than the block: grow it (the pipe may hold more).
-                if (size == capacity && !std::memchr(block->data.get(), '\n', size)) {
-                    auto bigger =
-                        std::make_unique<char[]>(capacity * 2 + simdjson::SIMDJSON_PADDING);
-                    std::memcpy(bigger.get(), block->data.get(), size);
-                    block->data = std::move(bigger);
-                    capacity *= 2;
-                }
-            }
-            std::size_t whole = size;
-            if (!eof) {
-                const char* last = static_cast<const char*>(memrchr(block->data.get(), '\n', size));
-                whole = last ? static_cast<std::size_t>(last - block->data.get()) + 1 : 0;
-                carry_.assign(block->data.get() + whole, size - whole);
-            }
-            block->size = whole;
-            block->input = static_cast<uint32_t>(index_);
-            block->last_unterminated = eof && whole > 0 && block->data[whole - 1] != '\n';
-            std::memset(block->data.get() + whole, 0, simdjson::SIMDJSON_PADDING);
-            if (eof) close_current();
-            if (whole == 0 && eof) continue;  // an empty input, or one ending in a newline
-            return block.release();
-        }
-    }
-    uint64_t bytes() const { return bytes_; }
-
-  private:
-    bool open_next() {
-        if (next_input_ >= inputs_.size()) return false;
-        index_ = next_input_++;
-        const std::string& name = inputs_[index_];
-        fd_ = name == "-" ? 0 : ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd_ < 0) {
-            error_ = name + ": " + std::strerror(errno);
-            return false;
-        }
-        return true;
-    }
-    void close_current() {
-        if (fd_ > 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-    const std::vector<std::string>& inputs_;
-    std::string& error_;
-    std::size_t next_input_ = 0;
-    std::size_t index_ = 0;
-    int fd_ = -1;
-    uint64_t bytes_ = 0;
-    std::string carry_;
-};
 
 // Concatenates the parsing threads' records: one allocation per kind, the copies in
 // parallel. Each thread appends to its own vectors as it parses (blocks' own vectors,
@@ -261,10 +162,10 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
             tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
                                              [&](Block* b) {
                                                  b->lines = parse_block(
-                                                     parsers.local(), b->data.get(), b->size,
+                                                     parsers.local(), b->text, b->size,
                                                      b->input, 1, b->last_unterminated,
                                                      records.local(), b->counts, b->bad);
-                                                 b->data.reset();
+                                                 b->release();
                                                  return b;
                                              }) &
             tbb::make_filter<Block*, void>(tbb::filter_mode::serial_in_order, [&](Block* b) {
@@ -290,7 +191,7 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
     concatenate(out.qps, parts, &Ingested::qps);
     concatenate(out.events, parts, &Ingested::events);
     out.counts.bytes = reader.bytes();
-    return error.empty();
+    return error.empty() && reader.check_shrunk();
 }
 
 }  // namespace insert::correlate
