@@ -86,10 +86,11 @@ class FieldTable {
   public:
     FieldTable();
     // The field named by the raw key at `k` (just past its opening quote; 16 bytes readable
-    // there), matched with its closing quote as two 8-byte words, so that the key's end
-    // need not be searched for: the common case. Field::unknown when no name matches the
-    // key as it stands (an unknown key, or one with an escape: the caller then finds the
-    // key's end, unescapes it if it must, and asks find()).
+    // there), matched with its closing quote and the colon after it as two 8-byte words, so
+    // that neither the key's end nor the colon need be searched for: the common case.
+    // Field::unknown when no name matches the key as it stands (an unknown key, one with an
+    // escape, or whitespace before the colon: the caller then finds the key's end,
+    // unescapes it if it must, and asks find()).
     Field find_raw(const char* k) const {
         const uint32_t slot = find_raw_slot(k);
         return slot == kNoSlot ? Field::unknown : raw_[slot].field;
@@ -139,8 +140,8 @@ class FieldTable {
                (kSlots - 1);
     }
     std::array<Entry, kSlots> slots_{};
-    // Names with their closing quote, as words and masks (the longest name and its quote
-    // fit in 16 bytes), by a hash of the key's first three raw bytes.
+    // Names with their closing quote and a colon, as words and masks (names up to 14
+    // characters), by a hash of the key's first three raw bytes.
     struct RawEntry {
         uint64_t word[2] = {};
         uint64_t mask[2] = {};

@@ -10,7 +10,6 @@ namespace {
 
 using swar::first_byte;
 using swar::kHighBits;
-using swar::kOnes;
 using swar::load_word;
 using swar::non_digits;
 
@@ -59,84 +58,52 @@ const char* literal_end(const char* p, const char* end, std::string_view word) {
     return p <= end ? p : nullptr;
 }
 
-// The value of k (1 to 8) ASCII digits at p. The word is read from p: its bytes after the
-// digits are shifted out, and what they borrow in the subtraction only reaches them.
-uint64_t eight_digits_value(const char* p, unsigned k) {
-    uint64_t w = (load_word(p) - kOnes * '0') << (8 * (8 - k));  // leading zeros
-    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;             // pairs
-    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;           // fours
-    return (w * 10000 + (w >> 32)) & 0xFFFFFFFFull;
-}
-
-// Digits to a value, false on overflow. Up to 19 digits cannot overflow and take up to three
-// word conversions; longer ones go digit by digit.
-bool digits_value(std::string_view digits, uint64_t& out) {
-    const std::size_t n = digits.size();
-    if (n <= 8) {
-        out = eight_digits_value(digits.data(), static_cast<unsigned>(n));
-        return true;
-    }
-    const char* last8 = digits.data() + n - 8;
-    if (n <= 16) {
-        out = eight_digits_value(digits.data(), static_cast<unsigned>(n - 8)) * 100000000ull +
-              eight_digits_value(last8, 8);
-        return true;
-    }
-    if (n <= 19) {  // < 10^19 < 2^64
-        out = eight_digits_value(digits.data(), static_cast<unsigned>(n - 16)) *
-                  10000000000000000ull +
-              eight_digits_value(last8 - 8, 8) * 100000000ull + eight_digits_value(last8, 8);
-        return true;
-    }
-    uint64_t x = 0;
-    for (const char c : digits) {
-        if (__builtin_mul_overflow(x, 10u, &x) ||
-            __builtin_add_overflow(x, static_cast<unsigned>(c - '0'), &x))
-            return false;
-    }
-    out = x;
-    return true;
-}
-
 }  // namespace
 
 bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& fields) {
     n_ = 0;
     unsigned n = 0;  // kept in a register, not in n_, while items_ are written
-    if (len < 2 || text[0] != '{' || text[len - 1] != '}') return false;
+    // The closing brace is also what keeps a key's match (name, quote and colon) inside
+    // the line: no key holds a brace.
+    if (len < 2 || len > UINT32_MAX || text[0] != '{' || text[len - 1] != '}') return false;
     const char* p = text + 1;
     const char* const end = text + len;
-    uint32_t previous = kLineStart;
+    uint32_t context = 0;
     for (;;) {
         if (*p != '"') return false;  // also an empty object: no record of ours
         ++p;
-        // A known key is matched where it stands (its closing quote included): first as
-        // the key that followed the previous one last time, then in the table. Only an
-        // unknown key is searched for its end.
-        const uint32_t guess = next_slot_[previous];
+        // A known key is matched where it stands (its closing quote and the colon
+        // included): first as the key expected in this context, then in the table. Only
+        // an unknown key is searched for its end.
+        const uint32_t guess = next_slot_[context];
         uint32_t slot = guess;
         if (guess == FieldTable::kNoSlot || !fields.raw_slot_matches(guess, p)) {
             slot = fields.find_raw_slot(p);
-            next_slot_[previous] = static_cast<uint16_t>(slot);
+            next_slot_[context] = static_cast<uint16_t>(slot);
         }
-        previous = slot;
+        context = mix(context, slot);
         Field field = Field::unknown;
         if (slot != FieldTable::kNoSlot) {
             field = fields.raw_field(slot);
-            p += fields.raw_length(slot) + 1;
+            p += fields.raw_length(slot) + 2;
         } else {
+            // Before the closing brace: the byte after the key's quote is in the line.
             const char* key_end = string_end(p, end);
-            if (!key_end) return false;
-            p = key_end + 1;
+            if (!key_end || key_end[1] != ':') return false;
+            p = key_end + 2;
         }
-        if (p >= end || *p != ':') return false;
-        ++p;
         FlatValue value;
         switch (*p) {
             case '"': {
                 const char* close = string_end(p + 1, end);
                 if (!close) return false;
-                value = {{p + 1, static_cast<std::size_t>(close - p - 1)}, '"'};
+                const auto n = static_cast<std::size_t>(close - p - 1);
+                value = {p + 1, static_cast<uint32_t>(n), '"'};
+                if (field == Field::type || field == Field::verb)  // they decide the keys
+                    context = mix(context, static_cast<uint32_t>(n) << 16 |
+                                               (n ? static_cast<uint8_t>(p[1]) << 8 |
+                                                        static_cast<uint8_t>(close[-1])
+                                                  : 0u));
                 p = close + 1;
                 break;
             }
@@ -154,7 +121,7 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
                 break;
             default: {
                 const char* stop = number_end(p);
-                if (stop) value = {{p, static_cast<std::size_t>(stop - p)}, '0'};
+                if (stop) value = {p, static_cast<uint32_t>(stop - p), '0'};
                 p = stop;
                 break;
             }
@@ -162,7 +129,8 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
         if (!p || p >= end) return false;
         if (field != Field::unknown && field != Field::ignored) {
             if (n == kMaxFields) return false;
-            items_[n++] = {field, value};
+            value.field = field;
+            items_[n++] = value;
         }
         if (*p == ',') {
             ++p;
@@ -171,22 +139,6 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
         n_ = n;
         return *p == '}' && p + 1 == end;
     }
-}
-
-bool flat_u64(const FlatValue& v, uint64_t& out) {
-    if (v.kind != '0' || v.text[0] == '-') return false;
-    return digits_value(v.text, out);
-}
-
-bool flat_i64(const FlatValue& v, int64_t& out) {
-    if (v.kind != '0') return false;
-    const bool negative = v.text[0] == '-';
-    uint64_t x;
-    if (!digits_value(negative ? v.text.substr(1) : v.text, x)) return false;
-    constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
-    if (x > kMax + (negative ? 1 : 0)) return false;
-    out = negative ? static_cast<int64_t>(0 - x) : static_cast<int64_t>(x);
-    return true;
 }
 
 }  // namespace insert::correlate

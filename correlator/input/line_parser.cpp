@@ -45,7 +45,7 @@ bool read_str(value& v, std::string_view& out) {
     return v.get_string().get(out) == SUCCESS;
 }
 bool read_str(FlatValue& v, std::string_view& out) {
-    out = v.text;
+    out = v.text();
     return v.kind == '"';
 }
 
@@ -232,7 +232,10 @@ bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field&
     out = fields.find_raw(field.key().raw());
     if (out != Field::unknown) return true;
     std::string_view key = raw_key(field);
-    if (key.data()) return true;  // as it stands, no name: unknown
+    if (key.data()) {  // no escape: whitespace before its colon, or no name of ours
+        out = fields.find(key);
+        return true;
+    }
     if (field.unescaped_key().get(key) != SUCCESS) return false;
     out = fields.find(key);
     return true;
@@ -416,7 +419,7 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
 LineKind LineParser::parse_flat(WireMsg& msg, WireQp& qp, HostEvent& event, std::string& reason) {
     const FlatValue* type = flat_.first(Field::type);
     if (!type || type->kind != '"') return LineKind::not_json;
-    switch (record_type(type->text)) {
+    switch (record_type(type->text())) {
         case RecordType::msg:
             return parse_msg(flat_, msg, reason);
         case RecordType::qp:
@@ -435,7 +438,7 @@ LineKind LineParser::parse_flat(WireMsg& msg, WireQp& qp, HostEvent& event, std:
     const FlatValue* verb = flat_.first(Field::verb);
     if (!verb || verb->kind != '"') return LineKind::not_json;
     HostKind host_kind;
-    if (!parse_host_kind(verb->text, host_kind)) return LineKind::ignored;
+    if (!parse_host_kind(verb->text(), host_kind)) return LineKind::ignored;
     return parse_host(flat_, host_kind, event, reason);
 }
 
@@ -467,8 +470,8 @@ Walked walk_fields(object& obj, const FieldTable& fields, uint64_t& seen, Body&&
 
 template <class Body>
 Walked walk_fields(const FlatObject& obj, const FieldTable&, uint64_t& seen, Body&& body) {
-    for (const FlatField& item : obj) {
-        FlatValue v = item.value;
+    for (const FlatValue& item : obj) {
+        FlatValue v = item;
         seen |= bit(item.field);
         if (!body(item.field, v)) return {Walked::End::bad_field, item.field};
     }
