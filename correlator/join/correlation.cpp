@@ -12,6 +12,7 @@
 #include "correlator/join/align.hpp"
 #include "correlator/join/completions.hpp"
 #include "correlator/join/qp_index.hpp"
+#include "correlator/join/run_sort.hpp"
 #include "dataplane/proto/psn.hpp"
 
 namespace insert::correlate {
@@ -51,7 +52,7 @@ void order_matches(std::vector<E2eMatch>& matches, const WireMsgs& msgs, const H
         const WireMsg& m = msgs[e.msg];
         keys[i] = {m.t_first, m.src_ip.bytes, model.qps[e.qp].qpn, m.psn_first, e.msg, e};
     });
-    tbb::parallel_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    sort_runs(keys, [](const Key& a, const Key& b) {
         return std::tie(a.t_first, a.src_ip, a.src_qpn, a.psn_first, a.msg) <
                std::tie(b.t_first, b.src_ip, b.src_qpn, b.psn_first, b.msg);
     });

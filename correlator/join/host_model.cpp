@@ -1,13 +1,13 @@
 #include "correlator/join/host_model.hpp"
 
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_sort.h>
 
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
 
 #include "correlator/input/line_parser.hpp"
+#include "correlator/join/run_sort.hpp"
 
 namespace insert::correlate {
 
@@ -120,7 +120,7 @@ std::vector<EventOrder> order_by_process(const HostEvents& events) {
         const uint32_t pid_order = static_cast<uint32_t>(e.pid) ^ 0x8000'0000u;
         order[i] = {(uint64_t{e.host} << 32) | pid_order, e.wall, e.tid, static_cast<uint32_t>(i)};
     });
-    tbb::parallel_sort(order.begin(), order.end(), [&](const EventOrder& a, const EventOrder& b) {
+    sort_runs(order, [&](const EventOrder& a, const EventOrder& b) {
         if (a.process != b.process) return a.process < b.process;
         if (a.wall != b.wall) return a.wall < b.wall;
         if (a.tid != b.tid) return a.tid < b.tid;

@@ -46,14 +46,17 @@ TEST(HostNames, readers_see_every_published_name_while_writers_intern) {
                 names.intern(host_name(w == 0 ? "w0-" : "w1-", i));
         });
     uint64_t checked = 0;
+    // Reads until it has seen the last name: at least once, however the threads are
+    // scheduled (a reader that first ran after the writers had finished saw nothing).
     std::thread reader([&] {
-        while (names.size() < 2 * kPerWriter) {
-            const auto n = static_cast<uint32_t>(names.size());
+        uint32_t n = 0;
+        do {
+            n = static_cast<uint32_t>(names.size());
             if (n == 0) continue;
             const std::string_view name = names.view(n - 1);
             ASSERT_EQ(name[0], 'w');
             ++checked;
-        }
+        } while (n < 2 * kPerWriter);
     });
     for (auto& t : writers) t.join();
     reader.join();

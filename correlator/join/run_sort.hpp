@@ -1,0 +1,60 @@
+// Sorting what is nearly sorted already. The join sorts its records twice: host records by
+// process and time (order_by_process), and the matched messages by time for the e2e
+// records (order_matches). Both arrive as a few long ascending runs - a tracer writes a
+// process's calls in time order, the join yields each QP's messages in order - so finding
+// the runs and merging them (O(n log runs)) replaces an O(n log n) sort that took a tenth
+// of a run. Input without such runs goes to oneTBB's parallel_sort as before.
+//
+// The result is the sorted order: the same as any sort's when `less` is a total order, as
+// both callers' are (ties end on a record index).
+#pragma once
+
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace insert::correlate {
+
+template <class T, class Less>
+void sort_runs(std::vector<T>& v, Less less) {
+    // Runs shorter than this on average: a general sort is as quick.
+    constexpr std::size_t kMinMeanRun = 64;
+    const std::size_t n = v.size();
+    std::vector<std::size_t> bounds{0};
+    for (std::size_t i = 1; i < n; ++i) {
+        if (!less(v[i], v[i - 1])) continue;
+        bounds.push_back(i);
+        if (bounds.size() > n / kMinMeanRun) {
+            tbb::parallel_sort(v.begin(), v.end(), less);
+            return;
+        }
+    }
+    bounds.push_back(n);
+    // Bottom-up: neighbouring runs merged pairwise, level by level, between v and a buffer.
+    std::vector<T> buffer(n);
+    std::vector<T>* from = &v;
+    std::vector<T>* to = &buffer;
+    while (bounds.size() > 2) {
+        const std::size_t pairs = (bounds.size() - 1) / 2;
+        std::vector<std::size_t> merged;
+        merged.reserve(pairs + 2);
+        for (std::size_t p = 0; p < pairs; ++p) merged.push_back(bounds[2 * p]);
+        tbb::parallel_for(std::size_t{0}, pairs + (bounds.size() - 1) % 2, [&](std::size_t p) {
+            const auto first = static_cast<std::ptrdiff_t>(bounds[2 * p]);
+            const auto middle = static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 1, bounds.size() - 1)]);
+            const auto last = static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 2, bounds.size() - 1)]);
+            std::merge(from->begin() + first, from->begin() + middle, from->begin() + middle,
+                       from->begin() + last, to->begin() + first, less);
+        });
+        if ((bounds.size() - 1) % 2) merged.push_back(bounds[bounds.size() - 2]);  // odd run out
+        merged.push_back(n);
+        bounds = std::move(merged);
+        std::swap(from, to);
+    }
+    if (from != &v) v.swap(buffer);
+}
+
+}  // namespace insert::correlate
