@@ -79,7 +79,8 @@ bool BlockReader::open_next() {
         ::munmap(base, size);
         return true;
     }
-    ::madvise(base, size, MADV_SEQUENTIAL);
+    // No MADV_SEQUENTIAL: it lets the kernel drop the pages once read, and the next run
+    // over the same file (the usual way to work) then read it from disk again.
     mappings_.push_back(std::move(m));
     close_current();  // the mapping stays valid without its descriptor
     mapped_ = true;
