@@ -57,7 +57,6 @@ void PartStats::add(int64_t v) {
     ++count_;
     if (count_ <= kExactLimit) {
         exact_.push_back(v);
-        sorted_ = false;
         return;
     }
     if (!exact_.empty()) {
@@ -72,11 +71,10 @@ std::optional<int64_t> PartStats::percentile(unsigned p) const {
     if (count_ == 0) return std::nullopt;
     const uint64_t rank = std::clamp<uint64_t>((uint64_t{p} * count_ + 99) / 100, 1, count_);
     if (buckets_.empty()) {
-        if (!sorted_) {
-            std::sort(exact_.begin(), exact_.end());
-            sorted_ = true;
-        }
-        return exact_[rank - 1];
+        // The rank's value alone: a selection, not a sort (a record asks for two ranks).
+        const auto at = exact_.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+        std::nth_element(exact_.begin(), at, exact_.end());
+        return *at;
     }
     uint64_t seen = 0;
     for (const auto& [key, n] : buckets_) {
