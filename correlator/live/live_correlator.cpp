@@ -187,6 +187,7 @@ void LiveCorrelator::window(bool final) {
         if (!final && q.t_end != kForever && q.t_end < limit) {
             ++qps_retired_;
             counts_.qps_without_ip += !q.has_ip;
+            apps_.forget(q);
         }
     }
 
@@ -204,6 +205,13 @@ void LiveCorrelator::window(bool final) {
     }
 
     feed_congestion(congestion_, msgs_, join, model, names_, &dropped);
+    // Every message before the cutoff has been fed: episodes that ended before it are
+    // decided now, and their bins forgotten.
+    if (!final)
+        for (CongestionEpisode& e : congestion_.settle(cutoff)) {
+            sink_.congestion(e);
+            episodes_.push_back(std::move(e));
+        }
 
     // Dataplane counters: final records (all at the end) go to their applications.
     keep_latest_records(qps_);
@@ -226,6 +234,15 @@ void LiveCorrelator::window(bool final) {
         attribute_qp_records(finals, model, clocks_, apps_, names_);
         for (const WireQp& r : finals) congestion_.add_counters(r);
     }
+
+    // Applications of processes that exited --ttl ago: their final record, then forgotten.
+    if (!final)
+        for (const Process& p : model.processes)
+            if (p.t_exit != kForever && p.t_exit < host_cutoff(p.host))
+                apps_.retire_process(p.host, p.pid, names_, [&](const AppView& app) {
+                    sink_.app(app, true);
+                    ++apps_retired_;
+                });
 
     // Forget what was used or decided, and what ended --ttl ago.
     std::size_t kept = 0;
@@ -266,8 +283,10 @@ void LiveCorrelator::finish(SummaryCounts& s) {
         sink_.alert(a);
         ++s.alerts[static_cast<std::size_t>(a.kind)];
     }
-    episodes_ = congestion_.episodes();
-    for (const CongestionEpisode& e : episodes_) sink_.congestion(e);
+    for (CongestionEpisode& e : congestion_.episodes()) {
+        sink_.congestion(e);
+        episodes_.push_back(std::move(e));
+    }
     s.congestion = episodes_.size();
     if (offences_dropped_)
         std::fprintf(stderr,
@@ -285,7 +304,7 @@ void LiveCorrelator::finish(SummaryCounts& s) {
     s.evicted_completions = evicted_completions_;
     s.hosts = host_clocks.size();
     s.qps = qps_retired_ + final_qps_;
-    s.apps = apps_.size();
+    s.apps = apps_retired_ + apps_.size();
     s.pairs = pairs_;
     s.trace_drops = trace_drops_;
 }

@@ -84,6 +84,7 @@ class LiveCorrelator {
     JoinCounts counts_;
     uint64_t e2e_ = 0, resync_ = 0, late_ = 0;
     uint64_t evicted_wrs_ = 0, evicted_msgs_ = 0, evicted_completions_ = 0;
+    uint64_t apps_retired_ = 0;  // applications whose final record went out mid-run
     uint64_t qps_retired_ = 0, pairs_ = 0, trace_drops_ = 0, final_qps_ = 0;
 };
 

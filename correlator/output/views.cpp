@@ -91,8 +91,8 @@ void AppAggregator::add_row(const E2eRow& r, const HostNames& names) {
     if (first) {  // the incarnation's first match: its application counts one QP more
         Entry& fresh = entry(q, names);
         fresh.has_e2e = true;
-        fresh.qps.emplace(q.qp_obj, q.t_create);
-        fresh.view.qps = fresh.qps.size();
+        ++fresh.view.qps;
+        ++fresh.matched_refs;
         at->second = &fresh;
     }
     AppView& app = at->second->view;
@@ -119,6 +119,34 @@ void AppAggregator::add_counters(const Incarnation& q, uint64_t cnps, uint64_t e
     app.cnps += cnps;
     app.ecn_ce += ecn_ce;
     app.ecn_ce_caused += ecn_ce_caused;
+}
+
+void AppAggregator::forget(const Incarnation& q) {
+    const auto at =
+        matched_.find(Matched{q.host, q.pid, q.qp_obj, q.t_create, q.ip, q.comm, q.cgroup});
+    if (at == matched_.end()) return;
+    --at->second->matched_refs;
+    matched_.erase(at);
+}
+
+void AppAggregator::retire_process(uint32_t host, int32_t pid, const HostNames& names,
+                                   const std::function<void(const AppView&)>& final_record) {
+    // Keys begin with the host name: the host's applications are one range of the map.
+    const std::string_view host_name = names.view(host);
+    const KeyView first{host_name, {}, INT32_MIN, std::string_view(), 0};
+    for (auto it = apps_.lower_bound(first);
+         it != apps_.end() && std::get<0>(it->first) == host_name;) {
+        if (std::get<2>(it->first) != pid) {
+            ++it;
+            continue;
+        }
+        Entry& e = it->second;
+        if (e.has_e2e) final_record(e.view);
+        // Incarnations still pointing here: one that never ended, of the exited process.
+        if (e.matched_refs > 0)
+            std::erase_if(matched_, [&](const auto& kv) { return kv.second == &e; });
+        it = apps_.erase(it);
+    }
 }
 
 std::vector<const AppView*> AppAggregator::apps() const {

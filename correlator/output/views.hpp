@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -80,6 +81,14 @@ class AppAggregator {
     std::vector<const AppView*> apps() const;
     std::size_t size() const { return apps().size(); }
 
+    // Live runs keep memory bounded by what is alive (docs/correlation.md 7): an
+    // incarnation that ended --ttl ago is forgotten (it cannot match again), and the
+    // applications of a process that exited --ttl ago are handed to `final_record` (those
+    // with e2e records: their final `app` record) and forgotten.
+    void forget(const Incarnation& q);
+    void retire_process(uint32_t host, int32_t pid, const HostNames& names,
+                        const std::function<void(const AppView&)>& final_record);
+
   private:
     using Key = std::tuple<std::string, std::array<uint8_t, 16>, int32_t, std::string, uint64_t>;
     // A key to look one up with, without copying the names (one lookup per e2e record).
@@ -89,7 +98,7 @@ class AppAggregator {
         AppView view;
         bool named = false;
         bool has_e2e = false;
-        std::set<std::pair<uint64_t, int64_t>> qps;  // (qp object, t_create) with a match
+        uint64_t matched_refs = 0;  // entries of matched_ that point here
     };
     // An incarnation with a match, by what makes it and its application (the host by its
     // id, which names one host in the HostNames every call passes): an e2e record finds
@@ -108,6 +117,7 @@ class AppAggregator {
         std::size_t operator()(const Matched& m) const;
     };
     Entry& entry(const Incarnation& q, const HostNames& names);
+
     std::map<Key, Entry, std::less<>> apps_;
     std::unordered_map<Matched, Entry*, MatchedHash> matched_;
 };

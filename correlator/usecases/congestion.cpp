@@ -73,104 +73,142 @@ void CongestionTracker::add_counters(const WireQp& record) {
     if (record.cnps || record.ecn_ce) counters_.push_back(record);
 }
 
-std::vector<CongestionEpisode> CongestionTracker::episodes() const {
-    std::vector<CongestionEpisode> out;
-    for (const auto& [node, d] : dsts_) {
-        // The destination's baseline: the 10th percentile of its messages' network latency
-        // (an incast can congest most of a run; its quiet start still shows the path).
-        const int64_t baseline = d.net.percentile(10).value_or(0);
-        const auto congested = [&](const Bin& b) {
-            const int64_t p99 = b.net.percentile(99).value_or(0);
-            const bool slow = p99 >= baseline * static_cast<int64_t>(options_.latency_factor) &&
-                              p99 - baseline >= options_.min_added_ns;
-            return slow || b.retx > 0 || b.naks > 0;
-        };
-        auto it = d.bins.begin();
-        while (it != d.bins.end()) {
-            if (!congested(it->second)) {
-                ++it;
-                continue;
-            }
-            // A run of congested bins, allowing one quiet bin inside it.
-            auto first = it, last = it;
-            for (auto next = std::next(it); next != d.bins.end(); ++next) {
-                if (next->first - last->first > 2) break;
-                if (congested(next->second)) last = next;
-            }
-            CongestionEpisode e;
-            e.node = node;
-            std::set<std::array<uint8_t, 16>> ips;
-            e.baseline_net_ns = baseline;
-            e.t_start_ns = first->first * options_.bin_ns;
-            e.t_end_ns = (last->first + 1) * options_.bin_ns;
-            PartStats net;
-            std::map<AppRef, EpisodeApp> apps;
-            std::map<AppRef, std::set<Endpoint>> senders;
-            for (auto b = first;; ++b) {
-                e.msgs += b->second.msgs;
-                e.retx_pkts += b->second.retx;
-                e.naks += b->second.naks;
-                ips.insert(b->second.dst_ips.begin(), b->second.dst_ips.end());
-                for (const auto& [ref, app] : b->second.apps) {
-                    EpisodeApp& into = apps[ref];
-                    into.app = ref;
-                    into.msgs += app.msgs;
-                    into.bytes += app.bytes;
-                    into.added_net_ns += app.added_net_ns;
-                }
-                for (const auto& [ref, eps] : b->second.senders)
-                    senders[ref].insert(eps.begin(), eps.end());
-                if (b == last) break;
-            }
-            // p99 over the episode: bins' values are not kept per message, so the episode
-            // p99 is the largest bin p99 (a bound that names the worst part of it).
-            for (auto b = first;; ++b) {
-                e.p99_net_ns = std::max(e.p99_net_ns, b->second.net.percentile(99).value_or(0));
-                if (b == last) break;
-            }
-            it = std::next(last);
-            if (e.msgs < options_.min_msgs) continue;
-            for (const auto& ip : ips) e.dst_ips.push_back(Ip{ip});
-            for (auto& [ref, app] : apps) {
-                app.added_net_ns = std::max<int64_t>(
-                    0, app.added_net_ns - static_cast<int64_t>(app.msgs) * baseline);
-                e.contributors.push_back(app);
-                if (app.added_net_ns > 0) e.victims.push_back(app);
-            }
-            // CNPs at the QPs that sent the episode's messages, and ECN-CE at the
-            // destination, from the endpoint instances whose life overlaps the episode. An
-            // endpoint's CNPs count once in the episode's signals, for each app that sent
-            // from it (QPN reuse) in its own.
-            for (const WireQp& r : counters_) {
-                if (r.t_last < e.t_start_ns || r.t_first >= e.t_end_ns) continue;
-                if (ips.count(r.ip.bytes)) e.ecn_ce += r.ecn_ce;
-                if (!r.cnps) continue;
-                bool counted = false;
-                for (EpisodeApp& c : e.contributors) {
-                    const auto eps = senders.find(c.app);
-                    if (eps == senders.end() || !eps->second.count({r.ip.bytes, r.qpn})) continue;
-                    c.cnps += r.cnps;
-                    if (!counted) e.cnps += r.cnps;
-                    counted = true;
-                }
-            }
-            for (EpisodeApp& v : e.victims)
-                for (const EpisodeApp& c : e.contributors)
-                    if (c.app == v.app) v.cnps = c.cnps;
-            // Contention or a network signal: one transfer queueing behind itself is not.
-            const bool signalled = e.cnps || e.ecn_ce || e.retx_pkts || e.naks;
-            if (e.contributors.size() < 2 && !signalled) continue;
-            std::stable_sort(e.victims.begin(), e.victims.end(), [](const auto& a, const auto& b) {
-                return a.added_net_ns > b.added_net_ns;
-            });
-            std::stable_sort(e.contributors.begin(), e.contributors.end(),
-                             [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+int64_t CongestionTracker::decide(const std::string& node, const Destination& d, int64_t until,
+                                  std::vector<CongestionEpisode>& out) const {
+    // The destination's baseline: the 10th percentile of its messages' network latency
+    // (an incast can congest most of a run; its quiet start still shows the path).
+    const int64_t baseline = d.net.percentile(10).value_or(0);
+    const auto congested = [&](const Bin& b) {
+        const int64_t p99 = b.net.percentile(99).value_or(0);
+        const bool slow = p99 >= baseline * static_cast<int64_t>(options_.latency_factor) &&
+                          p99 - baseline >= options_.min_added_ns;
+        return slow || b.retx > 0 || b.naks > 0;
+    };
+    auto it = d.bins.begin();
+    while (it != d.bins.end() && it->first < until) {
+        if (!congested(it->second)) {
+            ++it;
+            continue;
+        }
+        // A run of congested bins, allowing one quiet bin inside it.
+        auto first = it, last = it;
+        for (auto next = std::next(it); next != d.bins.end() && next->first < until; ++next) {
+            if (next->first - last->first > 2) break;
+            if (congested(next->second)) last = next;
+        }
+        // A bin still to come could extend the run: it is decided later.
+        if (until != kForever && last->first + 2 >= until) return first->first;
+        it = std::next(last);
+        if (CongestionEpisode e = make_episode(node, first, last, baseline); e.msgs > 0)
             out.push_back(std::move(e));
+    }
+    return until;
+}
+
+// The episode of bins [first, last]; msgs == 0 when it is not kept.
+CongestionEpisode CongestionTracker::make_episode(const std::string& node, BinIter first,
+                                                  BinIter last, int64_t baseline) const {
+    CongestionEpisode e;
+    e.node = node;
+    std::set<std::array<uint8_t, 16>> ips;
+    e.baseline_net_ns = baseline;
+    e.t_start_ns = first->first * options_.bin_ns;
+    e.t_end_ns = (last->first + 1) * options_.bin_ns;
+    std::map<AppRef, EpisodeApp> apps;
+    std::map<AppRef, std::set<Endpoint>> senders;
+    for (auto b = first;; ++b) {
+        e.msgs += b->second.msgs;
+        e.retx_pkts += b->second.retx;
+        e.naks += b->second.naks;
+        ips.insert(b->second.dst_ips.begin(), b->second.dst_ips.end());
+        for (const auto& [ref, app] : b->second.apps) {
+            EpisodeApp& into = apps[ref];
+            into.app = ref;
+            into.msgs += app.msgs;
+            into.bytes += app.bytes;
+            into.added_net_ns += app.added_net_ns;
+        }
+        for (const auto& [ref, eps] : b->second.senders)
+            senders[ref].insert(eps.begin(), eps.end());
+        if (b == last) break;
+    }
+    // p99 over the episode: bins' values are not kept per message, so the episode
+    // p99 is the largest bin p99 (a bound that names the worst part of it).
+    for (auto b = first;; ++b) {
+        e.p99_net_ns = std::max(e.p99_net_ns, b->second.net.percentile(99).value_or(0));
+        if (b == last) break;
+    }
+    if (e.msgs < options_.min_msgs) return {};
+    for (const auto& ip : ips) e.dst_ips.push_back(Ip{ip});
+    for (auto& [ref, app] : apps) {
+        app.added_net_ns =
+            std::max<int64_t>(0, app.added_net_ns - static_cast<int64_t>(app.msgs) * baseline);
+        e.contributors.push_back(app);
+        if (app.added_net_ns > 0) e.victims.push_back(app);
+    }
+    // CNPs at the QPs that sent the episode's messages, and ECN-CE at the
+    // destination, from the endpoint instances whose life overlaps the episode. An
+    // endpoint's CNPs count once in the episode's signals, for each app that sent
+    // from it (QPN reuse) in its own.
+    for (const WireQp& r : counters_) {
+        if (r.t_last < e.t_start_ns || r.t_first >= e.t_end_ns) continue;
+        if (ips.count(r.ip.bytes)) e.ecn_ce += r.ecn_ce;
+        if (!r.cnps) continue;
+        bool counted = false;
+        for (EpisodeApp& c : e.contributors) {
+            const auto eps = senders.find(c.app);
+            if (eps == senders.end() || !eps->second.count({r.ip.bytes, r.qpn})) continue;
+            c.cnps += r.cnps;
+            if (!counted) e.cnps += r.cnps;
+            counted = true;
         }
     }
-    std::sort(out.begin(), out.end(), [](const CongestionEpisode& a, const CongestionEpisode& b) {
-        return std::tie(a.t_start_ns, a.node) < std::tie(b.t_start_ns, b.node);
-    });
+    for (EpisodeApp& v : e.victims)
+        for (const EpisodeApp& c : e.contributors)
+            if (c.app == v.app) v.cnps = c.cnps;
+    // Contention or a network signal: one transfer queueing behind itself is not.
+    const bool signalled = e.cnps || e.ecn_ce || e.retx_pkts || e.naks;
+    if (e.contributors.size() < 2 && !signalled) return {};
+    std::stable_sort(e.victims.begin(), e.victims.end(),
+                     [](const auto& a, const auto& b) { return a.added_net_ns > b.added_net_ns; });
+    std::stable_sort(e.contributors.begin(), e.contributors.end(),
+                     [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    return e;
+}
+
+namespace {
+
+void order_episodes(std::vector<CongestionEpisode>& episodes) {
+    std::sort(episodes.begin(), episodes.end(),
+              [](const CongestionEpisode& a, const CongestionEpisode& b) {
+                  return std::tie(a.t_start_ns, a.node) < std::tie(b.t_start_ns, b.node);
+              });
+}
+
+}  // namespace
+
+std::vector<CongestionEpisode> CongestionTracker::episodes() const {
+    std::vector<CongestionEpisode> out;
+    for (const auto& [node, d] : dsts_) decide(node, d, kForever, out);
+    order_episodes(out);
+    return out;
+}
+
+std::vector<CongestionEpisode> CongestionTracker::settle(int64_t before_ns) {
+    std::vector<CongestionEpisode> out;
+    const int64_t until = bin_of(before_ns, options_.bin_ns);
+    int64_t kept_from = until;  // the oldest bin any destination still keeps
+    for (auto& [node, d] : dsts_) {
+        const int64_t undecided = decide(node, d, until, out);
+        d.bins.erase(d.bins.begin(), d.bins.lower_bound(undecided));
+        kept_from = std::min(kept_from, undecided);
+    }
+    // The bins the erased ones were reached through.
+    recent_ = Recent{};
+    // Counters can only still count toward episodes from the kept bins on.
+    const int64_t horizon = kept_from * options_.bin_ns;
+    std::erase_if(counters_, [&](const WireQp& r) { return r.t_last < horizon; });
+    order_episodes(out);
     return out;
 }
 

@@ -89,7 +89,12 @@ class CongestionTracker {
     // it overlaps: ECN-CE at the destination, CNPs at a contributor.
     void add_counters(const WireQp& record);
 
+    // Every episode of the run (batch runs, and what a live run has left at its end).
     std::vector<CongestionEpisode> episodes() const;
+    // Live runs: the episodes that ended before `before_ns` (no message older than it is
+    // still to come), and their bins and counters forgotten - memory stays bounded by the
+    // bins of the last --ttl. Each is judged against its destination's baseline so far.
+    std::vector<CongestionEpisode> settle(int64_t before_ns);
 
   private:
     using Endpoint = std::pair<std::array<uint8_t, 16>, uint32_t>;  // (ip, qpn)
@@ -122,6 +127,14 @@ class CongestionTracker {
         std::set<Endpoint>* senders = nullptr;  // of bin, for app
         Endpoint sender{};                      // inserted into senders
     };
+    using BinIter = std::map<int64_t, Bin>::const_iterator;
+    // The episodes in d's bins before key `until` (kForever: all); returns the key of the
+    // first bin still undecided (a run a later bin could extend), or `until`.
+    int64_t decide(const std::string& node, const Destination& d, int64_t until,
+                   std::vector<CongestionEpisode>& out) const;
+    CongestionEpisode make_episode(const std::string& node, BinIter first, BinIter last,
+                                   int64_t baseline) const;
+
     CongestionOptions options_;
     std::map<std::string, Destination, std::less<>> dsts_;
     Recent recent_;

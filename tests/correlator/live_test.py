@@ -8,6 +8,10 @@
   ttl_bounds_memory   an endless stream of work requests that never meet a message: they are
                       decided unmatched --ttl after the watermark, counted in evicted.wrs,
                       and the process's memory stays flat
+  churn_bounds_memory an endless stream of short-lived processes, each with a QP and one
+                      matched message: each gets its final `app` record when it is gone,
+                      a congested stretch its `congestion` record while the run goes on,
+                      and memory stays flat
   late_input          a record older than the watermark when it arrives counts in `late`
   bad_line_numbers    bad lines are reported with their line numbers, blank lines counted,
                       live and in a batch run whose input spans many blocks
@@ -208,6 +212,70 @@ def case_ttl_bounds_memory(tmp):
           f"RSS {samples[2]} -> {samples[5.5]} kB")
 
 
+def churn_process(k, t, slow):
+    """Process k's whole life at data time t: a QP, one matched WRITE, the QP destroyed,
+    the process gone (2 ms of data time). `slow`: its message waits 400 us for the ACK."""
+    pid, qp, qpn = 20000 + k, hex(0x10000 + k), 1000 + k % 500
+    psn = (500 + k) & 0xFFFFFF  # the responder QP's stream goes on: no duplicate PSNs
+    own = {"pid": pid, "tid": pid, "comm": f"churn{k % 7}"}
+    ack = 400_000 if slow else 7000
+    msg = {"type": "msg", "src_ip": "10.5.0.1", "dst_ip": "10.5.0.2", "dst_qpn": 70, "src_qpn": qpn,
+           "op": "WRITE", "psn_first": psn, "psn_last": psn, "pkts": 1, "bytes": 64, "va": 65536,
+           "rkey": 9, "dma_len": 64, "t_first_ns": t + 300_400, "t_last_ns": t + 300_400,
+           "t_ack_ns": t + 300_400 + ack, "retx_pkts": 0, "naks": 0, "rnr_naks": 0, "status": "ok"}
+    return [verb("create_qp", t + 100_000, qp=qp, qpn=qpn, qp_type="RC", pd="0x2", ret=0, **own),
+            verb("modify_qp", t + 110_000, qp=qp, qpn=qpn, state="RTR", dest_qpn=70, peer_ip="10.5.0.2",
+                 rq_psn=0, ret=0, **own),
+            verb("modify_qp", t + 120_000, qp=qp, qpn=qpn, state="RTS", sq_psn=psn, ret=0, **own),
+            verb("post_send", t + 300_000, qp=qp, qpn=qpn, wr_id=k, opcode="RDMA_WRITE", signaled=True,
+                 len=64, remote_addr=65536, rkey=9, chain_index=0, **own),
+            msg,
+            verb("poll_cq", t + 1_200_000, cq="0x3", qpn=qpn, wr_id=k, status="SUCCESS", status_code=0,
+                 opcode="RDMA_WRITE", byte_len=0, **own),
+            verb("destroy_qp", t + 1_500_000, qp=qp, qpn=qpn, ret=0, **own),
+            {"type": "process_exit", "wall_ns": t + 1_900_000, "pid": pid, "comm": own["comm"],
+             "host": "lhost", "open_qps": 0}]
+
+
+def case_churn_bounds_memory(tmp):
+    p, sock, out = start_listener(tmp, ["--interval", "0.2", "--max-delay", "0.05", "--ttl", "0.5"])
+    c = connect(sock)
+    k, t0, samples, episode_while_running = 0, time.monotonic(), {}, False
+    data_t = 1_000_000_000
+    slow = range(3000, 3100)  # a congested stretch: one episode, decided while the run goes on
+    while time.monotonic() - t0 < 6:
+        burst = []
+        for _ in range(500):
+            burst.extend(json.dumps(r) + "\n" for r in churn_process(k, data_t, k in slow))
+            data_t += 2_000_000
+            k += 1
+        c.sendall("".join(burst).encode())
+        time.sleep(0.05)
+        elapsed = time.monotonic() - t0
+        for mark in (2, 5.5):
+            if elapsed >= mark and mark not in samples:
+                samples[mark] = rss_kb(p.pid)
+                episode_while_running |= any('"type":"congestion"' in l for l in open(out))
+    c.close()
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=60) == 0, "exit status")
+    recs = read_records(out)
+    s = recs[-1]
+    check(k > 10_000 and s["e2e"] == k, f"{s['e2e']} e2e records of {k} processes")
+    finals = [r for r in recs if r["type"] == "app" and r["final"]]
+    check(len(finals) == k and len({r["pid"] for r in finals}) == k and s["apps"] == k,
+          f"{len(finals)} final app records, summary apps {s['apps']}, of {k} processes")
+    episodes = [r for r in recs if r["type"] == "congestion"]
+    check(len(episodes) == 1 and episode_while_running, f"{len(episodes)} congestion episodes")
+    pids = {c["pid"] for c in episodes[0]["contributors"]}
+    check(pids == {20000 + i for i in slow}, f"contributors {sorted(pids)}")
+    growth = samples[5.5] - samples[2]
+    check(growth < 20_000, f"RSS grew {growth} kB from 2 s to 5.5 s ({samples})")
+    print(f"PASS churn_bounds_memory: {k} processes, one final app record each, 1 episode, "
+          f"RSS {samples[2]} -> {samples[5.5]} kB")
+
+
 def case_late_input(tmp):
     p, sock, out = start_listener(tmp, ["--interval", "0.1", "--max-delay", "0"])
     c = connect(sock)
@@ -251,7 +319,8 @@ def case_bad_line_numbers(tmp):
 
 
 CASES = {"pipe_equals_batch": case_pipe_equals_batch, "listen": case_listen,
-         "ttl_bounds_memory": case_ttl_bounds_memory, "late_input": case_late_input,
+         "ttl_bounds_memory": case_ttl_bounds_memory, "churn_bounds_memory": case_churn_bounds_memory,
+         "late_input": case_late_input,
          "bad_line_numbers": case_bad_line_numbers}
 
 if __name__ == "__main__":
