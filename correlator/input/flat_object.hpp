@@ -77,8 +77,8 @@ namespace flat_detail {
 // digits are shifted out, and what they borrow in the subtraction only reaches them.
 inline uint64_t eight_digits_value(const char* p, unsigned k) {
     uint64_t w = (swar::load_word(p) - swar::kOnes * '0') << (8 * (8 - k));  // leading zeros
-    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;             // pairs
-    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;           // fours
+    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;                         // pairs
+    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;                       // fours
     return (w * 10000 + (w >> 32)) & 0xFFFFFFFFull;
 }
 

@@ -162,9 +162,9 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
             tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
                                              [&](Block* b) {
                                                  b->lines = parse_block(
-                                                     parsers.local(), b->text, b->size,
-                                                     b->input, 1, b->last_unterminated,
-                                                     records.local(), b->counts, b->bad);
+                                                     parsers.local(), b->text, b->size, b->input, 1,
+                                                     b->last_unterminated, records.local(),
+                                                     b->counts, b->bad);
                                                  b->release();
                                                  return b;
                                              }) &

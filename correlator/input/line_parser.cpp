@@ -686,7 +686,7 @@ LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::s
                         if (!read_opt_str(v_, text)) return false;
                         mod.state = same_text(text, "RTR")   ? QpState::rtr
                                     : same_text(text, "RTS") ? QpState::rts
-                                                    : QpState::other;
+                                                             : QpState::other;
                         return true;
                     case Field::dest_qpn:
                         mod.has_dest_qpn = true;

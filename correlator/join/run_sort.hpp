@@ -44,8 +44,10 @@ void sort_runs(std::vector<T>& v, Less less) {
         for (std::size_t p = 0; p < pairs; ++p) merged.push_back(bounds[2 * p]);
         tbb::parallel_for(std::size_t{0}, pairs + (bounds.size() - 1) % 2, [&](std::size_t p) {
             const auto first = static_cast<std::ptrdiff_t>(bounds[2 * p]);
-            const auto middle = static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 1, bounds.size() - 1)]);
-            const auto last = static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 2, bounds.size() - 1)]);
+            const auto middle =
+                static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 1, bounds.size() - 1)]);
+            const auto last =
+                static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 2, bounds.size() - 1)]);
             std::merge(from->begin() + first, from->begin() + middle, from->begin() + middle,
                        from->begin() + last, to->begin() + first, less);
         });

@@ -29,7 +29,7 @@ class PartStats {
     static int64_t bucket_key(int64_t v);
     static int64_t bucket_mid(int64_t key);
 
-    mutable std::vector<int64_t> exact_;  // reordered by percentile()
+    mutable std::vector<int64_t> exact_;   // reordered by percentile()
     std::map<int64_t, uint64_t> buckets_;  // after spilling: key -> count, in value order
     uint64_t count_ = 0;
     int64_t min_ = 0;

@@ -45,7 +45,8 @@ Cut cut(const std::vector<std::string>& inputs) {
         ++c.blocks;
         c.joined.append(b->text, b->size);
         volatile char sink = 0;
-        for (std::size_t i = 0; i < simdjson::SIMDJSON_PADDING; ++i) sink = sink + b->text[b->size + i];
+        for (std::size_t i = 0; i < simdjson::SIMDJSON_PADDING; ++i)
+            sink = sink + b->text[b->size + i];
         if (b->size == 0 || b->text[b->size - 1] != '\n') {
             if (!b->last_unterminated) c.every_block_ends_a_line = false;
             c.last_unterminated = b->last_unterminated;
@@ -71,8 +72,11 @@ TEST(BlockReader, a_mapped_file_is_cut_into_the_blocks_of_whole_lines_a_pipe_giv
     const std::string path = temp_path("lines");
     // Whole, unterminated, ending just past a block, and with a line longer than a block.
     const std::string long_line = "{\"pad\":\"" + std::string(3u << 20, 'y') + "\"}\n";
-    const std::string cases[] = {text, text + "{\"cut\":", text.substr(0, (1u << 20) + 10),
-                                 text.substr(0, 1000) + long_line + text.substr(0, 5000), "\n",
+    const std::string cases[] = {text,
+                                 text + "{\"cut\":",
+                                 text.substr(0, (1u << 20) + 10),
+                                 text.substr(0, 1000) + long_line + text.substr(0, 5000),
+                                 "\n",
                                  "x"};
     for (const std::string& content : cases) {
         write_file(path, content);

@@ -16,13 +16,15 @@ using Item = std::pair<int, int>;  // (key, index): a total order, as the caller
 
 std::vector<Item> with_runs(std::mt19937& rng, std::size_t n, std::size_t runs) {
     std::vector<Item> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = {static_cast<int>(rng() % 1000), static_cast<int>(i)};
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = {static_cast<int>(rng() % 1000), static_cast<int>(i)};
     // Cut into `runs` pieces at random and sort each: that many ascending runs (or fewer).
     std::vector<std::size_t> cuts{0, n};
     for (std::size_t r = 1; r < runs; ++r) cuts.push_back(rng() % (n + 1));
     std::sort(cuts.begin(), cuts.end());
     for (std::size_t c = 0; c + 1 < cuts.size(); ++c)
-        std::sort(v.begin() + static_cast<long>(cuts[c]), v.begin() + static_cast<long>(cuts[c + 1]));
+        std::sort(v.begin() + static_cast<long>(cuts[c]),
+                  v.begin() + static_cast<long>(cuts[c + 1]));
     return v;
 }
 
