@@ -13,6 +13,7 @@
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/live/live_run.hpp"
+#include "correlator/output/e2e_writer.hpp"
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
@@ -109,16 +110,7 @@ int run_batch(const CorrelateOptions& options) {
         return fail(error);
     RecordSink sink(out.is_open() ? &out : nullptr);
     if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
-    // Each row goes to its application as it is written: the matches are in t_first
-    // order, which reaches the messages and work requests at random, once instead of twice.
-    const std::vector<E2eMatch>& matches = joined.matches;
-    for (std::size_t i = 0; i < matches.size(); ++i) {
-        if (i + kRowsAhead < matches.size())
-            prefetch_e2e_row(joined, model, in.msgs, matches[i + kRowsAhead]);
-        const E2eRow row = make_e2e_row(joined, model, in.msgs, matches[i]);
-        views.apps.add_row(row, names);
-        sink.e2e(row, names);
-    }
+    write_e2e(joined, model, in.msgs, names, views.apps, sink);
     summary.apps = views.apps.size();
     for (const Alert& a : alerts) sink.alert(a);
     for (const CongestionEpisode& e : episodes) sink.congestion(e);

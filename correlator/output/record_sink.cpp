@@ -37,6 +37,19 @@ void RecordSink::e2e(const E2eRow& row, const HostNames& names) {
     maybe_flush();
 }
 
+void RecordSink::lines(std::string_view text) {
+    if (!active()) return;
+    if (observer_)
+        for (std::size_t at = 0; at < text.size();) {
+            const std::size_t nl = text.find('\n', at);
+            observer_(text.substr(at, nl - at));
+            at = nl + 1;
+        }
+    if (!out_) return;
+    buffer_.append(text);
+    maybe_flush();
+}
+
 void RecordSink::app(const AppView& a, bool final) {
     if (!active()) return;
     const std::size_t from = buffer_.size();

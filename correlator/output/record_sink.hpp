@@ -52,6 +52,10 @@ class RecordSink {
     }
 
     void e2e(const E2eRow& row, const HostNames& names);
+    // Whole record lines formatted elsewhere (each ending in a newline), in order.
+    void lines(std::string_view text);
+    // Whether records are wanted at all (an output or an observer): formatting can be skipped.
+    bool wants_records() const { return active(); }
     void app(const AppView& app, bool final);
     void pair(const PairView& pair, const HostNames& names);
     void clock(const std::string& host, const ClockEstimate& clock);
