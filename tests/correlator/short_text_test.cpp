@@ -24,7 +24,9 @@ TEST(ShortText, same_text_agrees_with_byte_comparison_at_every_length_and_positi
         EXPECT_TRUE(same_text(a, a));
         EXPECT_TRUE(same_text(a, std::string(a)));
         EXPECT_FALSE(same_text(a, a + "y")) << n;
-        if (n > 0) EXPECT_FALSE(same_text(a, a.substr(0, n - 1))) << n;
+        if (n > 0) {
+            EXPECT_FALSE(same_text(a, a.substr(0, n - 1))) << n;
+        }
         for (std::size_t i = 0; i < n; ++i) {
             std::string b = a;
             b[i] = static_cast<char>(b[i] ^ 0x01);
