@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "hosttrace/wc_status_names.hpp"
+
 namespace insert::hosttrace {
 
 namespace {
@@ -133,36 +135,8 @@ const char* wc_opcode_name(uint32_t op) {
     return "UNKNOWN";
 }
 
-// ibv_wc_status_str() lives in libibverbs, which the tracer deliberately does not link
-// (it would trace itself); these are rdma-core's names without the IBV_WC_ prefix.
-const char* wc_status_name(uint32_t s) {
-    static constexpr const char* kNames[] = {"SUCCESS",
-                                             "LOC_LEN_ERR",
-                                             "LOC_QP_OP_ERR",
-                                             "LOC_EEC_OP_ERR",
-                                             "LOC_PROT_ERR",
-                                             "WR_FLUSH_ERR",
-                                             "MW_BIND_ERR",
-                                             "BAD_RESP_ERR",
-                                             "LOC_ACCESS_ERR",
-                                             "REM_INV_REQ_ERR",
-                                             "REM_ACCESS_ERR",
-                                             "REM_OP_ERR",
-                                             "RETRY_EXC_ERR",
-                                             "RNR_RETRY_EXC_ERR",
-                                             "LOC_RDD_VIOL_ERR",
-                                             "REM_INV_RD_REQ_ERR",
-                                             "REM_ABORT_ERR",
-                                             "INV_EECN_ERR",
-                                             "INV_EEC_STATE_ERR",
-                                             "FATAL_ERR",
-                                             "RESP_TIMEOUT_ERR",
-                                             "GENERAL_ERR",
-                                             "TM_ERR",
-                                             "TM_RNDV_INCOMPLETE"};
-    static_assert(std::size(kNames) == IBV_WC_TM_RNDV_INCOMPLETE + 1);
-    return s < std::size(kNames) ? kNames[s] : "UNKNOWN";
-}
+// The names of ibv_wc_status in the verbs header's numbering.
+static_assert(kWcStatusNames.size() == IBV_WC_TM_RNDV_INCOMPLETE + 1);
 
 json access_names(uint32_t access) {
     static constexpr std::pair<uint32_t, const char*> kFlags[] = {
@@ -392,7 +366,7 @@ nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& t
             j["cq"] = hex_pointer(e.obj);
             j["qpn"] = p.qp_num;
             j["wr_id"] = p.wr_id;
-            j["status"] = wc_status_name(p.status);
+            j["status"] = std::string(wc_status_name(p.status));
             j["status_code"] = p.status;
             j["opcode"] = wc_opcode_name(p.opcode);
             j["byte_len"] = p.byte_len;

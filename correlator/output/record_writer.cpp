@@ -4,6 +4,7 @@
 
 #include "correlator/input/line_parser.hpp"
 #include "correlator/output/json_line.hpp"
+#include "hosttrace/wc_status_names.hpp"
 
 namespace insert::correlate {
 
@@ -34,35 +35,6 @@ void append_by_op(JsonLine& line, std::string_view key, const std::array<uint64_
 }
 
 }  // namespace
-
-std::string_view wc_status_name(uint16_t code) {
-    // ibv_wc_status, in the names insert-trace prints (docs/insert-trace.md).
-    static constexpr std::string_view kNames[] = {"SUCCESS",
-                                                  "LOC_LEN_ERR",
-                                                  "LOC_QP_OP_ERR",
-                                                  "LOC_EEC_OP_ERR",
-                                                  "LOC_PROT_ERR",
-                                                  "WR_FLUSH_ERR",
-                                                  "MW_BIND_ERR",
-                                                  "BAD_RESP_ERR",
-                                                  "LOC_ACCESS_ERR",
-                                                  "REM_INV_REQ_ERR",
-                                                  "REM_ACCESS_ERR",
-                                                  "REM_OP_ERR",
-                                                  "RETRY_EXC_ERR",
-                                                  "RNR_RETRY_EXC_ERR",
-                                                  "LOC_RDD_VIOL_ERR",
-                                                  "REM_INV_RD_REQ_ERR",
-                                                  "REM_ABORT_ERR",
-                                                  "INV_EECN_ERR",
-                                                  "INV_EEC_STATE_ERR",
-                                                  "FATAL_ERR",
-                                                  "RESP_TIMEOUT_ERR",
-                                                  "GENERAL_ERR",
-                                                  "TM_ERR",
-                                                  "TM_RNDV_INCOMPLETE"};
-    return code < std::size(kNames) ? kNames[code] : "UNKNOWN";
-}
 
 void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
     const WireMsg& m = *r.msg;
@@ -104,7 +76,7 @@ void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
         line.null("peer_host").null("peer_cgroup");
     line.b("signaled", w.signaled);
     if (w.t_poll != kNone)
-        line.word("wc_status", wc_status_name(w.wc_status));
+        line.word("wc_status", hosttrace::wc_status_name(w.wc_status));
     else
         line.null("wc_status");
     line.opt("t_recv_poll_ns", r.t_recv_poll);

@@ -21,7 +21,4 @@ void append_clock(std::string& out, std::string_view host, const ClockEstimate& 
 void append_alert(std::string& out, const Alert& alert);
 void append_congestion(std::string& out, const CongestionEpisode& episode);
 
-// The name insert-trace gives an ibv_wc_status code.
-std::string_view wc_status_name(uint16_t code);
-
 }  // namespace insert::correlate
