@@ -178,27 +178,43 @@ def rss_kb(pid):
     return 0
 
 
+def stream_sampling_rss(c, pid, make_burst, pause, on_sample=lambda: None):
+    """Sends make_burst()'s lines for 6 s of wall time, `pause` s apart; the listener's RSS
+    at 2 and 5.5 s (on_sample runs after each)."""
+    t0, samples = time.monotonic(), {}
+    while time.monotonic() - t0 < 6:
+        c.sendall("".join(make_burst()).encode())
+        time.sleep(pause)
+        elapsed = time.monotonic() - t0
+        for mark in (2, 5.5):
+            if elapsed >= mark and mark not in samples:
+                samples[mark] = rss_kb(pid)
+                on_sample()
+    return samples
+
+
+def check_rss_flat(samples):
+    growth = samples[5.5] - samples[2]
+    check(growth < 20_000, f"RSS grew {growth} kB from 2 s to 5.5 s ({samples})")
+
+
 def case_ttl_bounds_memory(tmp):
     p, sock, out = start_listener(tmp, ["--interval", "0.2", "--max-delay", "0.2", "--ttl", "0.5"])
     c = connect(sock)
     c.sendall("".join(json.dumps(r) + "\n" for r in setup_records()).encode())
-    sent, t0 = 0, time.monotonic()
-    samples = {}
-    data_t = 1_000_000
-    while time.monotonic() - t0 < 6:
-        # 20k work requests per second of wall time, data time advancing with it.
-        burst = []
+    sent, data_t = 0, 1_000_000
+
+    def burst():  # 20k work requests per second of wall time, data time advancing with it
+        nonlocal sent, data_t
+        lines = []
         for _ in range(2000):
             data_t += 50_000
-            burst.append(json.dumps(verb("post_send", data_t, qp="0xa0", qpn=21, wr_id=sent, opcode="SEND",
+            lines.append(json.dumps(verb("post_send", data_t, qp="0xa0", qpn=21, wr_id=sent, opcode="SEND",
                                          signaled=True, len=64, chain_index=0)) + "\n")
             sent += 1
-        c.sendall("".join(burst).encode())
-        time.sleep(0.1)
-        elapsed = time.monotonic() - t0
-        for mark in (2, 5.5):
-            if elapsed >= mark and mark not in samples:
-                samples[mark] = rss_kb(p.pid)
+        return lines
+
+    samples = stream_sampling_rss(c, p.pid, burst, 0.1)
     c.close()
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
@@ -206,8 +222,7 @@ def case_ttl_bounds_memory(tmp):
     s = read_records(out)[-1]
     check(s["unmatched_wr"] == sent, f"{s['unmatched_wr']} unmatched of {sent}")
     check(s["evicted"]["wrs"] > sent // 2, f"evicted {s['evicted']}")
-    growth = samples[5.5] - samples[2]
-    check(growth < 20_000, f"RSS grew {growth} kB from 2 s to 5.5 s ({samples})")
+    check_rss_flat(samples)
     print(f"PASS ttl_bounds_memory: {sent} work requests, {s['evicted']['wrs']} evicted, "
           f"RSS {samples[2]} -> {samples[5.5]} kB")
 
@@ -240,22 +255,23 @@ def churn_process(k, t, slow):
 def case_churn_bounds_memory(tmp):
     p, sock, out = start_listener(tmp, ["--interval", "0.2", "--max-delay", "0.05", "--ttl", "0.5"])
     c = connect(sock)
-    k, t0, samples, episode_while_running = 0, time.monotonic(), {}, False
-    data_t = 1_000_000_000
+    k, data_t, episode_while_running = 0, 1_000_000_000, False
     slow = range(3000, 3100)  # a congested stretch: one episode, decided while the run goes on
-    while time.monotonic() - t0 < 6:
-        burst = []
+
+    def burst():
+        nonlocal k, data_t
+        lines = []
         for _ in range(500):
-            burst.extend(json.dumps(r) + "\n" for r in churn_process(k, data_t, k in slow))
+            lines.extend(json.dumps(r) + "\n" for r in churn_process(k, data_t, k in slow))
             data_t += 2_000_000
             k += 1
-        c.sendall("".join(burst).encode())
-        time.sleep(0.05)
-        elapsed = time.monotonic() - t0
-        for mark in (2, 5.5):
-            if elapsed >= mark and mark not in samples:
-                samples[mark] = rss_kb(p.pid)
-                episode_while_running |= any('"type":"congestion"' in l for l in open(out))
+        return lines
+
+    def look_for_episode():
+        nonlocal episode_while_running
+        episode_while_running |= any('"type":"congestion"' in l for l in open(out))
+
+    samples = stream_sampling_rss(c, p.pid, burst, 0.05, look_for_episode)
     c.close()
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
@@ -270,8 +286,7 @@ def case_churn_bounds_memory(tmp):
     check(len(episodes) == 1 and episode_while_running, f"{len(episodes)} congestion episodes")
     pids = {c["pid"] for c in episodes[0]["contributors"]}
     check(pids == {20000 + i for i in slow}, f"contributors {sorted(pids)}")
-    growth = samples[5.5] - samples[2]
-    check(growth < 20_000, f"RSS grew {growth} kB from 2 s to 5.5 s ({samples})")
+    check_rss_flat(samples)
     print(f"PASS churn_bounds_memory: {k} processes, one final app record each, 1 episode, "
           f"RSS {samples[2]} -> {samples[5.5]} kB")
 
