@@ -1,6 +1,7 @@
 #include "correlator/correlate_run.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <tbb/global_control.h>
 
@@ -13,6 +14,7 @@
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/live/live_run.hpp"
+#include "correlator/output/batch_progress.hpp"
 #include "correlator/output/e2e_writer.hpp"
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/record_sink.hpp"
@@ -66,7 +68,15 @@ int run_batch(const CorrelateOptions& options) {
         !html.emplace().open("--html", options.html,
                              report::run_files(options.inputs, options.records), "", error))
         return fail(error);
-    if (!ingest(options.inputs, names, in, error)) return fail(error);
+    const bool terminal = ::isatty(STDERR_FILENO) == 1;
+    BatchProgress progress(options.progress || (terminal && !options.quiet), terminal,
+                           regular_file_bytes(options.inputs));
+    if (!ingest(options.inputs, names, in, error,
+                [&progress](uint64_t bytes, uint64_t lines) { progress.reading(bytes, lines); })) {
+        progress.interrupt();
+        return fail(error);
+    }
+    progress.read_done(in.counts.bytes, in.counts.lines);
     report_bad_lines(in.first_bad, in.counts.bad(), options.inputs);
 
     HostModel model = build_host_model(in.events, names);
@@ -102,6 +112,7 @@ int run_batch(const CorrelateOptions& options) {
     }
     const auto clocks = host_clocks(model, joined.clocks, names);
     summary.hosts = clocks.size();
+    progress.joined();
     summary.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -111,6 +122,7 @@ int run_batch(const CorrelateOptions& options) {
     RecordSink sink(out.is_open() ? &out : nullptr);
     if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
     write_e2e(joined, model, in.msgs, names, views.apps, sink);
+    progress.written(joined.matches.size());
     summary.apps = views.apps.size();
     for (const Alert& a : alerts) sink.alert(a);
     for (const CongestionEpisode& e : episodes) sink.congestion(e);

@@ -125,19 +125,24 @@ uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uin
     return line_no - first_line;
 }
 
-bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
-            std::string& error) {
-    BlockReader reader(inputs, error);
-    // Room for every thread's records up front: a record is ~300-450 bytes of text, and a
-    // vector that grows copies what it holds into fresh memory, whose first touch is a page
-    // fault - the largest cost of ingesting where page faults are slow (virtual machines;
-    // docs/performance.md). Unused room is never touched.
+uint64_t regular_file_bytes(const std::vector<std::string>& inputs) {
     uint64_t total = 0;
     for (const std::string& in : inputs) {
         struct stat st {};
         if (in != "-" && ::stat(in.c_str(), &st) == 0 && S_ISREG(st.st_mode))
             total += static_cast<uint64_t>(st.st_size);
     }
+    return total;
+}
+
+bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
+            std::string& error, const IngestProgress& on_block) {
+    BlockReader reader(inputs, error);
+    // Room for every thread's records up front: a record is ~300-450 bytes of text, and a
+    // vector that grows copies what it holds into fresh memory, whose first touch is a page
+    // fault - the largest cost of ingesting where page faults are slow (virtual machines;
+    // docs/performance.md). Unused room is never touched.
+    const uint64_t total = regular_file_bytes(inputs);
     const auto threads = static_cast<uint64_t>(tbb::this_task_arena::max_concurrency());
     const std::size_t per_thread = static_cast<std::size_t>(total / 250 / threads + 1024);
     tbb::enumerable_thread_specific<Ingested> records([per_thread] {
@@ -151,6 +156,7 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
         2 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
     uint32_t numbered_input = UINT32_MAX;
     uint64_t next_line = 1;
+    uint64_t bytes_done = 0, lines_done = 0;
     tbb::parallel_pipeline(
         tokens,
         tbb::make_filter<void, Block*>(tbb::filter_mode::serial_in_order,
@@ -184,6 +190,9 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
                         out.first_bad.push_back(std::move(bad));
                     }
                 next_line += b->lines;
+                bytes_done += b->size;
+                lines_done += b->counts.lines;
+                if (on_block) on_block(bytes_done, lines_done);
             }));
     std::vector<Ingested*> parts;
     for (Ingested& part : records) parts.push_back(&part);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,15 @@ struct Ingested {
 
 inline constexpr std::size_t kMaxReported = 10;
 
+// The size of the inputs that are regular files.
+uint64_t regular_file_bytes(const std::vector<std::string>& inputs);
+
 // `inputs`: paths, "-" for standard input. Returns false with `error` (naming the input)
-// when one cannot be opened or read.
+// when one cannot be opened or read. `on_block`, if set, is called after each block is
+// decoded (in input order, from one thread at a time) with the bytes and lines so far.
+using IngestProgress = std::function<void(uint64_t bytes, uint64_t lines)>;
 bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
-            std::string& error);
+            std::string& error, const IngestProgress& on_block = {});
 
 // Decodes whole lines of one block (shared with the live reader) into `records`' vectors,
 // its counts and bad lines into `counts` and `bad` (at most kMaxReported). `data` must

@@ -64,7 +64,10 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
                    "(repeatable)");
     app.add_flag("--same-clock", out.clock.same_clock,
                  "hosts and observers share one clock (offset 0 where no --clock-offset)");
-    app.add_flag("-q,--quiet", out.quiet, "no terminal report");
+    app.add_flag("-q,--quiet", out.quiet, "no terminal report (and no progress lines)");
+    app.add_flag("--progress", out.progress,
+                 "a batch run's progress and phase times on stderr (default: when stderr is "
+                 "a terminal and not --quiet)");
     app.add_option("--html", out.html,
                    "also write the records as a self-contained HTML report (charts and tables; "
                    "written at the end of a successful run)");

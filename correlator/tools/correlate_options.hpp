@@ -16,7 +16,8 @@ struct CorrelateOptions {
     std::string records;              // JSON Lines output: file, "-" (stdout) or empty (none)
     unsigned threads = 0;             // 0: every CPU
     ClockPolicy clock;
-    bool quiet = false;  // no terminal report
+    bool quiet = false;     // no terminal report
+    bool progress = false;  // progress lines on stderr even when it is not a terminal
     // Live input (docs/correlation.md 7).
     std::string listen;        // Unix stream socket to accept producers on
     double max_delay_s = 1.0;  // how late a record may arrive behind its stream
