@@ -1,5 +1,7 @@
 #include "correlator/output/record_sink.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "correlator/output/json_line.hpp"
@@ -41,7 +43,7 @@ void RecordSink::lines(std::string_view text) {
     if (!active()) return;
     if (observer_)
         for (std::size_t at = 0; at < text.size();) {
-            const std::size_t nl = text.find('\n', at);
+            const std::size_t nl = std::min(text.find('\n', at), text.size());
             observer_(text.substr(at, nl - at));
             at = nl + 1;
         }
