@@ -16,7 +16,7 @@ packages=(
     # browser, a real Alertmanager to deliver alerts to
     libjs-chart.js chromium prometheus-alertmanager
 )
-hugepages_wanted=${INSERT_HUGEPAGES:-512}
+hugepages_wanted=${INSERT_HUGEPAGES:-1024}
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -43,7 +43,9 @@ else
     echo "setup: installed ${missing[*]}"
 fi
 
-# Hugepages: DPDK runs faster with them; every INSERT command also runs without them
+# Hugepages: DPDK runs faster with them; insert-gen's tables and insert-correlate's record
+# arrays take from the pool what leaves 512 MiB free for DPDK (memory the VM has backed
+# already: dataplane/common/hugetlb_pool.hpp). Every INSERT command also runs without them
 # (replay uses --no-huge / in-memory), so failure here is not an error.
 have=$(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)
 if [ "${have:-0}" -ge "$hugepages_wanted" ]; then

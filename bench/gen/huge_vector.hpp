@@ -5,14 +5,11 @@
 // the TLB. Backing the tables with 2 MiB pages took ~20% off `large`'s CPU time, and the
 // kernel faults in 512 times fewer pages.
 //
-// The pages come from the reserved hugetlb pool (scripts/setup.sh) when it has room to
-// spare, otherwise as transparent huge pages (madvise(MADV_HUGEPAGE); ignored where huge
-// pages are disabled). The pool is worth it in a VM that returns freed guest memory to its
-// host (free page reporting, as in this Firecracker guest): memory the kernel hands out
-// afresh must then be backed by the host again page by page as it is first touched, ~1.4 ms
-// per MB here against ~0.14 ms for a pool page, which stays backed once used - on `large`
-// (~200 MB of tables) about a quarter of the whole run's CPU time went to it
-// (docs/insert-gen.md).
+// The pages come from the reserved hugetlb pool when it has room to spare
+// (dataplane/common/hugetlb_pool.hpp: why, in a VM that reports freed memory to its host),
+// otherwise as transparent huge pages (madvise(MADV_HUGEPAGE); ignored where huge pages are
+// disabled). On `large` (~200 MB of tables) about a quarter of the whole run's CPU time
+// went to faulting in fresh memory before (docs/insert-gen.md).
 #pragma once
 
 #include <sys/mman.h>
@@ -27,46 +24,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "dataplane/common/hugetlb_pool.hpp"
+
 namespace insert::gen {
 
-// Pool pages left free for DPDK (insert-dp, the benchmarks): the generator takes from the
-// pool only what keeps this much in it, so a DPDK process started meanwhile still finds its
-// memory there.
-inline constexpr std::size_t kHugetlbPoolKeepBytes = std::size_t{512} << 20;
-inline constexpr std::size_t kHugetlbPageBytes = std::size_t{2} << 20;
-
-// Whether `len` bytes may come from a 2 MiB pool with `free_pages` free, `reserved_pages` of
-// them promised to other mappings, and `keep_bytes` to be left available afterwards.
-constexpr bool hugetlb_pool_has_room(long long free_pages, long long reserved_pages,
-                                     std::size_t len, std::size_t keep_bytes) {
-    if (free_pages < 0 || reserved_pages < 0) return false;  // no such pool here
-    const long long available = free_pages - reserved_pages;
-    const auto wanted =
-        static_cast<long long>((len + keep_bytes + kHugetlbPageBytes - 1) / kHugetlbPageBytes);
-    return available >= wanted && wanted > 0;
-}
-
-// Maps `len` bytes (a multiple of 2 MiB) from the 2 MiB hugetlb pool if it has room for them
-// and keep_bytes more; nullptr otherwise. The mapping reserves its pages at mmap() (no
-// MAP_NORESERVE), so a pool emptied by another process later cannot SIGBUS us.
-inline void* map_from_hugetlb_pool(std::size_t len,
-                                   std::size_t keep_bytes = kHugetlbPoolKeepBytes) {
-    auto read_count = [](const char* path) -> long long {
-        std::FILE* f = std::fopen(path, "r");
-        if (!f) return -1;
-        long long v = -1;
-        if (std::fscanf(f, "%lld", &v) != 1) v = -1;
-        std::fclose(f);
-        return v;
-    };
-    const char* const dir = "/sys/kernel/mm/hugepages/hugepages-2048kB/";
-    const long long free_pages = read_count((std::string(dir) + "free_hugepages").c_str());
-    const long long reserved = read_count((std::string(dir) + "resv_hugepages").c_str());
-    if (!hugetlb_pool_has_room(free_pages, reserved, len, keep_bytes)) return nullptr;
-    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
-}
+using common::hugetlb_pool_has_room;
+using common::kHugetlbPageBytes;
+using common::kHugetlbPoolKeepBytes;
+using common::map_from_hugetlb_pool;
 
 template <typename T>
 struct HugePageAllocator {

@@ -5,13 +5,14 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "correlator/input/block_reader.hpp"
+#include "correlator/input/parallelism.hpp"
+#include "correlator/input/record_estimate.hpp"
 
 namespace insert::correlate {
 
@@ -138,22 +139,25 @@ uint64_t regular_file_bytes(const std::vector<std::string>& inputs) {
 bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& out,
             std::string& error, const IngestProgress& on_block) {
     BlockReader reader(inputs, error);
-    // Room for every thread's records up front: a record is ~300-450 bytes of text, and a
-    // vector that grows copies what it holds into fresh memory, whose first touch is a page
-    // fault - the largest cost of ingesting where page faults are slow (virtual machines;
-    // docs/performance.md). Unused room is never touched.
-    const uint64_t total = regular_file_bytes(inputs);
-    const auto threads = static_cast<uint64_t>(tbb::this_task_arena::max_concurrency());
-    const std::size_t per_thread = static_cast<std::size_t>(total / 250 / threads + 1024);
-    tbb::enumerable_thread_specific<Ingested> records([per_thread] {
+    // Room for every thread's records up front (record_estimate.hpp): a vector that grows
+    // copies what it holds into fresh memory, whose first touch is a page fault - the
+    // largest cost of ingesting where page faults are slow (virtual machines;
+    // docs/performance.md). With more threads than one, each takes about its share of the
+    // blocks, and a quarter more is reserved for the difference.
+    const RecordEstimate estimate = estimate_records(inputs);
+    const uint64_t threads = parallelism();
+    const auto share = [threads](uint64_t n) {
+        return static_cast<std::size_t>(threads == 1 ? n : n / threads + n / threads / 4);
+    };
+    tbb::enumerable_thread_specific<Ingested> records([&] {
         Ingested part;
-        part.events.reserve(per_thread);
-        part.msgs.reserve(per_thread / 2);
+        part.events.reserve(share(estimate.events));
+        part.msgs.reserve(share(estimate.msgs));
+        part.qps.reserve(share(estimate.qps));
         return part;
     });
     tbb::enumerable_thread_specific<LineParser> parsers([&] { return LineParser(hosts); });
-    const std::size_t tokens =
-        2 * static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+    const std::size_t tokens = 2 * parallelism();
     uint32_t numbered_input = UINT32_MAX;
     uint64_t next_line = 1;
     uint64_t bytes_done = 0, lines_done = 0;

@@ -1,13 +1,13 @@
 #include "correlator/output/e2e_writer.hpp"
 
 #include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "correlator/input/parallelism.hpp"
 #include "correlator/output/record_writer.hpp"
 
 namespace insert::correlate {
@@ -29,7 +29,7 @@ struct Chunk {
 void write_e2e(const JoinResult& joined, const HostModel& model, const WireMsgs& msgs,
                const HostNames& names, AppAggregator& apps, RecordSink& sink) {
     const std::vector<E2eMatch>& matches = joined.matches;
-    const auto threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+    const std::size_t threads = parallelism();
     if (threads == 1) {
         // One thread: straight into the sink. The chunks' own text and the copy of it
         // made a one-thread run ~10% slower (benchmark, alternated runs).

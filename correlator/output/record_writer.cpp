@@ -4,7 +4,6 @@
 
 #include "correlator/input/line_parser.hpp"
 #include "correlator/output/json_line.hpp"
-#include "hosttrace/wc_status_names.hpp"
 
 namespace insert::correlate {
 
@@ -35,53 +34,6 @@ void append_by_op(JsonLine& line, std::string_view key, const std::array<uint64_
 }
 
 }  // namespace
-
-void append_e2e(std::string& out, const E2eRow& r, const HostNames& names) {
-    const WireMsg& m = *r.msg;
-    const Incarnation& q = *r.requester;
-    const WorkRequest& w = *r.wr;
-    JsonLine line(out);
-    line.word("type", "e2e")
-        .ip("src_ip", q.ip)
-        .u("src_qpn", q.qpn)
-        .ip("dst_ip", m.dst_ip)
-        .u("dst_qpn", m.dst_qpn)
-        .word("op", kOpNames[static_cast<std::size_t>(m.op)])
-        .u("bytes", w.len)
-        .u("psn_first", m.psn_first)
-        .u("wr_id", w.wr_id)
-        .i("pid", q.pid)
-        .s("comm", q.comm.view())
-        .u("cgroup", q.cgroup);
-    if (r.responder)
-        line.i("peer_pid", r.responder->pid).s("peer_comm", r.responder->comm.view());
-    else
-        line.null("peer_pid").null("peer_comm");
-    line.opt("t_post_ns", r.t_post)
-        .i("t_first_ns", m.t_first)
-        .opt("t_ack_ns", m.t_ack)
-        .opt("t_poll_ns", r.t_poll)
-        .opt("host_ns", r.host_ns)
-        .opt("net_ns", r.net_ns)
-        .opt("completion_ns", r.completion_ns)
-        .opt("total_ns", r.total_ns)
-        .u("retx_pkts", m.retx_pkts)
-        .u("naks", m.naks)
-        .word("status", kStatusNames[static_cast<std::size_t>(m.status)])
-        .word("match", r.resync ? "resync" : "exact")
-        .s("host", names.view(q.host));
-    if (r.responder)
-        line.s("peer_host", names.view(r.responder->host)).u("peer_cgroup", r.responder->cgroup);
-    else
-        line.null("peer_host").null("peer_cgroup");
-    line.b("signaled", w.signaled);
-    if (w.t_poll != kNone)
-        line.word("wc_status", hosttrace::wc_status_name(w.wc_status));
-    else
-        line.null("wc_status");
-    line.opt("t_recv_poll_ns", r.t_recv_poll);
-    line.end();
-}
 
 void append_app(std::string& out, const AppView& a, bool final) {
     JsonLine line(out);

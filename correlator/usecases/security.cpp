@@ -123,39 +123,42 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
         if (only && !(*only)[i]) continue;
         const WireMsg& m = msgs[i];
         const int64_t requester = join.requester[i];
-        Offence o;
-        o.t = m.t_first;
-        o.msg = m;
-        o.victim_ip = m.dst_ip;
-        o.victim_qpn = m.dst_qpn;
-        o.source_ip = m.src_ip;
-        o.source_qpn = m.src_qpn;
-        if (requester >= 0) {
-            const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
-            o.source = qp_owner(src, names);
-            if (o.source_qpn == kNone) o.source_qpn = src.qpn;
-        }
         const int64_t r = join.responder[i];
         const bool owned =
             r >= 0 && model.qps[static_cast<std::size_t>(r)].alive_at(
                           m.t_first + theta(model.qps[static_cast<std::size_t>(r)].host));
+        // The offence is written only when there is one: nearly every message has none, and
+        // copying each message and its owners' names was a twentieth of a batch run.
+        const auto offend = [&](AlertKind kind) {
+            Offence& o = offences.emplace_back();
+            o.kind = kind;
+            o.t = m.t_first;
+            o.msg = m;
+            o.victim_ip = m.dst_ip;
+            o.victim_qpn = m.dst_qpn;
+            o.source_ip = m.src_ip;
+            o.source_qpn = m.src_qpn;
+            if (requester >= 0) {
+                const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
+                o.source = qp_owner(src, names);
+                if (o.source_qpn == kNone) o.source_qpn = src.qpn;
+            }
+            if (owned) {
+                const Incarnation& target = model.qps[static_cast<std::size_t>(r)];
+                o.victim_created = target.t_create;
+                o.victim = qp_owner(target, names);
+            }
+        };
         if (!owned) {
             // unowned_qp: a traced host whose trace had begun, and no live QP with this QPN.
             const int64_t host = index.host_of(m.dst_ip);
             if (host >= 0 && model.first_record[static_cast<std::size_t>(host)] <=
-                                 m.t_first + theta(static_cast<uint32_t>(host))) {
-                o.kind = AlertKind::unowned_qp;
-                offences.push_back(o);
-            }
+                                 m.t_first + theta(static_cast<uint32_t>(host)))
+                offend(AlertKind::unowned_qp);
             continue;
         }
         const Incarnation& target = model.qps[static_cast<std::size_t>(r)];
-        o.victim_created = target.t_create;
-        o.victim = qp_owner(target, names);
-        if (target.has_peer && !(m.src_ip == target.peer_ip)) {
-            o.kind = AlertKind::peer_mismatch;
-            offences.push_back(o);
-        }
+        if (target.has_peer && !(m.src_ip == target.peer_ip)) offend(AlertKind::peer_mismatch);
         if (const uint32_t need = right_needed(m.op)) {
             const int64_t t = m.t_first + theta(target.host);
             const Process& owner = model.processes[target.process];
@@ -178,20 +181,15 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                 kind = AlertKind::out_of_bounds;
             else if (!(live->access & need) || (target.has_access && !(target.qp_access & need)))
                 kind = AlertKind::access_denied;
-            if (kind != AlertKind::count) {
-                o.kind = kind;
-                offences.push_back(o);
-            }
+            if (kind != AlertKind::count) offend(kind);
         }
         // A message that did not complete (`incomplete`, NAKed) may be a posted one whose
         // packets the observer partly missed, so its bytes disagree with the request:
         // only a complete, accepted message no one posted is injected.
         if (join.wire[i] == WireState::wire_only_covered && m.status == MsgStatus::ok) {
             const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
-            if (!lost_near(model, src.host, m.t_first + theta(src.host), options.lost_guard_ns)) {
-                o.kind = AlertKind::injected_message;
-                offences.push_back(o);
-            }
+            if (!lost_near(model, src.host, m.t_first + theta(src.host), options.lost_guard_ns))
+                offend(AlertKind::injected_message);
         }
     }
 
