@@ -61,16 +61,23 @@ const char* literal_end(const char* p, const char* end, std::string_view word) {
 }  // namespace
 
 bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& fields) {
+    if (len < 2 || len > UINT32_MAX || text[len - 1] != '}') return false;
+    return scan_line(text, text + len, fields) == text + len;
+}
+
+const char* FlatObject::scan_line(const char* text, const char* limit, const FieldTable& fields) {
     n_ = 0;
     unsigned n = 0;  // kept in a register, not in n_, while items_ are written
-    // The closing brace is also what keeps a key's match (name, quote and colon) inside
-    // the line: no key holds a brace.
-    if (len < 2 || len > UINT32_MAX || text[0] != '{' || text[len - 1] != '}') return false;
+    // Nothing the scan matches crosses a newline: a key's match (name, quote and colon)
+    // holds none, strings stop at control bytes, numbers and literals at what is not theirs.
+    // So the scan finds the line's end itself (a search for it first was a pass over
+    // every byte), and `limit` only bounds the reads.
+    if (limit - text < 2 || text[0] != '{') return nullptr;
     const char* p = text + 1;
-    const char* const end = text + len;
+    const char* const end = limit;
     uint32_t context = 0;
     for (;;) {
-        if (*p != '"') return false;  // also an empty object: no record of ours
+        if (*p != '"') return nullptr;  // also an empty object: no record of ours
         ++p;
         // A known key is matched where it stands (its closing quote and the colon
         // included): first as the key expected in this context, then in the table. Only
@@ -89,14 +96,14 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
         } else {
             // Before the closing brace: the byte after the key's quote is in the line.
             const char* key_end = string_end(p, end);
-            if (!key_end || key_end[1] != ':') return false;
+            if (!key_end || key_end + 1 >= end || key_end[1] != ':') return nullptr;
             p = key_end + 2;
         }
         FlatValue value;
         switch (*p) {
             case '"': {
                 const char* close = string_end(p + 1, end);
-                if (!close) return false;
+                if (!close) return nullptr;
                 const auto n = static_cast<std::size_t>(close - p - 1);
                 value = {p + 1, static_cast<uint32_t>(n), '"'};
                 if (field == Field::type || field == Field::verb)  // they decide the keys
@@ -126,9 +133,9 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
                 break;
             }
         }
-        if (!p || p >= end) return false;
+        if (!p || p >= end) return nullptr;
         if (field != Field::unknown && field != Field::ignored) {
-            if (n == kMaxFields) return false;
+            if (n == kMaxFields) return nullptr;
             value.field = field;
             items_[n++] = value;
         }
@@ -137,7 +144,9 @@ bool FlatObject::scan(const char* text, std::size_t len, const FieldTable& field
             continue;
         }
         n_ = n;
-        return *p == '}' && p + 1 == end;
+        if (*p != '}') return nullptr;
+        const char* const line_end = p + 1;
+        return line_end == end || *line_end == '\n' ? line_end : nullptr;
     }
 }
 

@@ -40,6 +40,10 @@ class FlatObject {
     // order (duplicates too, as the general path visits them); false when the line is not
     // of the flat form.
     bool scan(const char* text, std::size_t len, const FieldTable& fields);
+    // The same for a line whose end is not known yet: the object starts at `text` and must
+    // end right before a newline or at `limit`, which bounds the reads (16 readable bytes
+    // must follow it). Returns the line's end (the newline or `limit`), or null.
+    const char* scan_line(const char* text, const char* limit, const FieldTable& fields);
 
     const FlatValue* begin() const { return items_.data(); }
     const FlatValue* end() const { return items_.data() + n_; }

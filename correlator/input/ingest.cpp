@@ -74,14 +74,22 @@ uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uin
     HostEvent event;
     std::string reason;
     while (p < end) {
-        const char* nl =
-            static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
-        const bool unterminated = nl == nullptr;
-        const char* line_end = unterminated ? end : nl;
-        const std::size_t len = static_cast<std::size_t>(line_end - p);
-        // Everything after the line up to the buffer's padding is readable.
-        const std::size_t capacity = static_cast<std::size_t>(end - p) + simdjson::SIMDJSON_PADDING;
-        const LineKind kind = parser.parse(p, len, capacity, msg, qp, event, reason);
+        // Nearly every line is of the flat form, whose scan finds the line's end itself;
+        // the others are cut at their newline first.
+        const char* line_end = nullptr;
+        LineKind kind = LineKind::blank;
+        bool unterminated = false;
+        if (!parser.parse_flat_line(p, end, line_end, kind, msg, qp, event, reason)) {
+            const char* nl =
+                static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+            unterminated = nl == nullptr;
+            line_end = unterminated ? end : nl;
+            const std::size_t len = static_cast<std::size_t>(line_end - p);
+            // Everything after the line up to the buffer's padding is readable.
+            const std::size_t capacity =
+                static_cast<std::size_t>(end - p) + simdjson::SIMDJSON_PADDING;
+            kind = parser.parse(p, len, capacity, msg, qp, event, reason);
+        }
         ++counts.lines;
         switch (kind) {
             case LineKind::wire_msg:

@@ -337,6 +337,18 @@ bool LineParser::IpCache::read(V& v, Ip& out, bool& present) {
     return true;
 }
 
+bool LineParser::parse_flat_line(const char* line, const char* limit, const char*& line_end,
+                                 LineKind& kind, WireMsg& msg, WireQp& qp, HostEvent& event,
+                                 std::string& reason) {
+    if (!flat_path_) return false;
+    const char* const end = flat_.scan_line(line, limit, fields_);
+    if (!end) return false;
+    kind = parse_flat(msg, qp, event, reason);
+    if (kind == LineKind::bad_field || kind == LineKind::not_json) return false;
+    line_end = end;
+    return true;
+}
+
 LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capacity, WireMsg& msg,
                            WireQp& qp, HostEvent& event, std::string& reason) {
     std::size_t first = 0;

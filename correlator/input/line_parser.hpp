@@ -77,6 +77,13 @@ class LineParser {
     LineKind parse(const char* line, std::size_t len, std::size_t capacity, WireMsg& msg,
                    WireQp& qp, HostEvent& event, std::string& reason);
 
+    // The line at `line`, whose end is not known yet, when it is of the flat form
+    // (flat_object.hpp) and a record the join uses or ignores: true, with its kind and
+    // `line_end` (its newline, or `limit`). False otherwise: the caller finds the line's
+    // end and calls parse(), which also words what is wrong with a bad line.
+    bool parse_flat_line(const char* line, const char* limit, const char*& line_end, LineKind& kind,
+                         WireMsg& msg, WireQp& qp, HostEvent& event, std::string& reason);
+
     // Off: every line through simdjson (the equivalence test compares the two paths).
     void use_flat_path(bool on) { flat_path_ = on; }
 

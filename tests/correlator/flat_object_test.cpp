@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "correlator/input/flat_object.hpp"
+#include "correlator/input/ingest.hpp"
 #include "correlator/input/line_parser.hpp"
 
 namespace insert::correlate {
@@ -293,6 +294,88 @@ TEST(FlatObject, both_paths_agree_on_mutated_lines) {
     // Most mutations leave the line flat (a changed digit or letter), many do not.
     EXPECT_GT(flat_taken, mutated / 4);
     EXPECT_LT(flat_taken, mutated);
+}
+
+TEST(FlatObject, scan_line_ends_at_the_newline_after_the_object) {
+    const std::string line = R"({"type":"lost","wall_ns":9,"ringbuf_drops":12})";
+    FlatObject flat;
+    const auto end_of = [&](const std::string& text) -> long {
+        const std::string buffer = padded(text);
+        const char* end = flat.scan_line(buffer.data(), buffer.data() + text.size(), field_table());
+        return end ? end - buffer.data() : -1;
+    };
+    const auto n = static_cast<long>(line.size());
+    EXPECT_EQ(end_of(line + "\n" + line + "\n"), n);  // the first line only
+    EXPECT_EQ(end_of(line), n);                       // the last, without its newline
+    EXPECT_EQ(end_of(line + "\r\n"), -1);             // the general path trims the rest
+    EXPECT_EQ(end_of(line + " \n"), -1);
+    EXPECT_EQ(end_of(line + "}\n"), -1);
+    EXPECT_EQ(end_of(R"({"type":"lo)"
+                     "\n"
+                     R"(st","wall_ns":9})"),
+              -1);  // a cut string
+    EXPECT_EQ(end_of(R"({"type":"lost","wall_ns":9)"
+                     "\n"
+                     "}"),
+              -1);
+    EXPECT_EQ(end_of(R"({"type":"lost","wall_ns":)"
+                     "\n"
+                     "9}"),
+              -1);
+    EXPECT_EQ(end_of(R"({"type":"lost","wall_)"
+                     "\n"
+                     R"(ns":9})"),
+              -1);  // a cut key
+}
+
+// Everything parse_block made of a block, as text.
+std::string describe_block(const std::string& block, bool last_unterminated, bool flat) {
+    HostNames names;
+    LineParser parser(names);
+    parser.use_flat_path(flat);
+    Ingested out;
+    IngestCounts counts;
+    std::vector<BadLine> bad;
+    const std::string buffer = padded(block);
+    const uint64_t lines =
+        parse_block(parser, buffer.data(), block.size(), 0, 1, last_unterminated, out, counts, bad);
+    std::ostringstream o;
+    o << lines << " lines " << counts.lines << ' ' << counts.msg << ' ' << counts.qp << ' '
+      << counts.host << ' ' << counts.ignored << ' ' << counts.not_json << ' ' << counts.truncated
+      << ' ' << counts.bad_field << ' ' << counts.unknown_type << '\n';
+    for (const BadLine& b : bad) o << "bad " << b.line << ' ' << b.reason << '\n';
+    for (const WireMsg& m : out.msgs)
+        o << describe(LineKind::wire_msg, "", m, {}, {}, names) << '\n';
+    for (const WireQp& q : out.qps) o << describe(LineKind::wire_qp, "", {}, q, {}, names) << '\n';
+    for (const HostEvent& e : out.events)
+        o << describe(LineKind::host_event, "", {}, {}, e, names) << '\n';
+    return o.str();
+}
+
+// parse_block lets the flat scan find each line's end (scan_line), and cuts the other lines
+// at their newline first: on blocks of mutated lines - newlines and carriage returns put
+// anywhere too - both ways must cut and read the same lines.
+TEST(FlatObject, blocks_are_cut_into_the_same_lines_either_way) {
+    static constexpr char kBytes[] = {'\n', '\n', '\r', ' ', '"', '}', '{', ',', ':', '1', 'x'};
+    std::mt19937_64 rng(20261204);
+    for (int round = 0; round < 300; ++round) {
+        std::string block;
+        for (int k = 0; k < 12; ++k) {
+            std::string line = kLines[rng() % kLines.size()];
+            if (rng() % 2) {
+                const std::size_t at = rng() % line.size();
+                if (rng() % 2)
+                    line.insert(at, 1, kBytes[rng() % sizeof kBytes]);
+                else
+                    line[at] = kBytes[rng() % sizeof kBytes];
+            }
+            block += line + "\n";
+        }
+        const bool unterminated = rng() % 3 == 0;
+        if (unterminated) block.resize(block.size() - 1 - rng() % 20);
+        const std::string general = describe_block(block, unterminated, false);
+        ASSERT_EQ(describe_block(block, unterminated, true), general) << block;
+    }
 }
 
 }  // namespace
