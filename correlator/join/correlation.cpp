@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <compare>
+#include <map>
 #include <tuple>
 
 #include "correlator/input/line_parser.hpp"
@@ -36,27 +38,49 @@ bool same_key(const WireMsg& a, const WireMsg& b) {
 }
 
 // The e2e records' order: (t_first_ns, src_ip, src_qpn, psn_first), then the message.
-// Sorted on keys gathered once rather than through two lookups per comparison.
+// Sorted on 24-byte keys of integers gathered once: the source (src_ip, src_qpn) as its rank
+// among the run's sources. Comparing the addresses' bytes in each comparison (a memcmp
+// call) and moving 64-byte keys made this sort a twentieth of a batch run.
 void order_matches(std::vector<E2eMatch>& matches, const WireMsgs& msgs, const HostModel& model) {
+    struct Source {
+        std::array<uint8_t, 16> ip;
+        uint32_t qpn;
+        auto operator<=>(const Source&) const = default;
+    };
     struct Key {
         int64_t t_first;
-        std::array<uint8_t, 16> src_ip;
-        uint32_t src_qpn;
-        uint32_t psn_first;
+        uint64_t source_psn;  // the source's id, then its rank (high half); psn_first
         uint32_t msg;
-        E2eMatch match;
+        uint32_t index;  // into matches
     };
     std::vector<Key> keys(matches.size());
-    tbb::parallel_for(std::size_t{0}, matches.size(), [&](std::size_t i) {
+    // Matches come grouped by requester, so a source is looked up when it changes.
+    std::map<Source, uint64_t> id_of;
+    Source last{};
+    uint64_t last_id = 0;
+    for (std::size_t i = 0; i < matches.size(); ++i) {
         const E2eMatch& e = matches[i];
         const WireMsg& m = msgs[e.msg];
-        keys[i] = {m.t_first, m.src_ip.bytes, model.qps[e.qp].qpn, m.psn_first, e.msg, e};
-    });
+        const Source source{m.src_ip.bytes, model.qps[e.qp].qpn};
+        if (i == 0 || source != last) {
+            last = source;
+            last_id = id_of.try_emplace(source, id_of.size()).first->second;
+        }
+        keys[i] = {m.t_first, last_id << 32 | m.psn_first, e.msg, static_cast<uint32_t>(i)};
+    }
+    std::vector<uint64_t> rank(id_of.size());
+    uint64_t next = 0;
+    for (const auto& [source, id] : id_of) rank[id] = next++;  // the map walks in order
+    for (Key& k : keys)
+        k.source_psn = rank[k.source_psn >> 32] << 32 | (k.source_psn & 0xFFFFFFFFu);
     sort_runs(keys, [](const Key& a, const Key& b) {
-        return std::tie(a.t_first, a.src_ip, a.src_qpn, a.psn_first, a.msg) <
-               std::tie(b.t_first, b.src_ip, b.src_qpn, b.psn_first, b.msg);
+        if (a.t_first != b.t_first) return a.t_first < b.t_first;
+        if (a.source_psn != b.source_psn) return a.source_psn < b.source_psn;
+        return a.msg < b.msg;
     });
-    for (std::size_t i = 0; i < keys.size(); ++i) matches[i] = keys[i].match;
+    std::vector<E2eMatch> sorted(matches.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) sorted[i] = matches[keys[i].index];
+    matches.swap(sorted);
 }
 
 uint64_t dedupe(WireMsgs& msgs) {

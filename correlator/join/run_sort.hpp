@@ -64,8 +64,8 @@ void sort_runs(std::vector<T>& v, Less less) {
             const auto last =
                 static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 2, bounds.size() - 1)]);
             const T* data = from->data();
-            merge_runs(data + first, data + middle, data + middle, data + last,
-                       to->data() + first, less);
+            merge_runs(data + first, data + middle, data + middle, data + last, to->data() + first,
+                       less);
         });
         if ((bounds.size() - 1) % 2) merged.push_back(bounds[bounds.size() - 2]);  // odd run out
         merged.push_back(n);
