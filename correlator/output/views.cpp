@@ -87,15 +87,19 @@ std::size_t AppAggregator::MatchedHash::operator()(const Matched& m) const {
 void AppAggregator::add_row(const E2eRow& r, const HostNames& names) {
     const Incarnation& q = *r.requester;
     const Matched key{q.host, q.pid, q.qp_obj, q.t_create, q.ip, q.comm, q.cgroup};
-    auto [at, first] = matched_.try_emplace(key, nullptr);
-    if (first) {  // the incarnation's first match: its application counts one QP more
-        Entry& fresh = entry(q, names);
-        fresh.has_e2e = true;
-        ++fresh.view.qps;
-        ++fresh.matched_refs;
-        at->second = &fresh;
+    Recent& seen = recent(q);
+    if (seen.q != &q || !(seen.key == key)) {
+        auto [at, first] = matched_.try_emplace(key, nullptr);
+        if (first) {  // the incarnation's first match: its application counts one QP more
+            Entry& fresh = entry(q, names);
+            fresh.has_e2e = true;
+            ++fresh.view.qps;
+            ++fresh.matched_refs;
+            at->second = &fresh;
+        }
+        seen = Recent{&q, key, at->second};
     }
-    AppView& app = at->second->view;
+    AppView& app = seen.entry->view;
     const auto op = static_cast<std::size_t>(r.msg->op);
     ++app.msgs[op];
     app.bytes[op] += r.wr->len;
@@ -127,6 +131,7 @@ void AppAggregator::forget(const Incarnation& q) {
     if (at == matched_.end()) return;
     --at->second->matched_refs;
     matched_.erase(at);
+    forget_recent();
 }
 
 void AppAggregator::retire_process(uint32_t host, int32_t pid, const HostNames& names,
@@ -143,8 +148,10 @@ void AppAggregator::retire_process(uint32_t host, int32_t pid, const HostNames& 
         Entry& e = it->second;
         if (e.has_e2e) final_record(e.view);
         // Incarnations still pointing here: one that never ended, of the exited process.
-        if (e.matched_refs > 0)
+        if (e.matched_refs > 0) {
             std::erase_if(matched_, [&](const auto& kv) { return kv.second == &e; });
+            forget_recent();
+        }
         it = apps_.erase(it);
     }
 }

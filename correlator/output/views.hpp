@@ -117,9 +117,24 @@ class AppAggregator {
         std::size_t operator()(const Matched& m) const;
     };
     Entry& entry(const Incarnation& q, const HostNames& names);
+    // The entries of incarnations seen lately, by the incarnation's address (a batch run's
+    // rows reach a few thousand of them at random): a hit, confirmed on the whole key,
+    // saves hashing the key and searching matched_ (a twentieth of writing the records).
+    // Emptied when matched_ loses entries.
+    struct Recent {
+        const Incarnation* q = nullptr;
+        Matched key;
+        Entry* entry = nullptr;
+    };
+    static constexpr std::size_t kRecent = 1024;
+    Recent& recent(const Incarnation& q) {
+        return recent_[reinterpret_cast<uintptr_t>(&q) / sizeof(Incarnation) % kRecent];
+    }
+    void forget_recent() { std::fill(recent_.begin(), recent_.end(), Recent{}); }
 
     std::map<Key, Entry, std::less<>> apps_;
     std::unordered_map<Matched, Entry*, MatchedHash> matched_;
+    std::vector<Recent> recent_ = std::vector<Recent>(kRecent);
 };
 
 // docs/correlation.md 6: per endpoint instance (ip, qpn, t_first_ns) only the latest `qp`
