@@ -16,7 +16,7 @@ int64_t bin_of(int64_t t, int64_t width) {
 }  // namespace
 
 void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src_qpn,
-                            const AppRef& app) {
+                            const AppRef& app, bool same_app) {
     if (m.t_ack == kNone) return;  // no network latency to judge by
     const int64_t net = m.t_ack - m.t_first;
     Recent& r = recent_;
@@ -47,7 +47,7 @@ void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src
     ++b.msgs;
     b.retx += m.retx_pkts;
     b.naks += m.naks;
-    if (!r.app || !(r.app->app == app)) {
+    if (!r.app || (!same_app && !(r.app->app == app))) {
         EpisodeApp& fresh = b.apps[app];
         fresh.app = app;
         r.app = &fresh;
@@ -235,18 +235,21 @@ void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const Joi
             node_ip = m.dst_ip;
         }
         const int64_t r = join.requester[i];
+        bool same_app = true;
         if (r >= 0 && r != app_of) {
             const Incarnation& q = model.qps[static_cast<std::size_t>(r)];
             app.owner = qp_owner(q, names);
             app.ip = q.ip;
             app_of = r;
+            same_app = false;
         } else if (r < 0) {
             app = AppRef{};
             app.ip = m.src_ip;
             app_of = -1;
+            same_app = false;
         }
         const int64_t src_qpn = r >= 0 ? model.qps[static_cast<std::size_t>(r)].qpn : m.src_qpn;
-        tracker.add(m, node, src_qpn, app);
+        tracker.add(m, node, src_qpn, app, same_app);
     }
 }
 
