@@ -46,6 +46,7 @@ void prefetch_e2e_row(const JoinResult& join, const HostModel& model, const Wire
     __builtin_prefetch(msg + sizeof(WireMsg) - 1);
     __builtin_prefetch(&model.qps[match.qp].wrs[match.wr]);
     __builtin_prefetch(&join.responder[match.msg]);
+    __builtin_prefetch(&join.t_recv_poll[match.msg]);
 }
 
 std::vector<E2eRow> make_e2e_rows(const JoinResult& join, const HostModel& model,
