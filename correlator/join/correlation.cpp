@@ -228,7 +228,8 @@ struct RequesterJoin {
 };
 
 // Groups message indexes by their incarnation (counting sort: deterministic).
-std::vector<std::vector<uint32_t>> group_by(const std::vector<int64_t>& owner, std::size_t n) {
+template <class Owners>
+std::vector<std::vector<uint32_t>> group_by(const Owners& owner, std::size_t n) {
     std::vector<std::vector<uint32_t>> groups(n);
     for (uint32_t i = 0; i < owner.size(); ++i)
         if (owner[i] >= 0) groups[static_cast<std::size_t>(owner[i])].push_back(i);

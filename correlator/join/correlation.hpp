@@ -46,8 +46,8 @@ struct JoinResult {
     std::vector<SourceState> source;     // per message
     std::vector<WireState> wire;         // per message
     std::vector<uint32_t> position;      // per message: its place in its requester's order
-    std::vector<int64_t> responder;      // per message: incarnation or -1
-    std::vector<int64_t> t_recv_poll;    // per message: responder's host time or kNone
+    HugeVector<int64_t> responder;       // per message: incarnation or -1
+    HugeVector<int64_t> t_recv_poll;     // per message: responder's host time or kNone
     std::vector<int64_t> recv_event;     // per message: that completion's host record or -1
     std::vector<uint64_t> unmatched_wr;  // per incarnation
     std::vector<ClockEstimate> clocks;   // per host id
