@@ -3,6 +3,7 @@
 // pages), record_estimate.hpp (the records of each kind, from each file's first lines) and
 // parallelism.hpp (the --threads limit that sizes them per thread).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <tbb/global_control.h>
 #include <unistd.h>
 
@@ -111,9 +112,13 @@ TEST_F(TempFiles, estimate_skips_what_it_cannot_sample) {
     // Standard input, a missing file, an empty one, and a first line longer than the sample.
     const std::string long_line =
         "{\"type\":\"verb\",\"comm\":\"" + std::string(kEstimateSampleBytes, 'a') + "\"}\n";
+    // And a FIFO no one writes to: not waited for.
+    const fs::path fifo = file("fifo", "");
+    fs::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const RecordEstimate e =
         estimate_records({"-", "/nonexistent/insert-estimate", file("empty", "").string(),
-                          file("long", long_line + verb_line(1)).string()});
+                          file("long", long_line + verb_line(1)).string(), fifo.string()});
     EXPECT_EQ(e.msgs + e.qps + e.events, 0u);
 }
 
