@@ -16,11 +16,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
-#include <string>
 #include <type_traits>
 #include <vector>
 

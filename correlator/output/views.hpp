@@ -119,7 +119,7 @@ class AppAggregator {
     Entry& entry(const Incarnation& q, const HostNames& names);
     // The entries of incarnations seen lately, by the incarnation's address (a batch run's
     // rows reach a few thousand of them at random): a hit, confirmed on the whole key,
-    // saves hashing the key and searching matched_ (a twentieth of writing the records).
+    // saves hashing the key and searching matched_ (~2% of a batch run in `perf`).
     // Emptied when matched_ loses entries.
     struct Recent {
         const Incarnation* q = nullptr;
