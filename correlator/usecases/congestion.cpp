@@ -16,11 +16,11 @@ int64_t bin_of(int64_t t, int64_t width) {
 }  // namespace
 
 void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src_qpn,
-                            const AppRef& app, bool same_app) {
+                            const AppRef& app, bool same_app, bool same_node) {
     if (m.t_ack == kNone) return;  // no network latency to judge by
     const int64_t net = m.t_ack - m.t_first;
     Recent& r = recent_;
-    if (!r.dst || node != r.node) {
+    if (!r.dst || (!same_node && node != r.node)) {
         auto at = dsts_.find(node);
         if (at == dsts_.end()) at = dsts_.emplace(std::string(node), Destination{}).first;
         r = Recent{};
@@ -226,13 +226,16 @@ void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const Joi
         if (only && !(*only)[i]) continue;
         const WireMsg& m = msgs[i];
         const int64_t responder = join.responder[i];
+        bool same_node = true;
         if (responder >= 0 && responder != node_of) {
             node.assign(names.view(model.qps[static_cast<std::size_t>(responder)].host));
             node_of = responder;
+            same_node = false;
         } else if (responder < 0 && (node_of != -1 || !(node_ip == m.dst_ip))) {
             node = m.dst_ip.to_string();  // the node of an untraced responder: its IP
             node_of = -1;
             node_ip = m.dst_ip;
+            same_node = false;
         }
         const int64_t r = join.requester[i];
         bool same_app = true;
@@ -249,7 +252,7 @@ void feed_congestion(CongestionTracker& tracker, const WireMsgs& msgs, const Joi
             same_app = false;
         }
         const int64_t src_qpn = r >= 0 ? model.qps[static_cast<std::size_t>(r)].qpn : m.src_qpn;
-        tracker.add(m, node, src_qpn, app, same_app);
+        tracker.add(m, node, src_qpn, app, same_app, same_node);
     }
 }
 

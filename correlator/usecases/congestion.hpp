@@ -85,9 +85,9 @@ class CongestionTracker {
     // One wire message to `node`; `app` is its requester's application (or the source IP
     // alone), `src_qpn` its requester QP when known (kNone otherwise). `same_app`: `app` is
     // the previous call's, unchanged (nearly always: messages come grouped by requester),
-    // so it is not compared again.
+    // so it is not compared again; `same_node` the same for `node`.
     void add(const WireMsg& m, std::string_view node, int64_t src_qpn, const AppRef& app,
-             bool same_app = false);
+             bool same_app = false, bool same_node = false);
     // ECN-CE and CNP counters of an endpoint instance (a `qp` record), for the episodes
     // it overlaps: ECN-CE at the destination, CNPs at a contributor.
     void add_counters(const WireQp& record);
