@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "correlator/input/line_parser.hpp"
+#include "correlator/join/run_sort.hpp"
 
 namespace insert::correlate {
 
@@ -116,8 +117,9 @@ struct EventOrder {
 // A run's processes are few, and a tracer writes each one's records in time order, in
 // stretches between other processes' (the benchmark's run: 32 processes in ~1,000
 // stretches). So the keys are dealt to their processes first (a stable counting sort), and
-// each process's keys are then only checked for order - and sorted where they are not.
-// Merging the stretches as ascending runs (join/run_sort.hpp) took ten passes over the keys.
+// each process's keys are then sorted as the few ascending runs they are (join/run_sort.hpp;
+// a thread's records at one instant can stand in another order than the canonical one).
+// Merging all ~1,000 stretches as runs took ten passes over the keys.
 std::vector<EventOrder> order_by_process(const HostEvents& events) {
     const std::size_t n = events.size();
     std::vector<EventOrder> keys(n);
@@ -168,9 +170,7 @@ std::vector<EventOrder> order_by_process(const HostEvents& events) {
         return canonical_less(events[a.index], events[b.index]);
     };
     tbb::parallel_for(std::size_t{0}, ranges.size(), [&](std::size_t r) {
-        const auto first = order.begin() + static_cast<std::ptrdiff_t>(ranges[r].first);
-        const auto end = order.begin() + static_cast<std::ptrdiff_t>(ranges[r].second);
-        if (!std::is_sorted(first, end, less)) std::stable_sort(first, end, less);
+        sort_runs(order.data() + ranges[r].first, order.data() + ranges[r].second, less);
     });
     return order;
 }

@@ -34,46 +34,77 @@ T* merge_runs(const T* a, const T* a_end, const T* b, const T* b_end, T* out, Le
     return std::copy(b, b_end, out);
 }
 
+namespace run_sort_detail {
+
+// The bounds of [data, data + n)'s ascending runs (0 first, n last); false when they are
+// too many for merging to pay.
 template <class T, class Less>
-void sort_runs(std::vector<T>& v, Less less) {
+bool find_runs(const T* data, std::size_t n, std::vector<std::size_t>& bounds, Less& less) {
     // Runs shorter than this on average: a general sort is as quick.
     constexpr std::size_t kMinMeanRun = 64;
-    const std::size_t n = v.size();
-    std::vector<std::size_t> bounds{0};
+    bounds.assign(1, 0);
     for (std::size_t i = 1; i < n; ++i) {
-        if (!less(v[i], v[i - 1])) continue;
+        if (!less(data[i], data[i - 1])) continue;
         bounds.push_back(i);
-        if (bounds.size() > n / kMinMeanRun) {
-            tbb::parallel_sort(v.begin(), v.end(), less);
-            return;
-        }
+        if (bounds.size() > n / kMinMeanRun) return false;
     }
     bounds.push_back(n);
-    // Bottom-up: neighbouring runs merged pairwise, level by level, between v and a buffer.
-    std::vector<T> buffer(n);
-    std::vector<T>* from = &v;
-    std::vector<T>* to = &buffer;
+    return true;
+}
+
+// Bottom-up: neighbouring runs merged pairwise, level by level, between data and buffer
+// (n elements each). Returns which of the two holds the sorted result.
+template <class T, class Less>
+T* merge_levels(T* data, T* buffer, std::vector<std::size_t> bounds, Less& less) {
+    T* from = data;
+    T* to = buffer;
+    const std::size_t n = bounds.back();
     while (bounds.size() > 2) {
         const std::size_t pairs = (bounds.size() - 1) / 2;
         std::vector<std::size_t> merged;
         merged.reserve(pairs + 2);
         for (std::size_t p = 0; p < pairs; ++p) merged.push_back(bounds[2 * p]);
         tbb::parallel_for(std::size_t{0}, pairs + (bounds.size() - 1) % 2, [&](std::size_t p) {
-            const auto first = static_cast<std::ptrdiff_t>(bounds[2 * p]);
-            const auto middle =
-                static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 1, bounds.size() - 1)]);
-            const auto last =
-                static_cast<std::ptrdiff_t>(bounds[std::min(2 * p + 2, bounds.size() - 1)]);
-            const T* data = from->data();
-            merge_runs(data + first, data + middle, data + middle, data + last, to->data() + first,
-                       less);
+            const std::size_t first = bounds[2 * p];
+            const std::size_t middle = bounds[std::min(2 * p + 1, bounds.size() - 1)];
+            const std::size_t last = bounds[std::min(2 * p + 2, bounds.size() - 1)];
+            merge_runs(from + first, from + middle, from + middle, from + last, to + first, less);
         });
         if ((bounds.size() - 1) % 2) merged.push_back(bounds[bounds.size() - 2]);  // odd run out
         merged.push_back(n);
         bounds = std::move(merged);
         std::swap(from, to);
     }
-    if (from != &v) v.swap(buffer);
+    return from;
+}
+
+}  // namespace run_sort_detail
+
+template <class T, class Less>
+void sort_runs(std::vector<T>& v, Less less) {
+    std::vector<std::size_t> bounds;
+    if (!run_sort_detail::find_runs(v.data(), v.size(), bounds, less)) {
+        tbb::parallel_sort(v.begin(), v.end(), less);
+        return;
+    }
+    std::vector<T> buffer(v.size());
+    if (run_sort_detail::merge_levels(v.data(), buffer.data(), std::move(bounds), less) != v.data())
+        v.swap(buffer);
+}
+
+// The same for a part of an array, [first, last).
+template <class T, class Less>
+void sort_runs(T* first, T* last, Less less) {
+    const auto n = static_cast<std::size_t>(last - first);
+    std::vector<std::size_t> bounds;
+    if (!run_sort_detail::find_runs(first, n, bounds, less)) {
+        tbb::parallel_sort(first, last, less);
+        return;
+    }
+    if (bounds.size() <= 2) return;  // one run: sorted
+    std::vector<T> buffer(n);
+    const T* sorted = run_sort_detail::merge_levels(first, buffer.data(), std::move(bounds), less);
+    if (sorted != first) std::copy(sorted, sorted + n, first);
 }
 
 }  // namespace insert::correlate

@@ -44,6 +44,41 @@ TEST(FlatObject, scans_scalar_objects_and_keeps_the_fields_read) {
     EXPECT_EQ(flat.first(Field::dst_ip), nullptr);
 }
 
+// Values' ends are found 16 bytes at a time: every length around a step's edges, with the
+// line ending right after the value, and a stop byte (an escape, a control byte) at every
+// place of a long string.
+TEST(FlatObject, values_of_every_length_around_the_scan_steps) {
+    FlatObject flat;
+    std::string buffer;  // the values point into it
+    const auto scan = [&](const std::string& line) {
+        buffer = padded(line);
+        return flat.scan(buffer.data(), line.size(), field_table());
+    };
+    for (std::size_t n = 1; n <= 40; ++n) {
+        // The bytes next to the stops' ranges: ' ' after the control bytes, DEL before
+        // 0x80, '/' and ':' around the digits.
+        std::string text, digits;
+        for (std::size_t i = 0; i < n; ++i) {
+            text += " ~\x7f/:a"[i % 6];
+            digits += static_cast<char>('0' + (i + 1) % 10);
+        }
+        ASSERT_TRUE(scan(R"({"type":")" + text + R"("})")) << n;
+        EXPECT_EQ(flat.first(Field::type)->text(), text);
+        ASSERT_TRUE(scan(R"({"type":"msg","bytes":)" + digits + "}")) << n;
+        EXPECT_EQ(flat.first(Field::bytes)->text(), digits);
+        ASSERT_TRUE(scan(R"({"bytes":-)" + digits + R"(,"type":"msg"})")) << n;
+        EXPECT_EQ(flat.first(Field::bytes)->text().substr(1), digits);
+        EXPECT_EQ(flat.first(Field::bytes)->text()[0], '-');
+        for (std::size_t at = 0; at < n; ++at) {
+            for (const char stop : {'\\', '\x01', '\x80'}) {
+                std::string bad = text;
+                bad[at] = stop;
+                EXPECT_FALSE(scan(R"({"type":")" + bad + R"("})")) << n << " " << at;
+            }
+        }
+    }
+}
+
 TEST(FlatObject, leaves_everything_else_to_the_general_path) {
     FlatObject flat;
     EXPECT_TRUE(scans(R"({"type":"msg","bytes":0})", flat));

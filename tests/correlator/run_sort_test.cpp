@@ -47,5 +47,25 @@ TEST(RunSort, sorts_any_number_of_runs_as_std_sort_does) {
     EXPECT_EQ(reversed, expected);
 }
 
+// A part of an array (the host model sorts each process's records in place): sorted as
+// std::sort sorts it, and nothing outside the part touched.
+TEST(RunSort, sorts_a_part_of_an_array_in_place) {
+    std::mt19937 rng(20261204);
+    for (const std::size_t n : {0u, 1u, 64u, 1000u, 100000u}) {
+        for (const std::size_t runs : {1u, 2u, 7u, 1000u, 50000u}) {
+            std::vector<Item> part = with_runs(rng, n, runs);
+            std::vector<Item> v(3, Item{-1, -1});
+            v.insert(v.begin() + 1, part.begin(), part.end());  // one guard before, two after
+            std::sort(part.begin(), part.end());
+            sort_runs(v.data() + 1, v.data() + 1 + n, std::less<Item>());
+            EXPECT_EQ(std::vector<Item>(v.begin() + 1, v.begin() + 1 + static_cast<long>(n)), part)
+                << n << " items, " << runs << " runs";
+            EXPECT_EQ(v.front(), (Item{-1, -1}));
+            EXPECT_EQ(v[n + 1], (Item{-1, -1}));
+            EXPECT_EQ(v.back(), (Item{-1, -1}));
+        }
+    }
+}
+
 }  // namespace
 }  // namespace insert::correlate
