@@ -120,9 +120,9 @@ struct EventOrder {
 // each process's keys are then sorted as the few ascending runs they are (join/run_sort.hpp;
 // a thread's records at one instant can stand in another order than the canonical one).
 // Merging all ~1,000 stretches as runs took ten passes over the keys.
-std::vector<EventOrder> order_by_process(const HostEvents& events) {
+HugeVector<EventOrder> order_by_process(const HostEvents& events) {
     const std::size_t n = events.size();
-    std::vector<EventOrder> keys(n);
+    HugeVector<EventOrder> keys(n);
     tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) {
         const HostEvent& e = events[i];
         const uint32_t pid_order = static_cast<uint32_t>(e.pid) ^ 0x8000'0000u;
@@ -161,7 +161,7 @@ std::vector<EventOrder> order_by_process(const HostEvents& events) {
         ranges.emplace_back(place, place + count[p]);
         place += count[p];
     }
-    std::vector<EventOrder> order(n);
+    HugeVector<EventOrder> order(n);
     last_number = UINT32_MAX;
     for (const EventOrder& k : keys) order[next[number_of(k.process)]++] = k;
     const auto less = [&](const EventOrder& a, const EventOrder& b) {
@@ -396,7 +396,7 @@ HostModel build_host_model(const HostEvents& events, const HostNames& names) {
         }
     }
     for (auto& times : model.lost_at) std::sort(times.begin(), times.end());
-    const std::vector<EventOrder> order = order_by_process(events);
+    const HugeVector<EventOrder> order = order_by_process(events);
     std::vector<std::pair<std::size_t, std::size_t>> ranges;
     for (std::size_t i = 0; i < order.size();) {
         std::size_t j = i + 1;
