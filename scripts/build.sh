@@ -2,7 +2,8 @@
 # scripts/build.sh [BUILD_DIR]: configures and builds everything (default build/) with
 # profile feedback (GCC -fprofile-use, meson's b_pgo), in three steps:
 #   1. the programs that run the packet path - insert-pipeline-bench, insert-dp and
-#      insert-gen - built instrumented (b_pgo=generate);
+#      insert-gen - and insert-correlate with its benchmark built instrumented
+#      (b_pgo=generate);
 #   2. scripts/pgo-train.sh runs them on training traffic (the benchmark's two workload
 #      shapes at small sizes, and insert-dp replay over insert-gen's impairment scenarios),
 #      which writes the branch and call counts next to their objects (*.gcda);
@@ -45,7 +46,13 @@ fi
 configure -Db_lto=$lto -Db_pgo=generate
 # Counts from an earlier training would be added to the new ones (gcov merges): start over.
 find "$build" -name '*.gcda' -delete
-ninja -C "$build" bench/micro/insert-pipeline-bench dataplane/tools/insert-dp bench/gen/insert-gen
+trained=(bench/micro/insert-pipeline-bench dataplane/tools/insert-dp bench/gen/insert-gen)
+# insert-correlate and its benchmark, where their dependencies were found: the line scan
+# and the join are branchy code too (one thread ~17% faster with counts, docs/performance.md).
+for optional in correlator/insert-correlate bench/correlate/insert-correlate-bench; do
+    if ninja -C "$build" -t targets all | grep -q "^$optional:"; then trained+=("$optional"); fi
+done
+ninja -C "$build" "${trained[@]}"
 scripts/pgo-train.sh "$build"
 configure -Db_lto=$lto -Db_pgo=use
 ninja -C "$build"

@@ -7,7 +7,10 @@
 #   - insert-dp replay, 1 and 2 workers, over captures insert-gen makes of every built-in
 #     scenario (losses, reordering, congestion, pairing, IPv6, malformed frames, ...) and
 #     of the stress scenario files, so that retransmission, reordering and NAK handling
-#     are counted too, not only the benchmark's clean traffic.
+#     are counted too, not only the benchmark's clean traffic;
+#   - insert-correlate (when built) over each scenario's wire records, and its benchmark's
+#     run (host and wire records of 1,024 QPs, every message joined; 100 messages a QP) in
+#     one and two threads: the line scan, the record readers, the join and the writers.
 # Each program writes its counts (*.gcda) next to its objects when it exits.
 set -euo pipefail
 
@@ -16,6 +19,8 @@ build=${1:?usage: pgo-train.sh BUILD_DIR}
 gen=$build/bench/gen/insert-gen
 dp=$build/dataplane/tools/insert-dp
 bench=$build/bench/micro/insert-pipeline-bench
+correlate=$build/correlator/insert-correlate
+correlate_bench=$build/bench/correlate/insert-correlate-bench
 work=$(mktemp -d /tmp/insert-pgo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -36,5 +41,14 @@ for scenario in $("$gen" --list-scenarios) "$root"/bench/gen/scenarios/stress_*.
         "$dp" replay "$work/$name.pcap" --workers "$workers" --quiet \
             --records "$work/$name.jsonl" >/dev/null 2>&1
     done
+    if [ -x "$correlate" ]; then
+        "$correlate" "$work/$name.jsonl" --quiet --records /dev/null
+    fi
 done
+
+if [ -x "$correlate_bench" ]; then
+    echo "pgo-train: insert-correlate's benchmark run"
+    INSERT_CORRELATE_BENCH_MSGS=100 "$correlate_bench" --benchmark_filter='BM_CorrelateRun/[12]/' \
+        --benchmark_min_time=0.01 >/dev/null
+fi
 echo "pgo-train: done in $((SECONDS - started)) s"
