@@ -1,12 +1,14 @@
-// Sorting what is nearly sorted already. The join sorts its records twice: host records by
-// process and time (order_by_process), and the matched messages by time for the e2e
-// records (order_matches). Both arrive as a few long ascending runs - a tracer writes a
-// process's calls in time order, the join yields each QP's messages in order - so finding
-// the runs and merging them (O(n log runs)) replaces an O(n log n) sort that took a tenth
-// of a run. Input without such runs goes to oneTBB's parallel_sort as before.
+// Sorting what is nearly sorted already. The join sorts its records twice: each process's
+// host records by time (order_by_process, after a counting sort has dealt them to their
+// processes: sort_runs on a part of an array), and the matched messages by time for the
+// e2e records (order_matches). Both arrive as a few long ascending runs - a tracer writes
+// a process's calls in time order, the join yields each QP's messages in order - so
+// finding the runs and merging them (O(n log runs)) replaces an O(n log n) sort that took
+// a tenth of a run. Input without such runs goes to oneTBB's parallel_sort as before.
 //
-// The result is the sorted order: the same as any sort's when `less` is a total order, as
-// both callers' are (ties end on a record index).
+// The merges are stable; the result is the sorted order, the same as any sort's when
+// `less` is a total order (order_matches' ends on a record index; order_by_process' on
+// the records' whole content).
 #pragma once
 
 #include <tbb/parallel_for.h>
