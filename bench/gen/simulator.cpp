@@ -108,6 +108,12 @@ proto::Position position_of(uint32_t i, uint32_t n) {
     return i + 1 == n ? proto::Position::last : proto::Position::middle;
 }
 
+double op_weight_sum(const Workload& w) {
+    double sum = 0;
+    for (const OpWeight& o : w.ops) sum += o.weight;
+    return sum;
+}
+
 }  // namespace
 
 Simulator::Simulator(const Scenario& scenario, uint64_t seed)
@@ -136,225 +142,316 @@ void Simulator::free_packet(uint32_t idx) {
     free_.push_back(idx);
 }
 
+// The set-up draws from rng_ in this order, which must not change (a scenario's bytes are a
+// function of its seed): the hosts' QPNs, the random connections, each connection's PSNs,
+// ports and CM ids, every workload message, each connection's per-message values and CM
+// REQ, then the UD, background and malformed frames. The host layout and the attacks draw
+// from streams of their own.
 void Simulator::setup() {
-    const std::size_t nh = sc_.hosts.size();
-    hosts_.resize(nh);
+    assign_host_qpns();
+    const std::vector<ConnSpec> specs = connection_specs();
+    const std::vector<MessageSpec>& attack_msgs = attacks_.messages();
+    plan_layout(specs, attack_msgs);
+    open_connections(specs);
+
+    msgs_.reserve(specs.size() * std::size_t{sc_.workload.msgs_per_conn} + sc_.messages.size() +
+                  attack_msgs.size() + attacks_.injected_messages());
+    // Its pages, zeroed by the kernel on first touch, are faulted in on the idle core while
+    // this one fills them (joined at the end of the set-up).
+    const BackgroundFault fault_msgs(msgs_.data(), msgs_.capacity() * sizeof(MsgInfo));
+    build_messages(specs, attack_msgs);
+    for (uint32_t c = 0; c < specs.size(); ++c) finish_connection(c);
+    schedule_attacks();
+    progress_.resize(msgs_.size());
+    apply_targets();
+
+    const uint64_t span_end = extra_frames_end();
+    for (uint32_t i = 0; i < sc_.ud.count && sc_.hosts.size() >= 2; ++i) send_ud_frame(span_end);
+    for (uint32_t i = 0; i < sc_.background; ++i)
+        inject_frame(PacketClass::background, static_cast<uint8_t>(i % kBackgroundKinds), span_end);
+    for (uint8_t kind = 0; kind < kMalformedKinds; ++kind)
+        for (uint32_t i = 0; i < sc_.malformed[kind]; ++i)
+            inject_frame(PacketClass::malformed, kind, span_end);
+}
+
+// Each host numbers its QPs up from a random start; the first is its UD QP.
+void Simulator::assign_host_qpns() {
+    hosts_.resize(sc_.hosts.size());
     for (HostState& h : hosts_) {
         h.next_qpn = static_cast<uint32_t>(rng_.between(0x40, 0x7FFF)) * 4;
         h.ud_qpn = h.next_qpn++;
     }
+}
 
+// A random host other than `a`, of its address family (validate() guarantees one exists
+// whenever random connections or UD frames ask for one).
+uint32_t Simulator::draw_peer(uint32_t a) {
+    uint32_t b;
+    do {
+        b = static_cast<uint32_t>(rng_.between(0, sc_.hosts.size() - 1));
+    } while (b == a || sc_.hosts[b].ip.is_v4() != sc_.hosts[a].ip.is_v4());
+    return b;
+}
+
+// The scenario's connections, its random ones, then the rkey attacks' connections (after
+// every scenario connection: attack_plan.hpp).
+std::vector<ConnSpec> Simulator::connection_specs() {
     std::vector<ConnSpec> specs = sc_.conns;
-    const RandomConnections& rc = sc_.random_conns;
-    for (uint32_t i = 0; i < rc.count; ++i) {
-        ConnSpec c;
-        c.a = static_cast<uint32_t>(rng_.between(0, nh - 1));
-        // A peer of the same address family (validate() guarantees one exists).
-        do {
-            c.b = static_cast<uint32_t>(rng_.between(0, nh - 1));
-        } while (c.b == c.a || sc_.hosts[c.b].ip.is_v4() != sc_.hosts[c.a].ip.is_v4());
-        c.transport = rng_.chance(rc.uc_fraction) ? ConnTransport::uc : ConnTransport::rc;
-        const uint32_t steps = static_cast<uint32_t>(std::log2(rc.mtu_max / rc.mtu_min));
-        c.mtu = rc.mtu_min << rng_.between(0, steps);
-        c.cm = c.transport == ConnTransport::rc && rng_.chance(rc.cm_fraction);
-        if (rng_.chance(rc.near_wrap_fraction))
-            c.psn_a = static_cast<uint32_t>(proto::kPsnMask - rng_.between(0, 6));
-        specs.push_back(c);
-    }
-    // The rkey attacks' connections come after every scenario connection (attack_plan.hpp).
+    for (uint32_t i = 0; i < sc_.random_conns.count; ++i) specs.push_back(random_connection());
     if (!attacks_.empty()) attacks_.add_connections(specs);
-    const std::vector<MessageSpec>& attack_msgs = attacks_.messages();
+    return specs;
+}
 
-    // Processes, their MRs and QPN reuse (host_layout.hpp): from streams of their own.
-    {
-        double weights = 0;
-        for (const OpWeight& o : sc_.workload.ops) weights += o.weight;
-        std::vector<uint32_t> counts(specs.size(), weights > 0 ? sc_.workload.msgs_per_conn : 0);
-        for (std::size_t c = 0; c < specs.size(); ++c)
-            if (!specs[c].workload || c >= sc_.conns.size() + rc.count) counts[c] = 0;
-        for (const MessageSpec& ms : sc_.messages) ++counts[ms.conn];
-        for (const MessageSpec& ms : attack_msgs) ++counts[ms.conn];
-        layout_.plan(sc_, seed_, specs, counts);
-        if (!attacks_.empty()) attacks_.assign(layout_);
-    }
+ConnSpec Simulator::random_connection() {
+    const RandomConnections& rc = sc_.random_conns;
+    ConnSpec c;
+    c.a = static_cast<uint32_t>(rng_.between(0, sc_.hosts.size() - 1));
+    c.b = draw_peer(c.a);
+    c.transport = rng_.chance(rc.uc_fraction) ? ConnTransport::uc : ConnTransport::rc;
+    // A power of two from mtu_min to mtu_max.
+    const uint32_t steps = static_cast<uint32_t>(std::log2(rc.mtu_max / rc.mtu_min));
+    c.mtu = rc.mtu_min << rng_.between(0, steps);
+    c.cm = c.transport == ConnTransport::rc && rng_.chance(rc.cm_fraction);
+    if (rng_.chance(rc.near_wrap_fraction))
+        c.psn_a = static_cast<uint32_t>(proto::kPsnMask - rng_.between(0, 6));
+    return c;
+}
+
+// Workload messages go to the scenario's connections (not to an attack's), except those
+// that carry only their explicit messages.
+bool Simulator::has_workload(const std::vector<ConnSpec>& specs, std::size_t c) const {
+    return specs[c].workload && c < sc_.conns.size() + sc_.random_conns.count;
+}
+
+// Processes, their MRs and QPN reuse (host_layout.hpp): from streams of their own, before
+// any message is drawn, from the number of messages of each connection.
+void Simulator::plan_layout(const std::vector<ConnSpec>& specs,
+                            const std::vector<MessageSpec>& attack_msgs) {
+    const uint32_t per_conn = op_weight_sum(sc_.workload) > 0 ? sc_.workload.msgs_per_conn : 0;
+    std::vector<uint32_t> counts(specs.size(), per_conn);
+    for (std::size_t c = 0; c < specs.size(); ++c)
+        if (!has_workload(specs, c)) counts[c] = 0;
+    for (const MessageSpec& ms : sc_.messages) ++counts[ms.conn];
+    for (const MessageSpec& ms : attack_msgs) ++counts[ms.conn];
+    layout_.plan(sc_, seed_, specs, counts);
+    if (!attacks_.empty()) attacks_.assign(layout_);
+}
+
+void Simulator::open_connections(const std::vector<ConnSpec>& specs) {
     conn_info_.resize(specs.size());
     conn_.resize(specs.size());
     cold_.resize(specs.size());
     // (host pair, port) -> taken: one flat table rather than a set per pair (~5% of the
-    // serial set-up on `large`). Host pairs are numbered lo * hosts + hi (hosts are 16-bit).
+    // serial set-up on `large`).
     FlatMap<bool> used_sports(sc_.sport_policy == SportPolicy::symmetric ? specs.size() : 0);
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-        ConnInfo& ci = conn_info_[i];
-        ci.spec = specs[i];
-        const QpnReuse& reuse = layout_.reuse(static_cast<uint32_t>(i));
-        auto reused = [&](int side, uint32_t& qpn) {
-            if (!reuse.active() || reuse.side != side) return false;
-            const ConnInfo& from = conn_info_[reuse.from];
-            qpn = reuse.from_side == 0 ? from.qpn_a : from.qpn_b;
-            return true;
-        };
-        if (!reused(0, ci.qpn_a))
-            ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
-        if (!reused(1, ci.qpn_b))
-            ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
+    for (uint32_t c = 0; c < specs.size(); ++c) {
+        ConnInfo& ci = conn_info_[c];
+        ci.spec = specs[c];
+        assign_qpns(c);
         ci.psn_a = ci.spec.psn_a ? *ci.spec.psn_a
                                  : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
         ci.psn_b = ci.spec.psn_b ? *ci.spec.psn_b
                                  : static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
-        switch (sc_.sport_policy) {
-            case SportPolicy::symmetric: {
-                // mlx5 hashes the connection into 0xC000-0xFFFF; distinct ports between two
-                // hosts (while there are ports left) so that the sport rule can pair them.
-                const uint32_t lo = std::min(ci.spec.a, ci.spec.b),
-                               hi = std::max(ci.spec.a, ci.spec.b);
-                const uint64_t pair = uint64_t{lo} * nh + hi;
-                uint16_t port = 0;
-                for (int attempt = 0; attempt < 64; ++attempt) {
-                    port = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
-                    if (used_sports.try_emplace(pair << 16 | port, true).second) break;
-                }
-                ci.sport_req = ci.sport_resp = port;
-                break;
-            }
-            case SportPolicy::per_qp:
-                ci.sport_req = rxe_sport(ci.qpn_a);
-                ci.sport_resp = rxe_sport(ci.qpn_b);
-                break;
-            case SportPolicy::fixed:
-                ci.sport_req = ci.sport_resp = sc_.fixed_sport;
-                break;
-        }
+        assign_sports(ci, used_sports);
         ci.cm_id_a = static_cast<uint32_t>(rng_.next());
         ci.cm_id_b = static_cast<uint32_t>(rng_.next());
-        ConnState& cs = conn_[i];
-        cs.next_psn = ci.psn_a;
-        cs.e_psn = ci.psn_a;
-        cs.cm_ready = !ci.spec.cm;
-        cs.qpn_a = ci.qpn_a;
-        cs.qpn_b = ci.qpn_b;
-        cs.mtu = ci.spec.mtu;
-        cs.host_a = static_cast<uint16_t>(ci.spec.a);
-        cs.host_b = static_cast<uint16_t>(ci.spec.b);
-        cs.sport_req = ci.sport_req;
-        cs.sport_resp = ci.sport_resp;
-        cs.uc = ci.spec.transport == ConnTransport::uc;
+        init_conn_state(c);
     }
+}
 
-    // Messages: each connection's workload plus its explicit messages, in post order, as
-    // one slice of msgs_ per connection, built in place (on `large`, per-connection vectors
-    // and a copy of half a million messages were a tenth of the set-up). The random draws
-    // come in the same order as ever: every workload message first, connection after
-    // connection, then each connection's per-message values.
+// Each side's QPN: that of an earlier, destroyed QP (QPN reuse), the scenario's, or the next
+// of its host.
+void Simulator::assign_qpns(uint32_t c) {
+    ConnInfo& ci = conn_info_[c];
+    const QpnReuse& reuse = layout_.reuse(c);
+    auto reused = [&](int side, uint32_t& qpn) {
+        if (!reuse.active() || reuse.side != side) return false;
+        const ConnInfo& from = conn_info_[reuse.from];
+        qpn = reuse.from_side == 0 ? from.qpn_a : from.qpn_b;
+        return true;
+    };
+    if (!reused(0, ci.qpn_a))
+        ci.qpn_a = ci.spec.qpn_a ? *ci.spec.qpn_a : hosts_[ci.spec.a].next_qpn++;
+    if (!reused(1, ci.qpn_b))
+        ci.qpn_b = ci.spec.qpn_b ? *ci.spec.qpn_b : hosts_[ci.spec.b].next_qpn++;
+}
+
+// The UDP source port of each direction, as the scenario's NICs choose it.
+void Simulator::assign_sports(ConnInfo& ci, FlatMap<bool>& used_sports) {
+    switch (sc_.sport_policy) {
+        case SportPolicy::symmetric: {
+            // mlx5 hashes the connection into 0xC000-0xFFFF; distinct ports between two
+            // hosts (while there are ports left) so that the sport rule can pair them.
+            const uint32_t lo = std::min(ci.spec.a, ci.spec.b), hi = std::max(ci.spec.a, ci.spec.b);
+            const uint64_t pair = uint64_t{lo} * sc_.hosts.size() + hi;  // hosts are 16-bit
+            uint16_t port = 0;
+            for (int attempt = 0; attempt < 64; ++attempt) {
+                port = static_cast<uint16_t>(0xC000 | rng_.between(0, 0x3FFF));
+                if (used_sports.try_emplace(pair << 16 | port, true).second) break;
+            }
+            ci.sport_req = ci.sport_resp = port;
+            break;
+        }
+        case SportPolicy::per_qp:
+            ci.sport_req = rxe_sport(ci.qpn_a);
+            ci.sport_resp = rxe_sport(ci.qpn_b);
+            break;
+        case SportPolicy::fixed:
+            ci.sport_req = ci.sport_resp = sc_.fixed_sport;
+            break;
+    }
+}
+
+// The copy of ConnInfo's fields that the events read, in the connection's hot state.
+void Simulator::init_conn_state(uint32_t c) {
+    const ConnInfo& ci = conn_info_[c];
+    ConnState& cs = conn_[c];
+    cs.next_psn = ci.psn_a;
+    cs.e_psn = ci.psn_a;
+    cs.cm_ready = !ci.spec.cm;
+    cs.qpn_a = ci.qpn_a;
+    cs.qpn_b = ci.qpn_b;
+    cs.mtu = ci.spec.mtu;
+    cs.host_a = static_cast<uint16_t>(ci.spec.a);
+    cs.host_b = static_cast<uint16_t>(ci.spec.b);
+    cs.sport_req = ci.sport_req;
+    cs.sport_resp = ci.sport_resp;
+    cs.uc = ci.spec.transport == ConnTransport::uc;
+}
+
+// Messages: each connection's workload plus its explicit messages, as one slice of msgs_
+// per connection, built in place (on `large`, per-connection vectors and a copy of half a
+// million messages were a tenth of the set-up); finish_connection() puts each slice in post
+// order. Every workload message is drawn here, connection after connection, before any
+// per-message value.
+void Simulator::build_messages(const std::vector<ConnSpec>& specs,
+                               const std::vector<MessageSpec>& attack_msgs) {
     std::vector<std::vector<const MessageSpec*>> explicit_msgs;
     if (!sc_.messages.empty() || !attack_msgs.empty()) {
         explicit_msgs.resize(specs.size());
         for (const MessageSpec& ms : sc_.messages) explicit_msgs[ms.conn].push_back(&ms);
         for (const MessageSpec& ms : attack_msgs) explicit_msgs[ms.conn].push_back(&ms);
     }
-    msgs_.reserve(specs.size() * std::size_t{sc_.workload.msgs_per_conn} + sc_.messages.size() +
-                  attack_msgs.size() + attacks_.injected_messages());
-    // Its pages, zeroed by the kernel on first touch, are faulted in on the idle core while
-    // this one fills them (joined at the end of the set-up).
-    const BackgroundFault fault_msgs(msgs_.data(), msgs_.capacity() * sizeof(MsgInfo));
-    const Workload& w = sc_.workload;
-    double total_weight = 0;
-    for (const OpWeight& o : w.ops) total_weight += o.weight;
+    const double total_weight = op_weight_sum(sc_.workload);
     for (uint32_t c = 0; c < specs.size(); ++c) {
         conn_info_[c].first_msg = static_cast<uint32_t>(msgs_.size());
-        const bool uc = specs[c].transport == ConnTransport::uc;
-        // Workload messages for the scenario's connections (not for an attack's, nor for
-        // one that carries only its explicit messages).
-        const bool workload = specs[c].workload && c < sc_.conns.size() + rc.count;
-        for (uint32_t i = 0; i < w.msgs_per_conn && total_weight > 0 && workload; ++i) {
-            double pick = static_cast<double>(rng_.next() >> 11) * 0x1.0p-53 * total_weight;
-            const OpWeight* chosen = &w.ops.back();
-            for (const OpWeight& o : w.ops) {
-                if (pick < o.weight) {
-                    chosen = &o;
-                    break;
-                }
-                pick -= o.weight;
-            }
-            MsgInfo m;
-            m.op = chosen->op;
-            if (uc && !is_send_write(m.op)) m.op = OpType::write;  // UC has no READ/atomics
-            m.len = static_cast<uint32_t>(rng_.between(chosen->min_len, chosen->max_len));
-            if (is_send_write(m.op)) {
-                m.imm = rng_.chance(chosen->imm);
-                m.inv = !uc && m.op == OpType::send && !m.imm && rng_.chance(chosen->inv);
-            }
-            m.post_ns =
-                w.start_ns + i * w.gap_ns + (w.jitter_ns ? rng_.between(0, w.jitter_ns) : 0);
-            msgs_.push_back(m);
-        }
-        if (!explicit_msgs.empty()) {
-            for (const MessageSpec* ms : explicit_msgs[c]) {
-                MsgInfo& m = msgs_.emplace_back();
-                m.op = ms->op;
-                m.len = ms->len;
-                m.imm = ms->imm;
-                m.inv = ms->inv;
-                m.post_ns = ms->at_ns;
-            }
-        }
+        if (total_weight > 0 && has_workload(specs, c))
+            draw_workload(specs[c].transport == ConnTransport::uc, total_weight);
+        if (!explicit_msgs.empty()) append_explicit(explicit_msgs[c]);
         conn_info_[c].num_msgs = static_cast<uint32_t>(msgs_.size()) - conn_info_[c].first_msg;
         conn_[c].msgs_end = static_cast<uint32_t>(msgs_.size());
     }
-    for (uint32_t c = 0; c < specs.size(); ++c) {
-        ConnInfo& ci = conn_info_[c];
-        sort_by_post_time(msgs_.data() + ci.first_msg, ci.num_msgs);
-        if (const QpnReuse& r = layout_.reuse(c); r.active()) {
-            // A reused QPN is free once the earlier QP is destroyed: this connection starts
-            // (its QPs created, CM exchanged) a generous gap after that QP's last post.
-            const ConnInfo& from = conn_info_[r.from];
-            const HostTraceSpec& ht = sc_.host_trace;
-            const uint64_t after = msgs_[from.first_msg + from.num_msgs - 1].post_ns +
-                                   ht.reuse_gap_ns + 4 * sc_.timing.retx_timeout_ns +
-                                   2 * (ht.setup_lead_ns + ht.life_margin_ns()) +
-                                   (ci.spec.cm ? 3 * sc_.timing.cm_delay_ns : 0);
-            const uint64_t first = msgs_[ci.first_msg].post_ns;
-            if (after > first)
-                for (uint32_t k = 0; k < ci.num_msgs; ++k)
-                    msgs_[ci.first_msg + k].post_ns += after - first;
-        }
-        for (uint32_t k = 0; k < ci.num_msgs; ++k) {
-            MsgInfo& m = msgs_[ci.first_msg + k];
-            m.conn = c;
-            m.index = k;
-            if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) m.len = 8;
-            m.imm_value = static_cast<uint32_t>(rng_.next());
-            m.inv_rkey = static_cast<uint32_t>(rng_.next());
-            // The same draws as before the MR model; they now pick the MR of the responder's
-            // process a WRITE/READ/atomic lands in, and where (SEND carries neither).
-            const uint64_t r_va = rng_.between(0, 1u << 30);
-            const uint64_t r_key = rng_.next();
-            m.va = 0x7F0000000000ull + r_va * 8;
-            m.rkey = static_cast<uint32_t>(r_key);
-            if (m.op != OpType::send) {
-                const HostLayout::Target at =
-                    layout_.place(layout_.process_of(c, 1), m.op, m.len, r_va, r_key);
-                m.va = at.va;
-                m.rkey = at.rkey;
-            }
-            m.atomic_orig = rng_.next();
-            m.npkts = is_send_write(m.op) ? packets_for(m.len, ci.spec.mtu) : 1;
-            m.npsn = m.op == OpType::read ? packets_for(m.len, ci.spec.mtu) : m.npkts;
-        }
-        if (ci.num_msgs) schedule(msgs_[ci.first_msg].post_ns, Ev::post, c, ci.first_msg);
-        if (ci.spec.cm && ci.num_msgs) {
-            const uint64_t first = msgs_[ci.first_msg].post_ns;
-            const uint64_t lead = 3 * sc_.timing.cm_delay_ns;
-            send_cm(c, CmKind::req, first > lead ? first - lead : 0);
-        }
-    }
+}
 
-    // The attacks' rkeys and addresses; the injected messages after every slice.
-    if (!attacks_.empty()) {
-        injections_ = attacks_.apply(msgs_, conn_info_, layout_);
-        for (uint32_t i = 0; i < injections_.size(); ++i)
-            schedule(injections_[i].at_ns, Ev::inject, i);
+// One connection's `msgs_per_conn` workload messages, posted `gap_ns` apart (+ jitter).
+void Simulator::draw_workload(bool uc, double total_weight) {
+    const Workload& w = sc_.workload;
+    for (uint32_t i = 0; i < w.msgs_per_conn; ++i) {
+        const OpWeight& chosen = pick_op(total_weight);
+        MsgInfo m;
+        m.op = chosen.op;
+        if (uc && !is_send_write(m.op)) m.op = OpType::write;  // UC has no READ/atomics
+        m.len = static_cast<uint32_t>(rng_.between(chosen.min_len, chosen.max_len));
+        if (is_send_write(m.op)) {
+            m.imm = rng_.chance(chosen.imm);
+            m.inv = !uc && m.op == OpType::send && !m.imm && rng_.chance(chosen.inv);
+        }
+        m.post_ns = w.start_ns + i * w.gap_ns + (w.jitter_ns ? rng_.between(0, w.jitter_ns) : 0);
+        msgs_.push_back(m);
     }
-    progress_.resize(msgs_.size());
+}
+
+// One of the workload's ops, with a probability in proportion to its weight.
+const OpWeight& Simulator::pick_op(double total_weight) {
+    const std::vector<OpWeight>& ops = sc_.workload.ops;
+    double pick = static_cast<double>(rng_.next() >> 11) * 0x1.0p-53 * total_weight;
+    for (const OpWeight& o : ops) {
+        if (pick < o.weight) return o;
+        pick -= o.weight;
+    }
+    return ops.back();  // what rounding leaves past the last weight
+}
+
+// A connection's explicit messages (the scenario's `messages`, the attacks' WRITEs).
+void Simulator::append_explicit(const std::vector<const MessageSpec*>& explicit_msgs) {
+    for (const MessageSpec* ms : explicit_msgs) {
+        MsgInfo& m = msgs_.emplace_back();
+        m.op = ms->op;
+        m.len = ms->len;
+        m.imm = ms->imm;
+        m.inv = ms->inv;
+        m.post_ns = ms->at_ns;
+    }
+}
+
+// A connection's slice in post order with its per-message values, and the events that
+// start it: its first post and, before that, its CM exchange.
+void Simulator::finish_connection(uint32_t c) {
+    const ConnInfo& ci = conn_info_[c];
+    sort_by_post_time(msgs_.data() + ci.first_msg, ci.num_msgs);
+    delay_reused_qpns(c);
+    for (uint32_t k = 0; k < ci.num_msgs; ++k) draw_message_values(c, k);
+    if (ci.num_msgs) schedule(msgs_[ci.first_msg].post_ns, Ev::post, c, ci.first_msg);
+    if (ci.spec.cm && ci.num_msgs) {
+        const uint64_t first = msgs_[ci.first_msg].post_ns;
+        const uint64_t lead = 3 * sc_.timing.cm_delay_ns;
+        send_cm(c, CmKind::req, first > lead ? first - lead : 0);
+    }
+}
+
+// A reused QPN is free once the earlier QP is destroyed: this connection starts (its QPs
+// created, CM exchanged) a generous gap after that QP's last post. The earlier connection
+// comes first, so its own delay is already applied.
+void Simulator::delay_reused_qpns(uint32_t c) {
+    const QpnReuse& r = layout_.reuse(c);
+    if (!r.active()) return;
+    const ConnInfo& ci = conn_info_[c];
+    const ConnInfo& from = conn_info_[r.from];
+    const HostTraceSpec& ht = sc_.host_trace;
+    const uint64_t after = msgs_[from.first_msg + from.num_msgs - 1].post_ns + ht.reuse_gap_ns +
+                           4 * sc_.timing.retx_timeout_ns +
+                           2 * (ht.setup_lead_ns + ht.life_margin_ns()) +
+                           (ci.spec.cm ? 3 * sc_.timing.cm_delay_ns : 0);
+    const uint64_t first = msgs_[ci.first_msg].post_ns;
+    if (after > first)
+        for (uint32_t k = 0; k < ci.num_msgs; ++k) msgs_[ci.first_msg + k].post_ns += after - first;
+}
+
+// The values of message k of connection c that its spec leaves open.
+void Simulator::draw_message_values(uint32_t c, uint32_t k) {
+    const ConnInfo& ci = conn_info_[c];
+    MsgInfo& m = msgs_[ci.first_msg + k];
+    m.conn = c;
+    m.index = k;
+    if (m.op == OpType::cmp_swap || m.op == OpType::fetch_add) m.len = 8;
+    m.imm_value = static_cast<uint32_t>(rng_.next());
+    m.inv_rkey = static_cast<uint32_t>(rng_.next());
+    // The same draws as before the MR model; they now pick the MR of the responder's
+    // process a WRITE/READ/atomic lands in, and where (SEND carries neither).
+    const uint64_t r_va = rng_.between(0, 1u << 30);
+    const uint64_t r_key = rng_.next();
+    m.va = 0x7F0000000000ull + r_va * 8;
+    m.rkey = static_cast<uint32_t>(r_key);
+    if (m.op != OpType::send) {
+        const HostLayout::Target at =
+            layout_.place(layout_.process_of(c, 1), m.op, m.len, r_va, r_key);
+        m.va = at.va;
+        m.rkey = at.rkey;
+    }
+    m.atomic_orig = rng_.next();
+    m.npkts = is_send_write(m.op) ? packets_for(m.len, ci.spec.mtu) : 1;
+    m.npsn = m.op == OpType::read ? packets_for(m.len, ci.spec.mtu) : m.npkts;
+}
+
+// The attacks' rkeys and addresses; the injected messages after every slice.
+void Simulator::schedule_attacks() {
+    if (attacks_.empty()) return;
+    injections_ = attacks_.apply(msgs_, conn_info_, layout_);
+    for (uint32_t i = 0; i < injections_.size(); ++i) schedule(injections_[i].at_ns, Ev::inject, i);
+}
+
+// The scenario's explicit impairments (impairments.targets), keyed for the events to find.
+void Simulator::apply_targets() {
     for (const TargetSpec& t : sc_.imp.targets) {
         const ConnInfo& ci = conn_info_[t.conn];
         if (t.action == Action::drop_ack_before || t.action == Action::drop_ack_after) {
@@ -371,55 +468,58 @@ void Simulator::setup() {
         } else
             pkt_targets_[(uint64_t{ci.first_msg + t.msg} << 24) | t.pkt] |= action_bit(t.action);
     }
+}
 
-    // The span over which background, UD and malformed frames are spread.
+// The end of the span over which UD, background and malformed frames are spread: the
+// workload's msgs_per_conn gaps or the last explicit message, and 10 us more.
+uint64_t Simulator::extra_frames_end() const {
+    const Workload& w = sc_.workload;
     uint64_t span_end = w.start_ns + uint64_t{w.msgs_per_conn} * w.gap_ns;
     for (const MessageSpec& ms : sc_.messages) span_end = std::max(span_end, ms.at_ns);
-    span_end += 10'000;
+    return span_end + 10'000;
+}
 
-    for (uint32_t i = 0; i < sc_.ud.count && nh >= 2; ++i) {
-        const uint32_t a = static_cast<uint32_t>(rng_.between(0, nh - 1));
-        uint32_t b;
-        do {
-            b = static_cast<uint32_t>(rng_.between(0, nh - 1));
-        } while (b == a || sc_.hosts[b].ip.is_v4() != sc_.hosts[a].ip.is_v4());
-        const uint32_t idx = alloc_packet();
-        SimPacket& p = pkt(idx);
-        p.src_host = static_cast<uint16_t>(a);
-        p.dst_host = static_cast<uint16_t>(b);
-        p.sport =
-            sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(hosts_[a].ud_qpn);
-        const bool imm = rng_.chance(0.5);
-        p.t.bth.opcode = imm ? op::kUdSendOnlyImm : op::kUdSendOnly;
-        p.t.bth.dest_qp = hosts_[b].ud_qpn;
-        p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
-        p.t.deth.qkey = kUdQkey;
-        p.t.deth.src_qp = hosts_[a].ud_qpn;
-        p.t.imm = static_cast<uint32_t>(rng_.next());
-        p.payload_len = static_cast<uint32_t>(rng_.between(0, sc_.ud.max_len));
-        p.t.bth.pad = proto::pad_for(p.payload_len);
-        schedule(rng_.between(0, span_end), Ev::tx, idx);
-    }
-    auto inject = [&](PacketClass cls, uint8_t variant) {
-        const uint32_t idx = alloc_packet();
-        SimPacket& p = pkt(idx);
-        p.cls = cls;
-        p.variant = variant;
-        p.src_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
-        p.dst_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
-        if (nh > 1 && p.dst_host == p.src_host)
-            p.dst_host = static_cast<uint16_t>((p.src_host + 1) % nh);
-        p.sport = static_cast<uint16_t>(rng_.between(1024, 65535));
-        p.payload_len = static_cast<uint32_t>(rng_.between(0, 512));
-        p.t.bth.opcode = op::kWriteOnly;
-        p.t.bth.dest_qp = static_cast<uint32_t>(rng_.between(2, proto::kPsnMask));
-        p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
-        schedule(rng_.between(0, span_end), Ev::observe, idx, kNone);
-    };
-    for (uint32_t i = 0; i < sc_.background; ++i)
-        inject(PacketClass::background, static_cast<uint8_t>(i % kBackgroundKinds));
-    for (uint8_t kind = 0; kind < kMalformedKinds; ++kind)
-        for (uint32_t i = 0; i < sc_.malformed[kind]; ++i) inject(PacketClass::malformed, kind);
+// A UD SEND between two random hosts of one address family, at a random time up to
+// `span_end`.
+void Simulator::send_ud_frame(uint64_t span_end) {
+    const uint32_t a = static_cast<uint32_t>(rng_.between(0, sc_.hosts.size() - 1));
+    const uint32_t b = draw_peer(a);
+    const uint32_t idx = alloc_packet();
+    SimPacket& p = pkt(idx);
+    p.src_host = static_cast<uint16_t>(a);
+    p.dst_host = static_cast<uint16_t>(b);
+    p.sport =
+        sc_.sport_policy == SportPolicy::fixed ? sc_.fixed_sport : rxe_sport(hosts_[a].ud_qpn);
+    const bool imm = rng_.chance(0.5);
+    p.t.bth.opcode = imm ? op::kUdSendOnlyImm : op::kUdSendOnly;
+    p.t.bth.dest_qp = hosts_[b].ud_qpn;
+    p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+    p.t.deth.qkey = kUdQkey;
+    p.t.deth.src_qp = hosts_[a].ud_qpn;
+    p.t.imm = static_cast<uint32_t>(rng_.next());
+    p.payload_len = static_cast<uint32_t>(rng_.between(0, sc_.ud.max_len));
+    p.t.bth.pad = proto::pad_for(p.payload_len);
+    schedule(rng_.between(0, span_end), Ev::tx, idx);
+}
+
+// A background or malformed frame (`variant`: its kind), put straight at the observation
+// point at a random time up to `span_end`: no host sends it, no host receives it.
+void Simulator::inject_frame(PacketClass cls, uint8_t variant, uint64_t span_end) {
+    const std::size_t nh = sc_.hosts.size();
+    const uint32_t idx = alloc_packet();
+    SimPacket& p = pkt(idx);
+    p.cls = cls;
+    p.variant = variant;
+    p.src_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
+    p.dst_host = static_cast<uint16_t>(rng_.between(0, nh - 1));
+    if (nh > 1 && p.dst_host == p.src_host)
+        p.dst_host = static_cast<uint16_t>((p.src_host + 1) % nh);
+    p.sport = static_cast<uint16_t>(rng_.between(1024, 65535));
+    p.payload_len = static_cast<uint32_t>(rng_.between(0, 512));
+    p.t.bth.opcode = op::kWriteOnly;
+    p.t.bth.dest_qp = static_cast<uint32_t>(rng_.between(2, proto::kPsnMask));
+    p.t.bth.psn = static_cast<uint32_t>(rng_.between(0, proto::kPsnMask));
+    schedule(rng_.between(0, span_end), Ev::observe, idx, kNone);
 }
 
 uint32_t Simulator::frame_bytes(const SimPacket& p) const {

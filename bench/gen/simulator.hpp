@@ -20,6 +20,9 @@
 
 namespace insert::gen {
 
+template <typename V>
+class FlatMap;
+
 // Simulation time 0 is this capture timestamp (2023-11-14), not 1970, as in a real capture.
 constexpr uint64_t kEpochNs = 1'700'000'000'000'000'000ull;
 
@@ -197,7 +200,33 @@ class Simulator {
         bool cnp_sent = false;
     };
 
+    // setup() and its steps (simulator.cpp says in which order they draw random numbers).
     void setup();
+    void assign_host_qpns();
+    uint32_t draw_peer(uint32_t a);
+    std::vector<ConnSpec> connection_specs();
+    ConnSpec random_connection();
+    bool has_workload(const std::vector<ConnSpec>& specs, std::size_t c) const;
+    void plan_layout(const std::vector<ConnSpec>& specs,
+                     const std::vector<MessageSpec>& attack_msgs);
+    void open_connections(const std::vector<ConnSpec>& specs);
+    void assign_qpns(uint32_t c);
+    void assign_sports(ConnInfo& ci, FlatMap<bool>& used_sports);
+    void init_conn_state(uint32_t c);
+    void build_messages(const std::vector<ConnSpec>& specs,
+                        const std::vector<MessageSpec>& attack_msgs);
+    void draw_workload(bool uc, double total_weight);
+    const OpWeight& pick_op(double total_weight);
+    void append_explicit(const std::vector<const MessageSpec*>& explicit_msgs);
+    void finish_connection(uint32_t c);
+    void delay_reused_qpns(uint32_t c);
+    void draw_message_values(uint32_t c, uint32_t k);
+    void schedule_attacks();
+    void apply_targets();
+    uint64_t extra_frames_end() const;
+    void send_ud_frame(uint64_t span_end);
+    void inject_frame(PacketClass cls, uint8_t variant, uint64_t span_end);
+
     void prefetch(const Event& e);
     void schedule(uint64_t t, Ev type, uint32_t a, uint32_t b = 0);
     uint32_t alloc_packet();
