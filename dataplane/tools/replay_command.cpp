@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,169 +167,241 @@ bool check_whole_capture(const std::string& path, capture::Format format, std::s
     return false;
 }
 
+// One replay, as the steps run() takes in order: check the inputs, start EAL, build the
+// pipeline, open the outputs, run to the end of the capture, report. A step that cannot go
+// on prints its one line, sets the exit status and returns false; what was started stops
+// as the members go, in reverse order (the populating thread first, the pipeline before
+// its source, the source - mbuf pool and mapping - before EAL).
+class ReplayRun {
+  public:
+    explicit ReplayRun(ReplayOptions& opt) : opt_(opt) {}
+    int run();
+
+  private:
+    bool check_inputs();
+    bool start_eal();
+    bool build_pipeline();
+    bool open_outputs();
+    void run_to_end();
+    void report();
+    void shut_down();
+
+    pipeline::PipelineConfig pipeline_config() const;
+    void warn_incomplete_capture();
+    exporter::SummaryCounts write_summary_record();
+    void print_terminal_summary(const exporter::SummaryCounts& totals);
+    // Prints "insert-dp replay: `line`", sets the exit status; false, for the step to return.
+    bool stop_with(int status, const std::string& line);
+
+    ReplayOptions& opt_;
+    int status_ = 0;
+    std::string error_;
+    capture::CaptureFile capture_;  // moves into the source once EAL runs
+    bool records_to_stdout_ = false;
+    std::FILE* records_ = nullptr;  // stdout, or the --records file once opened
+    std::FILE* summary_out_ = stdout;
+    pipeline::EalRequest eal_request_;
+    std::vector<unsigned> cpus_;
+    pipeline::EalSession eal_;
+    pipeline::MbufTimestamp timestamp_;
+    std::unique_ptr<pipeline::FileSource> source_;
+    std::unique_ptr<pipeline::Pipeline> pipe_;
+    // Maps the capture in while EAL starts; last, so joined before the mapping goes with the
+    // source (or the capture) on every way out.
+    std::jthread populate_;
+
+    // The run's outcome, for report().
+    bool complete_ = true;
+    std::string walk_error_;
+    int signal_ = 0;
+    double wall_s_ = 0;
+};
+
+int ReplayRun::run() {
+    if (!check_inputs() || !start_eal() || !build_pipeline() || !open_outputs()) return status_;
+    run_to_end();
+    report();
+    shut_down();
+    return status_;
+}
+
+bool ReplayRun::stop_with(int status, const std::string& line) {
+    std::fprintf(stderr, "%s: %s\n", kName, line.c_str());
+    status_ = status;
+    return false;
+}
+
+// Everything that can be refused is checked before EAL starts or stdout is touched.
+bool ReplayRun::check_inputs() {
+    if (!capture_.open(opt_.file)) return stop_with(2, capture_.error());
+    records_to_stdout_ = opt_.records_given && opt_.records == "-";
+    if (opt_.records_given && !records_to_stdout_ &&
+        !check_output("--records", opt_.records, opt_.file, error_))
+        return stop_with(2, error_);
+    records_ = records_to_stdout_ ? stdout : nullptr;
+    summary_out_ = records_to_stdout_ ? stderr : stdout;
+
+    eal_request_.lcores = opt_.workers + 1;
+    eal_request_.memory_bytes = (64u << 20) + uint64_t{opt_.workers} * (8u << 20);
+    eal_request_.tool = "insert-dp-replay";
+    eal_request_.user_args = opt_.eal_args;
+    if (!fit_max_endpoints(opt_, eal_request_.memory_bytes + (64u << 20), error_))
+        return stop_with(2, error_);
+    return true;
+}
+
+// EAL mostly waits while it starts: the capture is mapped in and a pcapng walked whole
+// meanwhile. A bad capture is bad input (2) even when EAL failed too.
+bool ReplayRun::start_eal() {
+    cpus_ = pipeline::allowed_cpus();  // before EAL pins us
+    // The capture's first GiB is mapped in while EAL starts, which mostly sleeps, and while
+    // the reader starts; joined once the reader is done with the mapping.
+    constexpr std::size_t kPopulateBytes = std::size_t{1} << 30;
+    populate_ = std::jthread(
+        [mapping = capture_.mapping()] { capture::populate(mapping, kPopulateBytes); });
+    std::string scan_error;
+    bool scan_ok = true;
+    std::thread scan([&, format = capture_.format()] {
+        scan_ok = check_whole_capture(opt_.file, format, scan_error);
+    });
+    const bool started = start_dataplane(eal_request_, eal_, timestamp_, error_);
+    scan.join();
+    if (!scan_ok) return stop_with(2, scan_error);  // EAL stops with `eal_`
+    if (!started) return stop_with(eal_.bad_options() ? 2 : 1, error_);
+    return true;
+}
+
+pipeline::PipelineConfig ReplayRun::pipeline_config() const {
+    pipeline::PipelineConfig config;
+    config.make_engine = &state::Engine::create;
+    // --max-endpoints bounds the whole run's memory: each worker's table gets its share
+    // (the shard hash spreads endpoints evenly; table_full in the summary says when a
+    // skewed share did not fit).
+    config.engine.max_endpoints = (opt_.max_endpoints + opt_.workers - 1) / opt_.workers;
+    config.engine.grow_tables = true;  // offline: no frames to drop while a table doubles
+    config.engine.idle_timeout_ns = static_cast<uint64_t>(opt_.idle_timeout_s * 1e9);
+    config.worker.interval_ns = static_cast<uint64_t>(opt_.interval_s * 1e9);
+    // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.
+    config.worker.tick_ns = config.engine.idle_timeout_ns / 8;
+    if (config.engine.idle_timeout_ns && config.worker.tick_ns == 0) config.worker.tick_ns = 1;
+    config.full_policy = pipeline::FullPolicy::wait;
+    config.record_ring_size = opt_.record_ring;
+    config.exporter.records = records_;
+    config.exporter.progress = opt_.progress || ::isatty(STDERR_FILENO);
+    config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
+    config.exporter.cpus = cpus_;
+    config.exporter.summary = !opt_.quiet;
+    config.exporter.idle_timeout_ns = config.engine.idle_timeout_ns;
+    config.exporter.tick_ns = config.worker.tick_ns;
+    config.exporter.stop_on_write_error = true;
+    return config;
+}
+
+// The capture goes to the source, which reads it on this (main) lcore and feeds the
+// workers; the pipeline around it.
+bool ReplayRun::build_pipeline() {
+    pipeline::FileSourceConfig source_config;
+    source_config.workers = opt_.workers;
+    source_config.policy = *pipeline::parse_shard_policy(opt_.shard);
+    source_ = pipeline::FileSource::create(std::move(capture_), source_config, timestamp_, error_);
+    if (source_)
+        pipe_ = pipeline::Pipeline::create(pipeline_config(), *source_, timestamp_, error_);
+    if (!source_ || !pipe_) return stop_with(1, error_);
+    return true;
+}
+
+// Started: now the records file may be opened (and truncated).
+bool ReplayRun::open_outputs() {
+    if (!opt_.records_given || records_to_stdout_) return true;
+    records_ = open_output("--records", opt_.records, opt_.file, error_);
+    if (!records_) return stop_with(2, error_);
+    pipe_->exporter().set_records(records_);
+    return true;
+}
+
+// A stop signal stops the reader (atomics only) and the normal drain flushes everything. A
+// closed records pipe (`| head`) becomes a write error: the exporter stops the reader, the
+// workers drain and EAL still cleans up.
+void ReplayRun::run_to_end() {
+    const auto start = std::chrono::steady_clock::now();
+    install_stop_signals(*source_);
+    if (!pipe_->launch(error_)) {
+        std::fprintf(stderr, "%s: %s\n", kName, error_.c_str());
+        status_ = 1;
+    }
+    complete_ = source_->run(walk_error_);
+    populate_.join();
+    pipe_->wait();
+    restore_stop_signals();
+    signal_ = stop_signal();
+    wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A capture cut short (still being written, copied partially) is ordinary: warn and keep
+// the results. A corrupt one, or one that shrank while it was read, is bad input: the same
+// results, exit 2.
+void ReplayRun::warn_incomplete_capture() {
+    if (complete_) return;
+    std::fprintf(stderr, "%s: %s%s; the %llu frames before it were analysed\n", kName,
+                 source_->truncated() ? "warning: " : "", walk_error_.c_str(),
+                 static_cast<unsigned long long>(source_->progress().frames));
+    if (!source_->truncated()) status_ = 2;
+}
+
+exporter::SummaryCounts ReplayRun::write_summary_record() {
+    exporter::SummaryCounts totals = pipe_->totals(wall_s_);
+    totals.signal = signal_name(signal_);
+    exporter::RecordWriter& writer = pipe_->exporter().writer();
+    writer.write_summary(totals);
+    if (!writer.flush()) {
+        std::fprintf(stderr, "%s: writing records to %s failed: %s\n", kName,
+                     records_to_stdout_ ? "stdout" : opt_.records.c_str(), std::strerror(errno));
+        status_ = 1;
+    }
+    return totals;
+}
+
+void ReplayRun::print_terminal_summary(const exporter::SummaryCounts& totals) {
+    if (opt_.quiet) return;
+    exporter::RunInfo info = pipe_->run_info();
+    info.input = opt_.file;
+    info.shard_policy = opt_.shard;
+    pipe_->exporter().summary().render(summary_out_, totals, info);
+    if (std::fflush(summary_out_) != 0 || std::ferror(summary_out_)) {
+        std::fprintf(stderr, "%s: writing the summary to %s failed: %s\n", kName,
+                     summary_out_ == stdout ? "stdout" : "stderr", std::strerror(errno));
+        status_ = 1;
+    }
+}
+
+void ReplayRun::report() {
+    warn_incomplete_capture();
+    print_terminal_summary(write_summary_record());
+    if (source_->oversize_frames())
+        std::fprintf(stderr, "%s: warning: %llu frames longer than 65535 bytes were cut\n", kName,
+                     static_cast<unsigned long long>(source_->oversize_frames()));
+    if (signal_ != 0) {
+        std::fprintf(stderr, "%s: interrupted by %s after %llu frames\n", kName,
+                     signal_name(signal_),
+                     static_cast<unsigned long long>(source_->progress().frames));
+        if (status_ == 0) status_ = 128 + signal_;
+    }
+}
+
+// In the order the parts depend on each other, the records file once nothing writes to it.
+void ReplayRun::shut_down() {
+    pipe_.reset();    // engines and rings before the mbufs' pool
+    source_.reset();  // pool and mapping before EAL
+    if (records_ && records_ != stdout) std::fclose(records_);
+    eal_.stop();
+}
+
 }  // namespace
 
 int run_replay(int argc, char** argv) {
     ReplayOptions opt;
     if (const int rc = parse(argc, argv, opt); rc != 0) return rc == 1 ? 0 : 2;
-    const auto refuse = [](const std::string& line) {
-        std::fprintf(stderr, "%s: %s\n", kName, line.c_str());
-        return 2;
-    };
-
-    // Everything that can be refused is checked before EAL starts or stdout is touched.
-    capture::CaptureFile capture;
-    if (!capture.open(opt.file)) return refuse(capture.error());
-    std::string error;
-    const bool records_to_stdout = opt.records_given && opt.records == "-";
-    if (opt.records_given && !records_to_stdout &&
-        !check_output("--records", opt.records, opt.file, error))
-        return refuse(error);
-    std::FILE* summary_out = records_to_stdout ? stderr : stdout;
-
-    pipeline::EalRequest eal_request;
-    eal_request.lcores = opt.workers + 1;
-    eal_request.memory_bytes = (64u << 20) + uint64_t{opt.workers} * (8u << 20);
-    eal_request.tool = "insert-dp-replay";
-    eal_request.user_args = opt.eal_args;
-    if (!fit_max_endpoints(opt, eal_request.memory_bytes + (64u << 20), error))
-        return refuse(error);
-    const std::vector<unsigned> cpus = pipeline::allowed_cpus();  // before EAL pins us
-    // The capture's first GiB is mapped in while EAL starts, which mostly sleeps, and while
-    // the reader starts; joined once the reader is done with the mapping.
-    constexpr std::size_t kPopulateBytes = std::size_t{1} << 30;
-    std::jthread populate(
-        [mapping = capture.mapping()] { capture::populate(mapping, kPopulateBytes); });
-    std::string scan_error;
-    bool scan_ok = true;
-    std::thread scan([&, format = capture.format()] {
-        scan_ok = check_whole_capture(opt.file, format, scan_error);
-    });
-    pipeline::EalSession eal;
-    pipeline::MbufTimestamp timestamp;
-    const bool started = start_dataplane(eal_request, eal, timestamp, error);
-    scan.join();
-    if (!scan_ok) {
-        populate.join();
-        return refuse(scan_error);  // EAL stops with `eal`
-    }
-    if (!started) {
-        std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
-        return eal.bad_options() ? 2 : 1;
-    }
-
-    int status = 0;
-    std::FILE* records = records_to_stdout ? stdout : nullptr;
-    auto close_records = [&] {
-        if (records && records != stdout) std::fclose(records);
-    };
-    {
-        pipeline::FileSourceConfig source_config;
-        source_config.workers = opt.workers;
-        source_config.policy = *pipeline::parse_shard_policy(opt.shard);
-        auto source =
-            pipeline::FileSource::create(std::move(capture), source_config, timestamp, error);
-        pipeline::PipelineConfig config;
-        config.make_engine = &state::Engine::create;
-        // --max-endpoints bounds the whole run's memory: each worker's table gets its share
-        // (the shard hash spreads endpoints evenly; table_full in the summary says when a
-        // skewed share did not fit).
-        config.engine.max_endpoints = (opt.max_endpoints + opt.workers - 1) / opt.workers;
-        config.engine.grow_tables = true;  // offline: no frames to drop while a table doubles
-        config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
-        config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
-        // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.
-        config.worker.tick_ns = config.engine.idle_timeout_ns / 8;
-        if (config.engine.idle_timeout_ns && config.worker.tick_ns == 0) config.worker.tick_ns = 1;
-        config.full_policy = pipeline::FullPolicy::wait;
-        config.record_ring_size = opt.record_ring;
-        config.exporter.records = records;
-        config.exporter.progress = opt.progress || ::isatty(STDERR_FILENO);
-        config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
-        config.exporter.cpus = cpus;
-        config.exporter.summary = !opt.quiet;
-        config.exporter.idle_timeout_ns = config.engine.idle_timeout_ns;
-        config.exporter.tick_ns = config.worker.tick_ns;
-        config.exporter.stop_on_write_error = true;
-        std::unique_ptr<pipeline::Pipeline> pipe;
-        if (source) pipe = pipeline::Pipeline::create(config, *source, timestamp, error);
-        if (!source || !pipe) {
-            populate.join();  // before the mapping goes with `capture` or `source`
-            std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
-            return 1;
-        }
-        // Started: now the records file may be opened (and truncated).
-        if (opt.records_given && !records_to_stdout) {
-            records = open_output("--records", opt.records, opt.file, error);
-            if (!records) {
-                populate.join();
-                return refuse(error);
-            }
-            pipe->exporter().set_records(records);
-        }
-
-        const auto start = std::chrono::steady_clock::now();
-        // A stop signal stops the reader (atomics only) and the normal drain flushes
-        // everything. A closed records pipe (`| head`) becomes a write error: the exporter
-        // stops the reader, the workers drain and EAL still cleans up.
-        install_stop_signals(*source);
-        if (!pipe->launch(error)) {
-            std::fprintf(stderr, "%s: %s\n", kName, error.c_str());
-            status = 1;
-        }
-        std::string walk_error;
-        const bool complete = source->run(walk_error);
-        populate.join();
-        pipe->wait();
-        restore_stop_signals();
-        const int signal = stop_signal();
-        const double wall_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-        // A capture cut short (still being written, copied partially) is ordinary: warn
-        // and keep the results. A corrupt one, or one that shrank while it was read, is bad
-        // input: the same results, exit 2.
-        if (!complete) {
-            std::fprintf(stderr, "%s: %s%s; the %llu frames before it were analysed\n", kName,
-                         source->truncated() ? "warning: " : "", walk_error.c_str(),
-                         static_cast<unsigned long long>(source->progress().frames));
-            if (!source->truncated()) status = 2;
-        }
-        exporter::SummaryCounts totals = pipe->totals(wall_s);
-        totals.signal = signal_name(signal);
-        exporter::RecordWriter& writer = pipe->exporter().writer();
-        writer.write_summary(totals);
-        if (!writer.flush()) {
-            std::fprintf(stderr, "%s: writing records to %s failed: %s\n", kName,
-                         records_to_stdout ? "stdout" : opt.records.c_str(), std::strerror(errno));
-            status = 1;
-        }
-        if (!opt.quiet) {
-            exporter::RunInfo info = pipe->run_info();
-            info.input = opt.file;
-            info.shard_policy = opt.shard;
-            pipe->exporter().summary().render(summary_out, totals, info);
-            if (std::fflush(summary_out) != 0 || std::ferror(summary_out)) {
-                std::fprintf(stderr, "%s: writing the summary to %s failed: %s\n", kName,
-                             summary_out == stdout ? "stdout" : "stderr", std::strerror(errno));
-                status = 1;
-            }
-        }
-        if (source->oversize_frames())
-            std::fprintf(stderr, "%s: warning: %llu frames longer than 65535 bytes were cut\n",
-                         kName, static_cast<unsigned long long>(source->oversize_frames()));
-        if (signal != 0) {
-            std::fprintf(stderr, "%s: interrupted by %s after %llu frames\n", kName,
-                         signal_name(signal),
-                         static_cast<unsigned long long>(source->progress().frames));
-            if (status == 0) status = 128 + signal;
-        }
-        pipe.reset();    // engines and rings before the mbufs' pool
-        source.reset();  // pool and mapping before EAL
-    }
-    close_records();
-    eal.stop();
-    return status;
+    return ReplayRun(opt).run();
 }
 
 }  // namespace insert::tools
