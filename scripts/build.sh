@@ -11,12 +11,13 @@
 # The state engine's per-packet path is branchy code whose common case the compiler cannot
 # guess; with the counts it lays the common case out straight. Measured: +8-15% packets per
 # second per worker on line-rate traffic, +3% on small messages (docs/performance.md,
-# session 9).
+# "Profile feedback").
 # Paths the training never ran keep their ordinary optimization (-fprofile-partial-training,
 # meson.build). INSERT_PGO=off builds without any of this (b_pgo=off), in one step.
 # Either way with link-time optimization (b_lto): the packet path inlined across files,
-# ~14% fewer instructions a packet (docs/performance.md, session 11); INSERT_LTO=off builds
-# without it (scripts/test.sh: both change speed, not behaviour, and cost half the build).
+# ~14% fewer instructions a packet (docs/performance.md, "Link-time optimization");
+# INSERT_LTO=off builds without it (scripts/test.sh: both change speed, not behaviour, and
+# cost half the build).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +49,8 @@ configure -Db_lto=$lto -Db_pgo=generate
 find "$build" -name '*.gcda' -delete
 trained=(bench/micro/insert-pipeline-bench dataplane/tools/insert-dp bench/gen/insert-gen)
 # insert-correlate and its benchmark, where their dependencies were found: the line scan
-# and the join are branchy code too (one thread ~17% faster with counts, docs/performance.md).
+# and the join are branchy code too (one thread ~17% faster with counts, docs/performance.md,
+# "Profile feedback").
 for optional in correlator/insert-correlate bench/correlate/insert-correlate-bench; do
     if ninja -C "$build" -t targets all | grep -q "^$optional:"; then trained+=("$optional"); fi
 done

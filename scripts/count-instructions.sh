@@ -5,9 +5,9 @@
 # Why: this machine's speed drifts by a third from minute to minute, so two builds timed
 # minutes apart cannot be compared closely; an instruction count is the same on every run of
 # the same binary and input, whatever else the machine is doing. It says nothing about cache
-# misses - time both builds too (docs/performance.md) - but the worker's per-packet path is
-# mostly instruction-bound once its state is cached (line rate: docs/performance.md,
-# session 11).
+# misses - time both builds too (docs/performance.md, "The machine's two speeds") - but the
+# worker's per-packet path is mostly instruction-bound once its state is cached
+# (docs/performance.md, "Instructions per frame").
 #
 # Without BENCH_BINARY it builds insert-pipeline-bench in build-valgrind/ (no profile
 # feedback; -march=x86-64-v3, as valgrind 3.19 does not decode AVX-512) and counts that.

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Forwarding rate and added latency of insert-dp inline next to dpdk-testpmd's io
-# forwarding on the same ports, in the same run (docs/performance.md, "Live appliance").
+# forwarding on the same ports, in the same run (docs/performance.md,
+# "Inline forwarding next to dpdk-testpmd").
 #
 #   scripts/live-perf.sh INSERT_DP [SECONDS]
 #
@@ -34,7 +35,8 @@ testpmd_rate() {  # testpmd_rate LABEL NETNS-ROLE-or-"" EAL-ARGS... : prints for
         "$TMP/tp.out"
 }
 
-# Hugepages when there are free ones (as the benchmarks), else 4 KiB pages.
+# Hugepages when there are free ones (as the published figures were measured), else 4 KiB
+# pages.
 MEM="--no-huge -m 1024"
 [ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)" -ge 512 ] && MEM="-m 512"
 HZ=$(getconf CLK_TCK)

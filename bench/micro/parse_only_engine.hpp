@@ -2,7 +2,7 @@
 // `insert-pipeline-bench --engine none` runs the pipeline with it, so that the rate it
 // reports is what the rest of the packet path allows - the source's mbufs, the worker's
 // loop and the parser - and the difference to the real engine's rate is the engine's cost
-// per packet (docs/performance.md).
+// per packet (docs/performance.md, "What the engine costs").
 #pragma once
 
 #include <memory>

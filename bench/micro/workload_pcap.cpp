@@ -1,5 +1,5 @@
 // insert-workload-pcap: writes the benchmark workload (workload.hpp) as a nanosecond pcap,
-// for replay-speed measurements (docs/performance.md).
+// for replay-speed measurements (docs/performance.md, "Replay next to tshark").
 //   insert-workload-pcap OUT.pcap [--endpoints N] [--messages M] [--seed S]
 #include <cstdio>
 #include <cstdlib>

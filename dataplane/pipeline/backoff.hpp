@@ -3,8 +3,8 @@
 // sleeps: replay often runs more lcores than cores (4 workers on a 2-core VM) on a shared
 // machine, where spinning or sched_yield() loops would burn the CPU time of the very
 // thread being waited for (measured: 40% of a replay's CPU in sched_yield before the
-// sleep stage). A live port's poller (issue 5) sleeps at most kSleepNs, far below its
-// rx ring's capacity at line rate.
+// sleep stage). A live port's poller (insert-dp inline, monitor) sleeps at most kSleepNs,
+// far below its rx ring's capacity at line rate.
 #pragma once
 
 #include <rte_pause.h>

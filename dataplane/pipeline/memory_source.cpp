@@ -65,10 +65,10 @@ uint16_t MemorySource::rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcep
         timestamp_.set(m, f.ts_ns);
     }
     // A NIC's descriptor ring sits in the cache; this array is in DRAM. The descriptors two
-    // bursts ahead are fetched now: ~7 ns a frame stalled on them otherwise (docs/
-    // performance.md, session 10). (Fetching the next burst's frame headers as well, as a
-    // NIC with DDIO leaves them in the LLC, measured no different: the frames of a queue
-    // are consecutive and the hardware prefetcher follows them.)
+    // bursts ahead are fetched now: ~7 ns a frame stalled on them otherwise
+    // (docs/performance.md, "Prefetch stages"). (Fetching the next burst's frame headers as
+    // well, as a NIC with DDIO leaves them in the LLC, measured no different: the frames of a
+    // queue are consecutive and the hardware prefetcher follows them.)
     const std::size_t next = pos + take;
     const std::size_t size = queue.frames.size();
     const std::size_t far = std::min(next + take, size);

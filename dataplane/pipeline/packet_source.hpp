@@ -25,7 +25,7 @@ class PacketSource {
     // Up to `n` packets of queue `q`; called only by the one worker that owns `q`.
     virtual uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept = 0;
     // The worker is done with these packets of queue `q`: a file or mirror source frees
-    // them; an inline source transmits them on the other port (issue 5). Same lcore as
+    // them; an inline source transmits them on the other port (docs/live.md). Same lcore as
     // rx_burst(); must not block.
     virtual void release(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept {
         (void)q;

@@ -80,7 +80,8 @@ class RecordRing final : public state::RecordSink {
     // One record into the ring, false when it is full. Through the zero-copy API: the record
     // is copied into its slot by memcpy (a few vector moves), where rte_ring's element
     // enqueue copies any size but 8 and 16 bytes as 32-bit words - 58 loads and stores for
-    // a Record, ~7% of a worker's time on small messages (docs/performance.md, session 10).
+    // a Record, ~7% of a worker's time on small messages (docs/performance.md,
+    // "The record ring").
     bool enqueue(const state::Record& record) noexcept {
         rte_ring_zc_data zcd{};
         if (rte_ring_enqueue_zc_bulk_elem_start(ring_, sizeof(state::Record), 1, &zcd, nullptr) !=

@@ -331,7 +331,7 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
 // hole, a held packet, a message whose range ends earlier - goes the general way. The
 // results are the same either way (the ground-truth and determinism tests run both
 // paths); this one saves ~10% of a worker's time on line-rate traffic
-// (docs/performance.md, session 8).
+// (docs/performance.md, "The next packet of a long message").
 bool EngineImpl::continue_tail(Endpoint& ep, const ParsedPacket& pkt, uint64_t ts) noexcept {
     const proto::OpcodeInfo& info = pkt.info();
     if (info.position != Position::middle && info.position != Position::last) return false;

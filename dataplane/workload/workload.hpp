@@ -5,7 +5,7 @@
 // endpoint receives packets: the responder gets the requests, the requester the answers.
 // Deterministic for a seed. (The lead may switch benchmarks to insert-gen's models.)
 //
-// Two shapes (docs/performance.md):
+// Two shapes (docs/performance.md, "The workload's two shapes"):
 // - small messages, one at a time (the default): WRITEs of 1-4 packets, SENDs and READs of
 //   1-2, each message's packets back to back - a message and a record every ~3 packets,
 //   the engine's heaviest per-packet load;

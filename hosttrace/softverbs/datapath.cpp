@@ -4,9 +4,10 @@
 // Probe sites: every data-path entry point starts with a 5-byte NOP (0f 1f 44 00 00) at its
 // symbol address. A uprobe on that instruction is optimised by recent kernels into a call
 // (~0.5 us) instead of a breakpoint trap (~11 us), which is what insert-trace needs to
-// trace post/poll at line rate (issue 7). GCC's -fpatchable-function-entry emits five
-// one-byte NOPs instead, which the kernel does not optimise, so the entries are written as
-// tiny assembly trampolines that jump to the C++ implementations.
+// trace post/poll at line rate (docs/insert-trace.md, "Cost model"). GCC's
+// -fpatchable-function-entry emits five one-byte NOPs instead, which the kernel does not
+// optimise, so the entries are written as tiny assembly trampolines that jump to the C++
+// implementations.
 //
 // Trace records (trace_buffer.hpp): while insert-trace probes the trace site, every accepted
 // work request and every returned completion is written to the calling thread's ring, and

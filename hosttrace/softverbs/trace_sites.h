@@ -1,4 +1,4 @@
-/* The probe site that softverbs offers insert-trace (issue 7): an exported function that
+/* The probe site that softverbs offers insert-trace: an exported function that
  * does nothing (a 5-byte NOP and a ret) and is called with records of data-path verbs in
  * its arguments.
  *

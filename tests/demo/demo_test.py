@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cluster demo (issue 21, docs/demo.md): runs `scripts/demo.sh --alertmanager URL` -
+"""The cluster demo (docs/demo.md): runs `scripts/demo.sh --alertmanager URL` -
 five host namespaces, insert-dp inline between them, one insert-trace per host, unmodified
 perftest over softverbs, an incast through tbf with a latency-sensitive application into
 the same host, two attackers, then insert-correlate with its HTML report - against a real

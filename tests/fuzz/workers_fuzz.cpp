@@ -1,4 +1,4 @@
-// libFuzzer target for SPEC invariant 1 under multi-source traffic (issue 22): the same
+// libFuzzer target for SPEC invariant 1 under multi-source traffic: the same
 // packets through one engine, and through 2-4 engines sharded by the replay's ip-pair hash,
 // must give the same `msg` records, the same final `qp` records (merged per endpoint as the
 // exporter merges them), the same events and the same counters. Every 12 input bytes become

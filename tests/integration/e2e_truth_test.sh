@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 20's acceptance: on every insert-gen scenario with host traces, on seeds no one
-# tuned the code on, the end-to-end join equals the generator's truth exactly:
+# The correlator's end-to-end test: on every insert-gen scenario with host traces, on seeds
+# no one tuned the code on, the end-to-end join equals the generator's truth exactly:
 #   insert-gen (pcap, host traces, e2e truth) -> insert-dp replay -> insert-correlate
 #   -> tests/integration/compare_e2e.py (e2e, alert, congestion, app, clock, pair records and
 #      summary counts; app percentiles within 1%).

@@ -323,9 +323,9 @@ TEST(RecordWriter, an_evicted_part_reports_the_latencies_of_its_own_messages) {
     }
 }
 
-// Issue 22: `monitor` with idle eviction grew by ~65 bytes per distinct endpoint ever seen.
-// A live writer keeps nothing for endpoints that are gone: no latency book entry, no record
-// of having seen them.
+// A `monitor` with idle eviction runs for months and must not grow by every distinct endpoint
+// it has seen (~65 bytes each when the writer remembered them). A live writer keeps nothing
+// for endpoints that are gone: no latency book entry, no record of having seen them.
 TEST(RecordWriter, a_live_writer_keeps_nothing_for_evicted_endpoints) {
     RecordWriter w(nullptr);
     w.set_bounded_memory(true);

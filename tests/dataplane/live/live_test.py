@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""System tests of insert-dp inline/monitor (issue 5) in network namespaces.
+"""System tests of insert-dp inline/monitor in network namespaces (docs/live.md).
 
     live_test.py CASE INSERT_DP NETNS_SCRIPT
 

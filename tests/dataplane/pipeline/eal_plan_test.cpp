@@ -43,8 +43,9 @@ TEST(EalPlan, one_lcore_per_core_when_they_fit) {
     EXPECT_EQ(starting(plan_eal(r).args, "--lcores="), "--lcores=0@" + std::to_string(cpus[0]));
 }
 
-// Issue 22: every run printed "EAL: No free 1048576 kB hugepages reported" (a warning about
-// a choice made here), even with --quiet. EAL's errors still show.
+// EAL's warnings are about choices made here: left at its default level, every run would
+// print "EAL: No free 1048576 kB hugepages reported", even with --quiet. EAL's errors still
+// show.
 TEST(EalPlan, eal_says_only_errors_by_default) {
     EalRequest r;
     const auto plan = plan_eal(r);

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Issue 22: insert-dp tried as a hostile or careless user would (suite 'pipeline').
+"""insert-dp tried as a hostile or careless user would (suite 'pipeline').
 
 usage: hardening_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS [INSERT_TRACE]
 
 Each case runs the real binaries on real files and checks the exact behaviour
-docs/pipeline.md and docs/live.md promise; each failed on the code before issue 22.
+docs/pipeline.md and docs/live.md promise; each is a defect such a user found, kept fixed.
 Cases: input, signals, options, eal, outputs, cnp, limits, log.
 """
 import glob

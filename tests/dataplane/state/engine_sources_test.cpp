@@ -52,8 +52,8 @@ void expect_victim_intact(const EngineHarness& h) {
     }
 }
 
-// The example: SENDs PSN 100-109 each ACKed, and one well-formed SEND from a third
-// host with PSN 5000 after the fifth.
+// The example of docs/semantics.md "Sources": SENDs PSN 100-109 each ACKed, and one
+// well-formed SEND from a third host with PSN 5000 after the fifth.
 TEST(EngineSources, a_third_hosts_send_is_its_own_message_and_leaves_the_connection_intact) {
     EngineHarness h;
     uint64_t ts = 1;
