@@ -22,6 +22,7 @@
 #include "dataplane/tools/commands.hpp"
 #include "dataplane/tools/memory_budget.hpp"
 #include "dataplane/tools/option_checks.hpp"
+#include "dataplane/tools/pipeline_config.hpp"
 #include "dataplane/workload/workload.hpp"
 
 namespace insert::tools {
@@ -249,12 +250,14 @@ void BenchRun::print_header() const {
     std::printf("%-8s %-7s %10s %10s %10s\n", "workers", "worker", "Mpps", "Gb/s", "busy-Mpps");
 }
 
+// No eviction, no periodic records, no records file: the workers' rate is what is measured.
 pipeline::PipelineConfig BenchRun::pipeline_config() const {
-    pipeline::PipelineConfig config;
+    pipeline::PipelineConfig config = pipeline_config_from({
+        .endpoints_per_worker = engine_endpoints(opt_),
+        .full_policy = pipeline::FullPolicy::wait,
+        .cpus = cpus_,
+    });
     config.make_engine = &state::Engine::create;
-    config.engine.max_endpoints = engine_endpoints(opt_);
-    config.full_policy = pipeline::FullPolicy::wait;
-    config.exporter.cpus = cpus_;
     return config;
 }
 

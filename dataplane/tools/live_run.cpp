@@ -28,6 +28,7 @@
 #include "dataplane/tools/live_options.hpp"
 #include "dataplane/tools/live_plan.hpp"
 #include "dataplane/tools/output_file.hpp"
+#include "dataplane/tools/pipeline_config.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
@@ -64,19 +65,19 @@ void restore_signals() {
 
 pipeline::PipelineConfig pipeline_config(const LiveOptions& opt, std::FILE* records,
                                          const std::vector<unsigned>& cpus) {
-    pipeline::PipelineConfig config;
-    config.engine.max_endpoints = opt.max_endpoints;
-    config.engine.idle_timeout_ns = static_cast<uint64_t>(opt.idle_timeout_s * 1e9);
-    config.worker.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
-    config.worker.tick_ns = std::max<uint64_t>(config.engine.idle_timeout_ns / 8, 1);
+    pipeline::PipelineConfig config = pipeline_config_from({
+        .endpoints_per_worker = opt.max_endpoints,
+        .idle_timeout_s = opt.idle_timeout_s,
+        .interval_s = opt.interval_s,
+        .record_ring = opt.record_ring,
+        .full_policy =
+            opt.record_full == "drop" ? pipeline::FullPolicy::drop : pipeline::FullPolicy::wait,
+        .records = records,
+        .cpus = cpus,
+    });
     // An idle worker spins, then yields, before it sleeps: frames that arrive on a quiet
     // link are not held for a sleep or another task's time slice (docs/live.md "Time").
     config.worker.idle = pipeline::kLivePollBackoff;
-    config.full_policy =
-        opt.record_full == "drop" ? pipeline::FullPolicy::drop : pipeline::FullPolicy::wait;
-    config.record_ring_size = opt.record_ring;
-    config.exporter.records = records;
-    config.exporter.cpus = cpus;
     config.exporter.bounded_memory = true;  // runs for months: nothing kept per gone endpoint
     return config;
 }

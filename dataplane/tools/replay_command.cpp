@@ -24,6 +24,7 @@
 #include "dataplane/tools/memory_budget.hpp"
 #include "dataplane/tools/option_checks.hpp"
 #include "dataplane/tools/output_file.hpp"
+#include "dataplane/tools/pipeline_config.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
@@ -272,25 +273,25 @@ bool ReplayRun::start_eal() {
 }
 
 pipeline::PipelineConfig ReplayRun::pipeline_config() const {
-    pipeline::PipelineConfig config;
+    pipeline::PipelineConfig config = pipeline_config_from({
+        // --max-endpoints bounds the whole run's memory: each worker's table gets its share
+        // (the shard hash spreads endpoints evenly; table_full in the summary says when a
+        // skewed share did not fit).
+        .endpoints_per_worker = (opt_.max_endpoints + opt_.workers - 1) / opt_.workers,
+        .idle_timeout_s = opt_.idle_timeout_s,
+        .interval_s = opt_.interval_s,
+        .record_ring = opt_.record_ring,
+        .full_policy = pipeline::FullPolicy::wait,  // a file waits for us: nothing dropped
+        .records = records_,
+        .cpus = cpus_,
+    });
     config.make_engine = &state::Engine::create;
-    // --max-endpoints bounds the whole run's memory: each worker's table gets its share
-    // (the shard hash spreads endpoints evenly; table_full in the summary says when a
-    // skewed share did not fit).
-    config.engine.max_endpoints = (opt_.max_endpoints + opt_.workers - 1) / opt_.workers;
     config.engine.grow_tables = true;  // offline: no frames to drop while a table doubles
-    config.engine.idle_timeout_ns = static_cast<uint64_t>(opt_.idle_timeout_s * 1e9);
-    config.worker.interval_ns = static_cast<uint64_t>(opt_.interval_s * 1e9);
-    // Housekeeping eight times per timeout: eviction lags idleness by at most 1/8.
-    config.worker.tick_ns = config.engine.idle_timeout_ns / 8;
-    if (config.engine.idle_timeout_ns && config.worker.tick_ns == 0) config.worker.tick_ns = 1;
-    config.full_policy = pipeline::FullPolicy::wait;
-    config.record_ring_size = opt_.record_ring;
-    config.exporter.records = records_;
     config.exporter.progress = opt_.progress || ::isatty(STDERR_FILENO);
     config.exporter.progress_is_tty = ::isatty(STDERR_FILENO);
-    config.exporter.cpus = cpus_;
     config.exporter.summary = !opt_.quiet;
+    // Each engine evicts its part of a split endpoint on its own: the exporter joins the
+    // parts one engine would have kept (docs/pipeline.md); a live appliance holds nothing.
     config.exporter.idle_timeout_ns = config.engine.idle_timeout_ns;
     config.exporter.tick_ns = config.worker.tick_ns;
     config.exporter.stop_on_write_error = true;
