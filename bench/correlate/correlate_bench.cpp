@@ -1,7 +1,8 @@
-// insert-correlate's throughput (issue 20: >= 1M input records/s per core) and its scaling
+// insert-correlate's throughput (the target: >= 1M input records/s per core) and its scaling
 // with oneTBB threads, on a synthetic run written as JSON Lines once: hosts with
 // processes and connected QPs, every message as a post_send, a poll_cq and a dataplane msg
-// record (three input records per joined message). Results: docs/performance.md.
+// record (three input records per joined message). Results: docs/performance.md,
+// "insert-correlate".
 //
 //   build/bench/correlate/insert-correlate-bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
@@ -15,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "correlator/correlate_run.hpp"
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
+#include "correlator/run/correlate_run.hpp"
 #include "correlator/tools/correlate_options.hpp"
 
 namespace {

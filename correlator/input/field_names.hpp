@@ -1,5 +1,5 @@
 // The JSON keys the correlator reads, looked up once per field of every input line. A
-// record has ~25 fields and the ingest budget is ~1 us a record (issue 20: 1M records/s
+// record has ~25 fields and the ingest budget is ~1 us a record (the target: 1M records/s
 // per core), so the lookup is a 256-slot open-addressing table on a cheap hash of the
 // key's length and end characters, with one compare to confirm - not a std::map or a
 // hash of the whole string.

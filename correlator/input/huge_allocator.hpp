@@ -3,9 +3,10 @@
 // for DPDK (dataplane/common/hugetlb_pool.hpp): in a VM that reports freed memory to its
 // host, fresh memory costs ~1-1.8 ms per MB at first touch and pool pages ~0.15 ms, and the
 // decoded records of a run are its largest first touch - without the pool, a seventh of a
-// one-thread run went to it (docs/performance.md). Otherwise the storage is 2 MiB-aligned
-// and advised to transparent huge pages, so that its first touch takes one page fault per
-// 2 MiB instead of one per 4 KiB (where THP is off the advice is ignored).
+// one-thread run went to it (docs/performance.md, "Hugetlb pages and the VM's first touch").
+// Otherwise the storage is 2 MiB-aligned and advised to transparent huge pages, so that its
+// first touch takes one page fault per 2 MiB instead of one per 4 KiB (where THP is off the
+// advice is ignored).
 #pragma once
 
 #include <cstddef>

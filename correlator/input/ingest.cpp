@@ -150,8 +150,9 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
     // Room for every thread's records up front (record_estimate.hpp): a vector that grows
     // copies what it holds into fresh memory, whose first touch is a page fault - the
     // largest cost of ingesting where page faults are slow (virtual machines;
-    // docs/performance.md). With more threads than one, each takes about its share of the
-    // blocks, and a quarter more is reserved for the difference.
+    // docs/performance.md, "Hugetlb pages and the VM's first touch"). With more threads than
+    // one, each takes about its share of the blocks, and a quarter more is reserved for the
+    // difference.
     const RecordEstimate estimate = estimate_records(inputs);
     const uint64_t threads = parallelism();
     const auto share = [threads](uint64_t n) {

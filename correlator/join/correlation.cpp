@@ -10,7 +10,7 @@
 #include <map>
 #include <tuple>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/join/align.hpp"
 #include "correlator/join/completions.hpp"
 #include "correlator/join/qp_index.hpp"

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/join/run_sort.hpp"
 
 namespace insert::correlate {

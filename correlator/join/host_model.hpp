@@ -42,7 +42,8 @@ struct Completion {
     WcOpcode opcode = WcOpcode::send_side;
 };
 // Half a cache line, unpadded: a run holds one per completion polled (fresh memory is the
-// costliest thing a batch run touches, docs/performance.md).
+// costliest thing a batch run touches: docs/performance.md,
+// "Hugetlb pages and the VM's first touch").
 static_assert(sizeof(Completion) == 32);
 
 struct Incarnation {

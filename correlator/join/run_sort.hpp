@@ -22,7 +22,7 @@ namespace insert::correlate {
 
 // std::merge without a branch on its comparison (which run gives the next element is data a
 // branch predictor cannot learn: runs of interleaved QPs and processes take turns). Alone it
-// made no measurable difference to a run (docs/performance.md, fourth session): the merges
+// made no measurable difference to a run (docs/performance.md, "Presorted runs"): the merges
 // of ~1,000 runs are ten passes over the keys, bound by memory more than by branches.
 template <class T, class Less>
 T* merge_runs(const T* a, const T* a_end, const T* b, const T* b_end, T* out, Less& less) {

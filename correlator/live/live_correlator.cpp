@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "correlator/correlate_run.hpp"
 #include "correlator/join/correlation.hpp"
 
 namespace insert::correlate {

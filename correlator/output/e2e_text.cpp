@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/input/swar.hpp"
 #include "correlator/output/record_writer.hpp"
 #include "dataplane/export/decimal.hpp"

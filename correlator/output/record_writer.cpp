@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/output/json_line.hpp"
 
 namespace insert::correlate {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/join/qp_index.hpp"
 #include "dataplane/common/hash.hpp"
 

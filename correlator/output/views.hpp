@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "correlator/join/correlation.hpp"
-#include "correlator/output/part_stats.hpp"
+#include "correlator/join/part_stats.hpp"
 
 namespace insert::correlate {
 

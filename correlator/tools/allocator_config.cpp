@@ -12,7 +12,7 @@
 // Transparent huge pages only where they pay: the big record arrays ask for them
 // themselves (input/huge_allocator.hpp). jemalloc's thp:always put every arena on huge
 // pages, and zeroing 2 MiB for allocations that touch a part of it made a run 7% slower
-// in the benchmark and its system time 3x (docs/performance.md, 2026-12-03).
+// in the benchmark and its system time 3x (docs/performance.md, "The correlator's allocator").
 // Built only where jemalloc is.
 extern "C" {
 const char* malloc_conf = "dirty_decay_ms:-1,oversize_threshold:0";

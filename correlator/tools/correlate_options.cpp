@@ -1,6 +1,6 @@
 #include "correlator/tools/correlate_options.hpp"
 
-#include "correlator/usecases/alertmanager.hpp"
+#include "correlator/output/alertmanager.hpp"
 
 #include <CLI/CLI.hpp>
 #include <charconv>

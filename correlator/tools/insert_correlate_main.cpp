@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "correlator/correlate_run.hpp"
+#include "correlator/run/correlate_run.hpp"
 #include "correlator/tools/correlate_options.hpp"
 
 int main(int argc, char** argv) {

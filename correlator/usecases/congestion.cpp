@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 
 namespace insert::correlate {
 

@@ -21,8 +21,8 @@
 
 #include "correlator/input/records.hpp"
 #include "correlator/join/correlation.hpp"
-#include "correlator/output/part_stats.hpp"
-#include "correlator/usecases/security.hpp"
+#include "correlator/join/part_stats.hpp"
+#include "correlator/join/qp_owner.hpp"
 
 namespace insert::correlate {
 

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "correlator/input/line_parser.hpp"
+#include "correlator/input/host_names.hpp"
 #include "correlator/join/qp_index.hpp"
 
 namespace insert::correlate {
@@ -87,10 +87,6 @@ Alert start_alert(AlertKind kind, const Offence& o) {
 }
 
 }  // namespace
-
-QpOwner qp_owner(const Incarnation& q, const HostNames& names) {
-    return {true, names.name(q.host), q.pid, q.comm, q.cgroup};
-}
 
 std::string_view alert_kind_name(AlertKind k) {
     static constexpr std::string_view kNames[] = {

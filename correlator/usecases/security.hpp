@@ -12,10 +12,9 @@
 
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
+#include "correlator/join/qp_owner.hpp"
 
 namespace insert::correlate {
-
-class HostNames;
 
 enum class AlertKind : uint8_t {
     rkey_unknown,
@@ -37,17 +36,6 @@ struct SecurityOptions {
     uint32_t scan_threshold = 8;             // ... this many or more
     int64_t lost_guard_ns = 1'000'000'000;   // no injected_message near a host's trace loss
 };
-
-// The owner of a QP as an alert names it (copied: alerts outlive the live join's windows).
-struct QpOwner {
-    bool traced = false;
-    std::string host;
-    int32_t pid = 0;
-    Comm comm;
-    uint64_t cgroup = 0;
-};
-
-QpOwner qp_owner(const Incarnation& q, const HostNames& names);
 
 // One offending message.
 struct Offence {

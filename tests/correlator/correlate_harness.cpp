@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "correlator/correlate_run.hpp"
+#include "correlator/run/correlate_run.hpp"
 #include "correlator/tools/correlate_options.hpp"
 
 namespace insert::correlate::test {

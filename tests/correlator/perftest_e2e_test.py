@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""insert-correlate on a real run (issue 20): unmodified perftest (ib_write_bw, ib_read_bw,
+"""insert-correlate on a real run: unmodified perftest (ib_write_bw, ib_read_bw,
 ib_send_bw) over softverbs between two network namespaces, traced by insert-trace and
 observed by insert-dp inline in a third namespace on the path:
 

@@ -2,8 +2,8 @@
 // through the shipped run_correlate(); expected values derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include "correlator/output/alertmanager.hpp"
 #include "correlator/output/terminal_report.hpp"
-#include "correlator/usecases/alertmanager.hpp"
 #include "tests/correlator/correlate_harness.hpp"
 
 namespace insert::correlate::test {

@@ -6,7 +6,7 @@
 // records and the summary written.
 #pragma once
 
-#include "correlator/tools/correlate_options.hpp"
+#include "correlator/run/run_options.hpp"
 
 namespace insert::correlate {
 

@@ -1,4 +1,4 @@
-#include "correlator/usecases/alertmanager.hpp"
+#include "correlator/output/alertmanager.hpp"
 
 #include <netdb.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "correlator/output/part_stats.hpp"
+#include "correlator/join/part_stats.hpp"
 
 #include <algorithm>
 #include <bit>

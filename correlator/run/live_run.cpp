@@ -1,4 +1,4 @@
-#include "correlator/live/live_run.hpp"
+#include "correlator/run/live_run.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "correlator/correlate_run.hpp"
 #include "correlator/input/ingest.hpp"
 #include "correlator/live/live_correlator.hpp"
+#include "correlator/output/alertmanager.hpp"
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/report/html_report.hpp"
-#include "correlator/usecases/alertmanager.hpp"
+#include "correlator/run/correlate_run.hpp"
 
 namespace insert::correlate {
 

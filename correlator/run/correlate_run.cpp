@@ -1,4 +1,4 @@
-#include "correlator/correlate_run.hpp"
+#include "correlator/run/correlate_run.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
-#include "correlator/live/live_run.hpp"
+#include "correlator/output/alertmanager.hpp"
 #include "correlator/output/batch_progress.hpp"
 #include "correlator/output/e2e_writer.hpp"
 #include "correlator/output/output_stream.hpp"
@@ -21,7 +21,7 @@
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/output/views.hpp"
 #include "correlator/report/html_report.hpp"
-#include "correlator/usecases/alertmanager.hpp"
+#include "correlator/run/live_run.hpp"
 #include "correlator/usecases/congestion.hpp"
 #include "correlator/usecases/security.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "correlator/join/clock.hpp"
 #include "correlator/join/host_model.hpp"
-#include "correlator/tools/correlate_options.hpp"
+#include "correlator/run/run_options.hpp"
 
 namespace insert::correlate {
 

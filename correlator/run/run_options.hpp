@@ -1,0 +1,35 @@
+// One insert-correlate run's configuration: what the command line (tools/) fills and the
+// batch and live runs read. Typed and already validated: the runs never see text options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "correlator/join/clock.hpp"
+#include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/security.hpp"
+
+namespace insert::correlate {
+
+struct CorrelateOptions {
+    std::vector<std::string> inputs;  // files, "-" (stdin)
+    std::string records;              // JSON Lines output: file, "-" (stdout) or empty (none)
+    unsigned threads = 0;             // 0: every CPU
+    ClockPolicy clock;
+    bool quiet = false;     // no terminal report
+    bool progress = false;  // progress lines on stderr even when it is not a terminal
+    // Live input (docs/correlation.md 7).
+    std::string listen;        // Unix stream socket to accept producers on
+    double max_delay_s = 1.0;  // how late a record may arrive behind its stream
+    double ttl_s = 30.0;       // undecided items are decided after this
+    double interval_s = 1.0;   // app records and windows, wall clock
+    double duration_s = 0;     // 0: until SIGINT/SIGTERM (or every input ended)
+    // Security alerts (docs/correlation.md 8).
+    SecurityOptions security;
+    CongestionOptions congestion;
+    std::string alertmanager;  // http://HOST:PORT: also deliver the alerts there
+    std::string html;          // also write the records as an HTML report (correlator/report)
+};
+
+}  // namespace insert::correlate
