@@ -7,16 +7,14 @@
 #include <ctime>
 #include <span>
 
+#include "dataplane/common/counter.hpp"
 #include "dataplane/pipeline/backoff.hpp"
 
 namespace insert::pipeline {
 
 namespace {
 
-inline void bump(std::atomic<uint64_t>& c, uint64_t by) noexcept {
-    // Single writer: a plain load/store pair, no locked instruction.
-    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
+using common::bump;  // the worker is its counters' single writer
 
 // Capture-time boundaries are multiples of the period since the epoch, so every worker
 // (whatever its share of packets) uses the same ones.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/common/counter.hpp"
 #include "dataplane/ports/port_set.hpp"
 
 namespace insert::ports {
@@ -31,10 +32,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) LaneCounters {
     std::atomic<uint64_t> ring_dropped{0};  // dispatch: frames freed at stop with rings full
 };
 
-// Single writer: a plain load/store pair, no locked instruction.
-inline void bump(std::atomic<uint64_t>& c, uint64_t by) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
+using common::bump;  // each lane's lcore is its counters' single writer
 
 // An Rx queue of a port, as the lanes poll them.
 struct RxQueue {

@@ -7,6 +7,7 @@
 #include <array>
 #include <memory>
 
+#include "dataplane/common/counter.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/state/endpoint.hpp"
 #include "dataplane/state/endpoint_key.hpp"
@@ -17,12 +18,7 @@
 
 namespace insert::state {
 
-// Engine counters have a single writer: a relaxed load and store, no locked instruction
-// (readers on other threads see a recent value either way).
-inline void bump(std::atomic<uint64_t>& c, int64_t by = 1) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + static_cast<uint64_t>(by),
-            std::memory_order_relaxed);
-}
+using common::bump;  // the engine's lcore is its counters' single writer
 
 // The index's value: the endpoint, and a hint of its peer that lets the prefetch stages
 // fetch the peer's lines together with the endpoint's (never trusted beyond that:
