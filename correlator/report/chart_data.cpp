@@ -6,13 +6,16 @@
 
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/json_fields.hpp"
+#include "correlator/usecases/security_rules.hpp"
 
 namespace insert::correlate::report {
 
 const std::vector<std::string>& known_alert_kinds() {
-    static const std::vector<std::string> kinds = {
-        "rkey_unknown", "rkey_stale", "out_of_bounds", "access_denied",
-        "rkey_scan",    "unowned_qp", "peer_mismatch", "injected_message"};
+    static const std::vector<std::string> kinds = [] {
+        std::vector<std::string> names;
+        for (const SecurityRule& rule : security_rules()) names.emplace_back(rule.name);
+        return names;
+    }();
     return kinds;
 }
 

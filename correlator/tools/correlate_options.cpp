@@ -1,6 +1,7 @@
 #include "correlator/tools/correlate_options.hpp"
 
 #include "correlator/output/alertmanager.hpp"
+#include "correlator/usecases/security_rules.hpp"
 
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -33,6 +34,17 @@ bool parse_offset(const std::string& text, ClockPolicy& policy, std::string& err
     }
     policy.offsets[host] = ns;
     return true;
+}
+
+// The security rules' table (usecases/security_rules.cpp) as docs/correlation.md shows it:
+// a test compares the two.
+std::string rules_markdown() {
+    std::string out =
+        "| rule | severity | counts toward rkey_scan | what it means |\n|---|---|---|---|\n";
+    for (const SecurityRule& r : security_rules())
+        out += "| `" + std::string(r.name) + "` | " + std::string(r.severity) + " | " +
+               (r.feeds_scan ? "yes" : "no") + " | " + std::string(r.meaning) + " |\n";
+    return out;
 }
 
 }  // namespace
@@ -92,6 +104,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     app.add_option("--congestion-bin", bin_ms, "congestion: time bin in milliseconds (default 10)");
     app.add_option("--scan-threshold", out.security.scan_threshold,
                    "rkey_scan: offences of one source within the window (default 8)");
+    bool list_rules = false;
+    app.add_flag("--list-rules", list_rules,
+                 "print the security rules (name, severity, what each means) and exit");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -100,6 +115,10 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     } catch (const CLI::ParseError& e) {
         error = e.what();
         return 2;
+    }
+    if (list_rules) {
+        std::fputs(rules_markdown().c_str(), stdout);
+        return 0;
     }
     if (threads < 0 || threads > 1024) {
         error = "--threads " + std::to_string(threads) + ": from 1 to 1024 (0: every CPU)";

@@ -26,19 +26,6 @@ uint32_t right_needed(Op op) {
     }
 }
 
-// Bytes of target memory the request touches: the RETH length, or 8 for atomics.
-uint64_t access_length(const WireMsg& m) {
-    if (m.op == Op::cmp_swap || m.op == Op::fetch_add) return 8;
-    return m.dma_len != kNone ? static_cast<uint64_t>(m.dma_len) : m.bytes;
-}
-
-bool in_bounds(const WireMsg& m, const MemoryRegion& mr) {
-    if (m.va == kNone) return false;
-    const auto va = static_cast<uint64_t>(m.va);
-    const uint64_t len = access_length(m);
-    return va >= mr.addr && len <= mr.length && va - mr.addr <= mr.length - len;
-}
-
 class MrIndex {
   public:
     explicit MrIndex(const HostModel& model) : model_(model) {
@@ -66,6 +53,50 @@ bool lost_near(const HostModel& model, uint32_t host, int64_t t, int64_t guard) 
     return it != times.end() && *it <= t + guard;
 }
 
+// The region the message's rkey names in the target's protection domain, at time `t` of
+// the target's host.
+RegionLookup region_lookup(const WireMsg& m, const Incarnation& target, const HostModel& model,
+                           const MrIndex& mrs, int64_t t) {
+    RegionLookup found;
+    found.right = right_needed(m.op);
+    found.needs_region = found.right != 0;
+    if (!found.needs_region || m.rkey == kNone) return found;
+    const auto* candidates = mrs.find(target.process, static_cast<uint32_t>(m.rkey));
+    if (!candidates) return found;
+    const Process& owner = model.processes[target.process];
+    for (uint32_t k : *candidates) {
+        const MemoryRegion& mr = owner.mrs[k];
+        if (mr.pd != target.pd) continue;
+        if (mr.t_reg <= t && t < mr.t_dereg)
+            found.live = &mr;
+        else if (mr.t_dereg <= t)
+            found.deregistered_before = true;
+    }
+    return found;
+}
+
+// The offence is made only when there is one: nearly every message has none, and copying
+// each message and its owners' names was a twentieth of a batch run.
+Offence offence(AlertKind kind, const RuleInput& in, const HostNames& names) {
+    Offence o;
+    o.kind = kind;
+    o.t = in.msg.t_first;
+    o.msg = in.msg;
+    o.victim_ip = in.msg.dst_ip;
+    o.victim_qpn = in.msg.dst_qpn;
+    o.source_ip = in.msg.src_ip;
+    o.source_qpn = in.msg.src_qpn;
+    if (in.source) {
+        o.source = qp_owner(*in.source, names);
+        if (o.source_qpn == kNone) o.source_qpn = in.source->qpn;
+    }
+    if (in.target) {
+        o.victim_created = in.target->t_create;
+        o.victim = qp_owner(*in.target, names);
+    }
+    return o;
+}
+
 auto victim_key(const Offence& o) {
     return std::make_tuple(o.victim_ip.bytes, o.victim_qpn, o.victim_created);
 }
@@ -88,24 +119,6 @@ Alert start_alert(AlertKind kind, const Offence& o) {
 
 }  // namespace
 
-std::string_view alert_kind_name(AlertKind k) {
-    static constexpr std::string_view kNames[] = {
-        "rkey_unknown", "rkey_stale", "out_of_bounds", "access_denied",
-        "rkey_scan",    "unowned_qp", "peer_mismatch", "injected_message"};
-    return k < AlertKind::count ? kNames[static_cast<std::size_t>(k)] : "unknown";
-}
-
-std::string_view alert_severity(AlertKind k) {
-    switch (k) {
-        case AlertKind::rkey_scan:
-        case AlertKind::peer_mismatch:
-        case AlertKind::injected_message:
-            return "critical";
-        default:
-            return "warning";
-    }
-}
-
 std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const HostModel& model, const HostNames& names,
                                    const SecurityOptions& options, const std::vector<bool>* only) {
@@ -120,73 +133,28 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
         const WireMsg& m = msgs[i];
         const int64_t requester = join.requester[i];
         const int64_t r = join.responder[i];
-        const bool owned =
-            r >= 0 && model.qps[static_cast<std::size_t>(r)].alive_at(
-                          m.t_first + theta(model.qps[static_cast<std::size_t>(r)].host));
-        // The offence is written only when there is one: nearly every message has none, and
-        // copying each message and its owners' names was a twentieth of a batch run.
-        const auto offend = [&](AlertKind kind) {
-            Offence& o = offences.emplace_back();
-            o.kind = kind;
-            o.t = m.t_first;
-            o.msg = m;
-            o.victim_ip = m.dst_ip;
-            o.victim_qpn = m.dst_qpn;
-            o.source_ip = m.src_ip;
-            o.source_qpn = m.src_qpn;
-            if (requester >= 0) {
-                const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
-                o.source = qp_owner(src, names);
-                if (o.source_qpn == kNone) o.source_qpn = src.qpn;
-            }
-            if (owned) {
-                const Incarnation& target = model.qps[static_cast<std::size_t>(r)];
-                o.victim_created = target.t_create;
-                o.victim = qp_owner(target, names);
-            }
-        };
-        if (!owned) {
-            // unowned_qp: a traced host whose trace had begun, and no live QP with this QPN.
+        RuleInput in{m};
+        in.wire = join.wire[i];
+        if (requester >= 0) in.source = &model.qps[static_cast<std::size_t>(requester)];
+        if (r >= 0) {
+            const Incarnation& q = model.qps[static_cast<std::size_t>(r)];
+            if (q.alive_at(m.t_first + theta(q.host))) in.target = &q;
+        }
+        if (in.target) {
+            in.region =
+                region_lookup(m, *in.target, model, mrs, m.t_first + theta(in.target->host));
+            if (in.wire == WireState::wire_only_covered && in.source)
+                in.source_lost_records =
+                    lost_near(model, in.source->host, m.t_first + theta(in.source->host),
+                              options.lost_guard_ns);
+        } else {
             const int64_t host = index.host_of(m.dst_ip);
-            if (host >= 0 && model.first_record[static_cast<std::size_t>(host)] <=
-                                 m.t_first + theta(static_cast<uint32_t>(host)))
-                offend(AlertKind::unowned_qp);
-            continue;
+            in.target_host_tracing =
+                host >= 0 && model.first_record[static_cast<std::size_t>(host)] <=
+                                 m.t_first + theta(static_cast<uint32_t>(host));
         }
-        const Incarnation& target = model.qps[static_cast<std::size_t>(r)];
-        if (target.has_peer && !(m.src_ip == target.peer_ip)) offend(AlertKind::peer_mismatch);
-        if (const uint32_t need = right_needed(m.op)) {
-            const int64_t t = m.t_first + theta(target.host);
-            const Process& owner = model.processes[target.process];
-            const MemoryRegion* live = nullptr;
-            bool stale = false;
-            if (m.rkey != kNone)
-                if (const auto* found = mrs.find(target.process, static_cast<uint32_t>(m.rkey)))
-                    for (uint32_t k : *found) {
-                        const MemoryRegion& mr = owner.mrs[k];
-                        if (mr.pd != target.pd) continue;
-                        if (mr.t_reg <= t && t < mr.t_dereg)
-                            live = &mr;
-                        else if (mr.t_dereg <= t)
-                            stale = true;
-                    }
-            AlertKind kind = AlertKind::count;
-            if (!live)
-                kind = stale ? AlertKind::rkey_stale : AlertKind::rkey_unknown;
-            else if (!in_bounds(m, *live))
-                kind = AlertKind::out_of_bounds;
-            else if (!(live->access & need) || (target.has_access && !(target.qp_access & need)))
-                kind = AlertKind::access_denied;
-            if (kind != AlertKind::count) offend(kind);
-        }
-        // A message that did not complete (`incomplete`, NAKed) may be a posted one whose
-        // packets the observer partly missed, so its bytes disagree with the request:
-        // only a complete, accepted message no one posted is injected.
-        if (join.wire[i] == WireState::wire_only_covered && m.status == MsgStatus::ok) {
-            const Incarnation& src = model.qps[static_cast<std::size_t>(requester)];
-            if (!lost_near(model, src.host, m.t_first + theta(src.host), options.lost_guard_ns))
-                offend(AlertKind::injected_message);
-        }
+        for (const SecurityRule& rule : security_rules())
+            if (rule.offends && rule.offends(in)) offences.push_back(offence(rule.kind, in, names));
     }
 
     return offences;
@@ -218,7 +186,7 @@ std::vector<Alert> aggregate_alerts(std::vector<Offence> offences, const Securit
     // when some window of the episode holds the threshold.
     std::vector<Offence> scan;
     for (const Offence& o : offences)
-        if (o.kind <= AlertKind::access_denied) scan.push_back(o);
+        if (security_rule(o.kind).feeds_scan) scan.push_back(o);
     std::sort(scan.begin(), scan.end(), [](const Offence& a, const Offence& b) {
         return std::make_tuple(a.source_ip.bytes, a.t, a.msg.psn_first, victim_key(a)) <
                std::make_tuple(b.source_ip.bytes, b.t, b.msg.psn_first, victim_key(b));

@@ -13,22 +13,9 @@
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/join/qp_owner.hpp"
+#include "correlator/usecases/security_rules.hpp"
 
 namespace insert::correlate {
-
-enum class AlertKind : uint8_t {
-    rkey_unknown,
-    rkey_stale,
-    out_of_bounds,
-    access_denied,
-    rkey_scan,
-    unowned_qp,
-    peer_mismatch,
-    injected_message,
-    count
-};
-std::string_view alert_kind_name(AlertKind k);
-std::string_view alert_severity(AlertKind k);
 
 struct SecurityOptions {
     int64_t alert_gap_ns = 1'000'000'000;    // offences closer than this are one alert
