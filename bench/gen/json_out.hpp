@@ -17,15 +17,12 @@
 
 #include "bench/gen/huge_vector.hpp"
 #include "bench/gen/output_file.hpp"
-#include "dataplane/export/json_cursor.hpp"
+#include "dataplane/common/json_cursor.hpp"
 
 namespace insert::gen {
 
-// The record cursor (JsonCursor, PaddedString, TimestampHigh) is the one the dataplane's
-// exporter writes its records with (dataplane/export/json_cursor.hpp).
-using exporter::JsonCursor;
-using exporter::PaddedString;
-using exporter::TimestampHigh;
+// Records are written with the project's JSON cursor (JsonCursor, PaddedString,
+// TimestampHigh: dataplane/common/json_cursor.hpp), as the dataplane's exporter writes its own.
 
 // The buffer and where it goes: a file, or memory (part of a file formatted by another
 // thread). Blocks of 256 KiB: with the simulator on the same core (--threads 1), 1 MiB

@@ -7,7 +7,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "correlator/input/swar.hpp"
+#include "dataplane/common/swar.hpp"
 
 namespace insert::correlate {
 

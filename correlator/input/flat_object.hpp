@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "correlator/input/field_names.hpp"
-#include "correlator/input/swar.hpp"
+#include "dataplane/common/swar.hpp"
 
 namespace insert::correlate {
 

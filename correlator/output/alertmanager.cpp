@@ -9,7 +9,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "correlator/output/json_line.hpp"
+#include "dataplane/common/json_line.hpp"
 #include "correlator/output/record_writer.hpp"
 
 namespace insert::correlate {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "correlator/output/json_line.hpp"
+#include "dataplane/common/json_line.hpp"
 #include "correlator/output/record_writer.hpp"
 
 namespace insert::correlate {

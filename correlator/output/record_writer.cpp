@@ -3,7 +3,7 @@
 #include <iterator>
 
 #include "correlator/input/host_names.hpp"
-#include "correlator/output/json_line.hpp"
+#include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate {
 

@@ -1,12 +1,10 @@
 #include "correlator/report/chart_data.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "correlator/report/html_text.hpp"
 #include "correlator/report/json_fields.hpp"
 #include "correlator/usecases/security_rules.hpp"
+#include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate::report {
 
@@ -21,89 +19,82 @@ const std::vector<std::string>& known_alert_kinds() {
 
 namespace {
 
-std::string seconds(int64_t t_ns, int64_t origin_ns) {
-    return fmt::format("{:.6f}", ns_between(origin_ns, t_ns, 1e9));
+double seconds(int64_t t_ns, int64_t origin_ns) {
+    return ns_between(origin_ns, t_ns, 1e9);
 }
 
-std::string micros(int64_t ns) {
-    return fmt::format("{:.3f}", static_cast<double>(ns) / 1e3);
+double micros(int64_t ns) {
+    return static_cast<double>(ns) / 1e3;
 }
 
-void append_cdf(std::string& out, const ReportData& d, ChartData& result) {
-    out += "\"cdf\":[";
+void add_cdf(JsonLine& out, const ReportData& d, ChartData& result) {
+    out.array("cdf");
     const std::vector<AppCdf> apps = d.cdf.charts(d.limits.cdf_charts, d.limits.cdf_points);
     for (std::size_t i = 0; i < apps.size(); ++i) {
         const AppCdf& app = apps[i];
         const std::string id = "chart-cdf-" + std::to_string(i);
-        if (i) out += ',';
-        out += "{\"id\":\"" + id + "\",\"label\":";
-        append_script_json_string(out, app.label);
-        out += fmt::format(",\"messages\":{},\"without_parts\":{},\"points\":[", app.messages,
-                           app.without_parts);
-        for (std::size_t k = 0; k < app.points.size(); ++k) {
-            const CdfPoint& p = app.points[k];
-            out += fmt::format("{}[{:.4f},{},{},{},{}]", k ? "," : "", p.rank_pct,
-                               micros(p.sample.host_ns), micros(p.sample.net_ns),
-                               micros(p.sample.completion_ns), micros(p.sample.total_ns));
+        out.item_object().s("id", id).s("label", app.label).u("messages", app.messages);
+        out.u("without_parts", app.without_parts).array("points");
+        for (const CdfPoint& p : app.points) {
+            out.item_array().item_fixed(p.rank_pct, 4);
+            for (const int64_t part :
+                 {p.sample.host_ns, p.sample.net_ns, p.sample.completion_ns, p.sample.total_ns})
+                out.item_fixed(micros(part), 3);
+            out.end_array();
         }
-        out += "]}";
+        out.end_array().end_object();
         result.charts.emplace_back(id, 3 * app.points.size());  // three stacked parts
     }
-    out += ']';
+    out.end_array();
 }
 
-void append_net(std::string& out, const ReportData& d, ChartData& result) {
+void add_net(JsonLine& out, const ReportData& d, ChartData& result) {
     const std::vector<Series> series = d.net.series();
-    out += fmt::format("\"net\":{{\"id\":\"chart-net\",\"bin_ms\":{:.3f},\"series\":[",
-                       static_cast<double>(d.net.bin_ns()) / 1e6);
+    out.object("net").s("id", "chart-net");
+    out.fixed("bin_ms", static_cast<double>(d.net.bin_ns()) / 1e6, 3).array("series");
     std::size_t points = 0;
-    for (std::size_t s = 0; s < series.size(); ++s) {
-        if (s) out += ',';
-        out += "{\"label\":";
-        append_script_json_string(out, series[s].label);
-        out += fmt::format(",\"msgs\":{},\"points\":[", series[s].msgs);
-        for (std::size_t k = 0; k < series[s].points.size(); ++k) {
-            const SeriesPoint& p = series[s].points[k];
-            // Plotted at the bin's middle.
-            out += fmt::format("{}[{},{},{}]", k ? "," : "",
-                               fmt::format("{:.6f}", ns_between(d.t_min_ns, p.t_start_ns, 1e9) +
-                                                         static_cast<double>(d.net.bin_ns()) / 2e9),
-                               micros(p.p99_ns), p.msgs);
-        }
-        out += "]}";
-        points += series[s].points.size();
+    for (const Series& s : series) {
+        out.item_object().s("label", s.label).u("msgs", s.msgs).array("points");
+        for (const SeriesPoint& p : s.points)  // plotted at the bin's middle
+            out.item_array()
+                .item_fixed(
+                    seconds(p.t_start_ns, d.t_min_ns) + static_cast<double>(d.net.bin_ns()) / 2e9,
+                    6)
+                .item_fixed(micros(p.p99_ns), 3)
+                .item_u(p.msgs)
+                .end_array();
+        out.end_array().end_object();
+        points += s.points.size();
     }
-    out += "],\"episodes\":[";
-    for (std::size_t i = 0; i < d.spans.size(); ++i) {
-        const EpisodeSpan& e = d.spans[i];
-        out += fmt::format("{}[{},{},", i ? "," : "", seconds(e.t_start_ns, d.t_min_ns),
-                           seconds(e.t_end_ns, d.t_min_ns));
-        append_script_json_string(out, e.node);
-        out += ']';
-    }
-    out += "]}";
+    out.end_array().array("episodes");
+    for (const EpisodeSpan& e : d.spans)
+        out.item_array()
+            .item_fixed(seconds(e.t_start_ns, d.t_min_ns), 6)
+            .item_fixed(seconds(e.t_end_ns, d.t_min_ns), 6)
+            .item_s(e.node)
+            .end_array();
+    out.end_array().end_object();
     if (points) result.charts.emplace_back("chart-net", points);
 }
 
-void append_alerts(std::string& out, const ReportData& d, ChartData& result) {
+void add_alerts(JsonLine& out, const ReportData& d, ChartData& result) {
     std::vector<std::string> kinds = known_alert_kinds();
     for (const AlertPoint& a : d.alert_points)
         if (std::find(kinds.begin(), kinds.end(), a.kind) == kinds.end()) kinds.push_back(a.kind);
-    out += "\"alerts\":{\"id\":\"chart-alerts\",\"kinds\":[";
-    for (std::size_t k = 0; k < kinds.size(); ++k) {
-        if (k) out += ',';
-        append_script_json_string(out, kinds[k]);
-    }
-    out += "],\"points\":[";
-    for (std::size_t i = 0; i < d.alert_points.size(); ++i) {
-        const AlertPoint& a = d.alert_points[i];
+    out.object("alerts").s("id", "chart-alerts").array("kinds");
+    for (const std::string& kind : kinds) out.item_s(kind);
+    out.end_array().array("points");
+    for (const AlertPoint& a : d.alert_points) {
         const auto kind = std::find(kinds.begin(), kinds.end(), a.kind) - kinds.begin();
-        out += fmt::format("{}[{},{},{},{},", i ? "," : "", seconds(a.t_ns, d.t_min_ns), kind,
-                           a.count, seconds(a.t_last_ns, d.t_min_ns));
-        append_script_json_string(out, a.label);
-        out += ']';
+        out.item_array()
+            .item_fixed(seconds(a.t_ns, d.t_min_ns), 6)
+            .item_u(static_cast<uint64_t>(kind))
+            .item_u(a.count)
+            .item_fixed(seconds(a.t_last_ns, d.t_min_ns), 6)
+            .item_s(a.label)
+            .end_array();
     }
-    out += "]}";
+    out.end_array().end_object();
     if (!d.alert_points.empty()) result.charts.emplace_back("chart-alerts", d.alert_points.size());
 }
 
@@ -111,15 +102,16 @@ void append_alerts(std::string& out, const ReportData& d, ChartData& result) {
 
 ChartData make_chart_data(const ReportData& d) {
     ChartData result;
-    std::string& out = result.json;
-    out += fmt::format("{{\"t0_ns\":{},\"t_end_s\":{},", d.have_time ? d.t_min_ns : 0,
-                       d.have_time ? seconds(d.t_max_ns, d.t_min_ns) : "1");
-    append_cdf(out, d, result);
-    out += ',';
-    append_net(out, d, result);
-    out += ',';
-    append_alerts(out, d, result);
-    out += '}';
+    JsonLine out(result.json, JsonEscape::script);
+    out.i("t0_ns", d.have_time ? d.t_min_ns : 0);
+    if (d.have_time)
+        out.fixed("t_end_s", seconds(d.t_max_ns, d.t_min_ns), 6);
+    else
+        out.u("t_end_s", 1);
+    add_cdf(out, d, result);
+    add_net(out, d, result);
+    add_alerts(out, d, result);
+    out.close();
     return result;
 }
 

@@ -35,25 +35,6 @@ std::string html(std::string_view text) {
     return out;
 }
 
-void append_script_json_string(std::string& out, std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20 || c == '<' || c == '>' || c == '&') {
-            out += "\\u00";
-            out += kHex[u >> 4];
-            out += kHex[u & 15];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 (RFC 3629: no overlongs, no

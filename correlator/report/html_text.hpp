@@ -13,10 +13,6 @@ namespace insert::correlate::report {
 void append_html(std::string& out, std::string_view text);
 std::string html(std::string_view text);
 
-// A JSON string literal (quotes included) whose text has no '<', '>' or '&' (written as
-// \u003c ...): it cannot end a <script> element or start a comment inside it.
-void append_script_json_string(std::string& out, std::string_view text);
-
 // The bytes as valid UTF-8: each byte of an invalid sequence becomes U+FFFD. A comm cut at
 // 15 bytes by the kernel can end in half a character; JSON parsers reject such lines.
 std::string valid_utf8(std::string_view bytes);

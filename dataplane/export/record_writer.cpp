@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "dataplane/export/json_cursor.hpp"
+#include "dataplane/common/json_cursor.hpp"
 #include "dataplane/export/record_names.hpp"
 
 namespace insert::exporter {

@@ -1,11 +1,14 @@
-// The record encoder: every key and string the correlator writes goes through JsonLine, and
-// host and process names come from the input (an attacker chooses its comm).
-#include "correlator/output/json_line.hpp"
+// The JSON writer (dataplane/common/json_line.hpp): every record the correlator and
+// insert-trace write, and the HTML report's chart data, go through JsonLine, and host and
+// process names come from the input (an attacker chooses its comm).
+#include "dataplane/common/json_line.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
+
+#include "correlator/input/records.hpp"
 
 namespace insert::correlate {
 namespace {
@@ -30,16 +33,21 @@ TEST(JsonLine, keys_values_and_nulls_in_the_order_written) {
 }
 
 TEST(JsonLine, strings_are_escaped_wherever_the_special_character_stands) {
-    // Also at the length where plain strings stop being copied in one piece (256 bytes).
+    // Also around the length where strings stop being written in one piece (128 bytes).
     const std::string cases[] = {"plain",
                                  "",
                                  "\"lead",
                                  "trail\\",
                                  "mid\x1b[2Jdle",
                                  "\x7f\xc3\xa9",
+                                 std::string(128, 'a'),
+                                 std::string(129, 'a'),
+                                 std::string(127, 'a') + "\"",
+                                 std::string(128, 'a') + "\x01",
                                  std::string(256, 'a'),
                                  std::string(257, 'a'),
-                                 std::string(255, 'a') + "\""};
+                                 std::string(255, 'a') + "\"",
+                                 std::string(3000, '\\')};
     for (const std::string& text : cases) {
         std::string out;
         JsonLine line(out);
@@ -102,6 +110,51 @@ TEST(JsonLine, an_unclosed_line_is_written_at_its_end_of_life_and_a_second_write
             line.end();
         },
         "written to while a record was open");
+}
+
+TEST(JsonLine, nested_objects_and_arrays_take_their_commas_and_brackets) {
+    std::string out;
+    JsonLine line(out);
+    line.object("a").array("b").item_u(1).item_i(-2).item_object().s("c", "d").end_object();
+    line.item_array().item_fixed(0.5, 3).end_array().end_array();
+    line.array("e").end_array().end_object();
+    line.fixed("f", 1.25, 1).array("g").item_s("x").item_s("y");  // left open: end() closes
+    line.end();
+    EXPECT_EQ(out,
+              "{\"a\":{\"b\":[1,-2,{\"c\":\"d\"},[0.500]],\"e\":[]},\"f\":1.2,"
+              "\"g\":[\"x\",\"y\"]}\n");
+}
+
+// The report's chart data sits inside a <script> element: no text can end it or open a
+// comment there, whatever its length.
+TEST(JsonLine, script_escaping_leaves_no_markup_in_short_or_long_text) {
+    const std::string evil = "</script><!--&>";
+    for (const std::string& text : {evil, std::string(200, 'a') + evil + std::string(200, 'b')}) {
+        std::string out;
+        JsonLine line(out, JsonEscape::script);
+        line.s("label", text).array("l").item_s(text).end_array();
+        line.close();
+        EXPECT_EQ(out.find_first_of("<>&"), std::string::npos) << out;
+        const auto parsed = nlohmann::json::parse(out);
+        EXPECT_EQ(parsed["label"].get<std::string>(), text);
+        EXPECT_EQ(parsed["l"][0].get<std::string>(), text);
+    }
+}
+
+TEST(JsonLine, closing_what_is_not_open_is_fatal) {
+    EXPECT_DEATH(
+        {
+            std::string s;
+            JsonLine line(s);
+            line.array("a").end_object();
+        },
+        "closes no open object");
+    EXPECT_DEATH(
+        {
+            std::string s;
+            JsonLine(s).end_array();
+        },
+        "closes no open array");
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "correlator/input/same_text.hpp"
-#include "correlator/input/swar.hpp"
+#include "dataplane/common/swar.hpp"
 
 namespace insert::correlate {
 namespace {

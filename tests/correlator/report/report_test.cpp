@@ -10,6 +10,7 @@
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/latency_cdf.hpp"
 #include "correlator/report/report_data.hpp"
+#include "dataplane/common/json_line.hpp"
 #include "correlator/report/time_bins.hpp"
 
 namespace insert::correlate::report {
@@ -23,9 +24,9 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(HtmlText, escapes_markup_and_script_ends) {
     EXPECT_EQ(html("<svg onload=x()>&\"'"), "&lt;svg onload=x()&gt;&amp;&quot;&#39;");
-    std::string js;
-    append_script_json_string(js, "</script><!--\"\\\n");
-    EXPECT_EQ(js, R"("\u003c/script\u003e\u003c!--\"\\\u000a")");
+    std::string js;  // the chart data's strings: the JSON writer's script escaping
+    JsonLine(js, JsonEscape::script).s("t", "</script><!--\"\\\n").close();
+    EXPECT_EQ(js, R"({"t":"\u003c/script\u003e\u003c!--\"\\\u000a"})");
     EXPECT_EQ(inline_script_text("a</script>b</SCRIPT c<!--d"), "a<\\/script>b<\\/SCRIPT c<\\!--d");
     EXPECT_EQ(inline_script_text("x<y && a</b"), "x<y && a</b");
 }

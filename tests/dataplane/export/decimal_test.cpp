@@ -1,6 +1,6 @@
-// dataplane/export/decimal.hpp against std::to_string at every length boundary and on
+// dataplane/common/decimal.hpp against std::to_string at every length boundary and on
 // random values of every magnitude.
-#include "dataplane/export/decimal.hpp"
+#include "dataplane/common/decimal.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace insert::correlate::swar {
+namespace insert::swar {
 
 static_assert(std::endian::native == std::endian::little, "the word readers assume little-endian");
 inline constexpr uint64_t kOnes = 0x0101010101010101ull;
@@ -74,4 +74,4 @@ inline bool json_plain(std::string_view text) {
     return true;
 }
 
-}  // namespace insert::correlate::swar
+}  // namespace insert::swar

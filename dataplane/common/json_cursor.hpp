@@ -1,6 +1,8 @@
-// The one JSON record writer of the dataplane's exporter and of insert-gen: a cursor that
-// appends keys, numbers and short strings at a position inside a buffer with room
-// reserved for the whole record, without a bounds check or a call per piece. Keys are
+// The JSON writer's pieces: a cursor that appends keys, numbers and short strings at a
+// position inside a buffer with room reserved for the whole record, without a bounds check
+// or a call per piece. Records whose size is bounded are written with it directly (the
+// exporter's msg and qp, insert-gen's truth, the correlator's e2e); everything else through
+// JsonLine (json_line.hpp), which reserves the room and then writes with these pieces. Keys are
 // string literals, so copying one is a few moves rather than a memcpy call; numbers go
 // through the digit-pair writer (decimal.hpp). The position lives in the cursor, a local
 // of the record's formatter, so that it stays in a register: kept in a longer-lived object
@@ -14,10 +16,10 @@
 #include <optional>
 #include <string_view>
 
-#include "dataplane/export/decimal.hpp"
-#include "dataplane/proto/ip_address.hpp"
+#include "dataplane/common/decimal.hpp"
+#include "dataplane/common/swar.hpp"
 
-namespace insert::exporter {
+namespace insert {
 
 // A JSON string value of up to 46 characters with its quotes (addresses, names), padded so
 // that it can be copied whole: a fixed-size copy is a few vector moves, where a copy of
@@ -41,6 +43,10 @@ struct TimestampHigh {
     char digits[16];  // at most 12 (2^64 / 10^8 < 10^12), padded for a fixed-size copy
     uint8_t len = 0;
 };
+
+// An integer field's absent value: written as null by JsonCursor::opt and JsonLine::opt (the
+// correlator's kNone).
+inline constexpr int64_t kJsonNull = INT64_MIN;
 
 // Appends the pieces of one record at a position inside a buffer with room for it.
 class JsonCursor {
@@ -108,8 +114,52 @@ class JsonCursor {
         *p_++ = ':';
         return *this;
     }
-    // An address in quotes (at most 45 characters).
-    [[gnu::always_inline]] JsonCursor& ip(const proto::IpAddress& a) {
+    // A signed number.
+    [[gnu::always_inline]] JsonCursor& signed_num(int64_t v) {
+        if (v >= 0) return num(static_cast<uint64_t>(v));
+        *p_++ = '-';
+        return num(~static_cast<uint64_t>(v) + 1);
+    }
+    // A signed number, or null for kJsonNull.
+    [[gnu::always_inline]] JsonCursor& opt(int64_t v) {
+        return v == kJsonNull ? lit("null") : signed_num(v);
+    }
+    [[gnu::always_inline]] JsonCursor& boolean(bool v) { return v ? lit("true") : lit("false"); }
+    // Text from outside the program (names, paths) in quotes, escaped as JSON requires: `"`,
+    // `\` and control characters; with `script`, also `<`, `>` and `&`, so that the text
+    // can sit inside an HTML <script> element. Needs room for escaped_bytes(text.size()).
+    static constexpr std::size_t escaped_bytes(std::size_t n) { return 2 + 6 * n; }
+    JsonCursor& text(std::string_view v, bool script = false) {
+        *p_++ = '"';
+        if (!script && swar::json_plain(v))
+            str(v);
+        else
+            escaped(v, script);
+        *p_++ = '"';
+        return *this;
+    }
+    // The inside of text(): `v` escaped, without quotes.
+    JsonCursor& escaped(std::string_view v, bool script) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        for (const char c : v) {
+            const auto u = static_cast<unsigned char>(c);
+            if (c == '"' || c == '\\') {
+                *p_++ = '\\';
+                *p_++ = c;
+            } else if (u < 0x20 || (script && (c == '<' || c == '>' || c == '&'))) {
+                lit("\\u00");
+                *p_++ = kHex[u >> 4];
+                *p_++ = kHex[u & 0xF];
+            } else {
+                *p_++ = c;
+            }
+        }
+        return *this;
+    }
+    // An address in quotes (at most 45 characters): anything with IpAddress's
+    // `format(char*)`, which writes the text and returns its length.
+    template <class Address>
+    [[gnu::always_inline]] JsonCursor& ip(const Address& a) {
         *p_++ = '"';
         p_ += a.format(p_);  // its NUL is overwritten next
         *p_++ = '"';
@@ -137,4 +187,4 @@ class JsonCursor {
     char* p_;
 };
 
-}  // namespace insert::exporter
+}  // namespace insert
