@@ -589,6 +589,202 @@ LineKind LineParser::parse_qp(Fields& obj, WireQp& q, std::string& reason) {
     return LineKind::wire_qp;
 }
 
+namespace {
+
+// The fields of a host record that depend on its kind (docs/insert-trace.md), one reader
+// per kind: each reads `f` into its part of the record when it is one of its fields, and
+// skips any other field (true). False: a field of the wrong type or value.
+template <class V>
+[[gnu::always_inline]] inline bool read_create_qp_field(Field f, V& v, auto& create) {
+    std::string_view text;
+    if (f == Field::qp_type) {
+        if (!read_opt_str(v, text)) return false;
+        create.uc = same_text(text, "UC");
+        create.rc_family = create.uc || same_text(text, "RC") || same_text(text, "XRC_SEND");
+    } else if (f == Field::pd) {
+        return read_pointer(v, create.pd);
+    }
+    return true;
+}
+
+template <class V>
+[[gnu::always_inline]] inline bool read_modify_qp_field(Field f, V& v, auto& mod) {
+    std::string_view text;
+    switch (f) {
+        case Field::state:
+            if (!read_opt_str(v, text)) return false;
+            mod.state = same_text(text, "RTR")   ? QpState::rtr
+                        : same_text(text, "RTS") ? QpState::rts
+                                                 : QpState::other;
+            return true;
+        case Field::dest_qpn:
+            mod.has_dest_qpn = true;
+            return read_u32(v, mod.dest_qpn);
+        case Field::sq_psn:
+            mod.has_sq_psn = true;
+            return read_u32(v, mod.sq_psn);
+        case Field::rq_psn:
+            mod.has_rq_psn = true;
+            return read_u32(v, mod.rq_psn);
+        case Field::peer_ip: {
+            bool has_peer = false;
+            if (!read_opt_ip(v, mod.peer_ip, has_peer)) return false;
+            mod.has_peer_ip = has_peer;
+            return true;
+        }
+        case Field::qp_access:
+            mod.has_access = true;
+            return read_access_names(v, mod.access);
+        default:
+            return true;
+    }
+}
+
+template <class V>
+[[gnu::always_inline]] inline bool read_mr_field(Field f, V& v, auto& mr) {
+    switch (f) {
+        case Field::pd:
+            return read_pointer(v, mr.pd);
+        case Field::addr:
+            return read_u64(v, mr.addr);
+        case Field::length:
+            return read_u64(v, mr.length);
+        case Field::access:
+            return read_u32(v, mr.access);
+        case Field::rkey:
+            return read_opt_u64(v, mr.rkey);
+        case Field::iova:
+            return read_opt_u64(v, mr.iova);
+        default:
+            return true;
+    }
+}
+
+template <class V>
+[[gnu::always_inline]] inline bool read_post_field(Field f, V& v, auto& post) {
+    std::string_view text;
+    switch (f) {
+        case Field::wr_id:
+            return read_u64(v, post.wr_id);
+        case Field::opcode:
+            if (!read_str(v, text)) return false;
+            post.opcode = parse_wr_opcode(text);
+            return true;
+        case Field::signaled:
+            return read_bool(v, post.signaled);
+        case Field::len:
+            return read_u64(v, post.len);
+        case Field::remote_addr:
+            return read_opt_u64(v, post.remote_addr);
+        case Field::rkey:
+            return read_opt_u64(v, post.rkey);
+        case Field::chain_index:
+            return read_u32(v, post.chain_index);
+        default:
+            return true;
+    }
+}
+
+template <class V>
+[[gnu::always_inline]] inline bool read_poll_field(Field f, V& v, auto& poll) {
+    std::string_view text;
+    switch (f) {
+        case Field::wr_id:
+            return read_u64(v, poll.wr_id);
+        case Field::status_code: {
+            uint32_t code;
+            if (!read_u32(v, code)) return false;
+            poll.status_code = static_cast<uint16_t>(code);
+            return true;
+        }
+        case Field::opcode:
+            if (!read_str(v, text)) return false;
+            poll.opcode = parse_wc_opcode(text);
+            return true;
+        case Field::byte_len:
+            return read_u32(v, poll.byte_len);
+        default:
+            return true;
+    }
+}
+
+// The fields a host record of `kind` must have (docs/insert-trace.md).
+constexpr uint64_t required_host_fields(HostKind kind) {
+    constexpr uint64_t every = bit(Field::wall_ns) | bit(Field::pid);
+    switch (kind) {
+        case HostKind::create_qp:
+        case HostKind::modify_qp:
+        case HostKind::destroy_qp:
+            return every | bit(Field::qp) | bit(Field::qpn);
+        case HostKind::reg_mr:
+        case HostKind::dereg_mr:
+            return every | bit(Field::mr);
+        case HostKind::post_send:
+            return every | bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id) |
+                   bit(Field::opcode) | bit(Field::len);
+        case HostKind::post_recv:
+            return every | bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id);
+        case HostKind::poll_cq:
+            return every | bit(Field::qpn) | bit(Field::wr_id) | bit(Field::status_code) |
+                   bit(Field::opcode);
+        case HostKind::lost:
+            return bit(Field::wall_ns);
+        case HostKind::process_exit:
+            return every;
+    }
+    return every;
+}
+
+}  // namespace
+
+// The fields every host record has (who, where, when, which object); false when `f` is
+// not one of them, else `ok` says whether it was read.
+template <class V>
+[[gnu::always_inline]] inline bool LineParser::read_common_host_field(Field f, V& v, HostEvent& e,
+                                                                      bool& ok) {
+    std::string_view text;
+    int64_t x;
+    switch (f) {
+        case Field::host:
+            if ((ok = read_str(v, text))) e.host = host_id(text);
+            return true;
+        case Field::pid:
+            if ((ok = read_i64(v, x))) e.pid = static_cast<int32_t>(x);
+            return true;
+        case Field::tid:
+            if ((ok = read_i64(v, x))) e.tid = static_cast<int32_t>(x);
+            return true;
+        case Field::comm:
+            ok = read_str(v, text);
+            if (ok) {
+                e.comm.len = static_cast<uint8_t>(std::min(text.size(), e.comm.chars.size()));
+                std::copy_n(text.data(), e.comm.len, e.comm.chars.data());
+            }
+            return true;
+        case Field::cgroup:
+            if ((ok = read_opt_u64(v, x))) e.cgroup = x == kNone ? 0 : static_cast<uint64_t>(x);
+            return true;
+        case Field::ip:
+            ok = host_ip_.read(v, e.ip, e.has_ip);
+            return true;
+        case Field::wall_ns:
+            ok = read_i64(v, e.wall);
+            return true;
+        case Field::qp:
+        case Field::mr:
+            ok = read_pointer(v, e.obj);
+            return true;
+        case Field::qpn:
+            if ((ok = read_opt_u64(v, x))) e.qpn = x == kNone ? 0 : static_cast<uint32_t>(x);
+            return true;
+        case Field::ret:
+            if ((ok = read_i64(v, x))) e.ret = static_cast<int32_t>(x);
+            return true;
+        default:
+            return false;
+    }
+}
+
 template <class Fields>
 LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::string& reason) {
     // Copied from a blank record: `e = HostEvent{}` zeroed the 128 bytes with `rep stos`,
@@ -598,194 +794,30 @@ LineKind LineParser::parse_host(Fields& obj, HostKind kind, HostEvent& e, std::s
     e = blank;
     e.kind = kind;
     uint64_t seen = 0;
-    std::string_view text;
-    auto& mod = e.u.modify;
     if (kind == HostKind::reg_mr || kind == HostKind::dereg_mr) e.u.mr.rkey = e.u.mr.iova = kNone;
     if (kind == HostKind::post_send) e.u.post.remote_addr = e.u.post.rkey = kNone;
-    bool has_peer = false;
     INSERT_WALK_FIELDS(obj, seen, [&](Field f_, auto& v_) {
-        switch (f_) {
-            case Field::host:
-                if (!read_str(v_, text)) return false;
-                e.host = host_id(text);
-                return true;
-            case Field::pid: {
-                int64_t x;
-                if (!read_i64(v_, x)) return false;
-                e.pid = static_cast<int32_t>(x);
-                return true;
-            }
-            case Field::tid: {
-                int64_t x;
-                if (!read_i64(v_, x)) return false;
-                e.tid = static_cast<int32_t>(x);
-                return true;
-            }
-            case Field::comm:
-                if (!read_str(v_, text)) return false;
-                e.comm.len = static_cast<uint8_t>(std::min(text.size(), e.comm.chars.size()));
-                std::copy_n(text.data(), e.comm.len, e.comm.chars.data());
-                return true;
-            case Field::cgroup: {
-                int64_t x;
-                if (!read_opt_u64(v_, x)) return false;
-                e.cgroup = x == kNone ? 0 : static_cast<uint64_t>(x);
-                return true;
-            }
-            case Field::ip:
-                return host_ip_.read(v_, e.ip, e.has_ip);
-            case Field::wall_ns:
-                return read_i64(v_, e.wall);
-            case Field::qp:
-            case Field::mr:
-                return read_pointer(v_, e.obj);
-            case Field::qpn: {
-                int64_t x;
-                if (!read_opt_u64(v_, x)) return false;
-                e.qpn = x == kNone ? 0 : static_cast<uint32_t>(x);
-                return true;
-            }
-            case Field::ret: {
-                int64_t x;
-                if (!read_i64(v_, x)) return false;
-                e.ret = static_cast<int32_t>(x);
-                return true;
-            }
-            default:
-                break;
-        }
+        if (bool ok; read_common_host_field(f_, v_, e, ok)) return ok;
         switch (kind) {
             case HostKind::create_qp:
-                if (f_ == Field::qp_type) {
-                    if (!read_opt_str(v_, text)) return false;
-                    e.u.create.uc = same_text(text, "UC");
-                    e.u.create.rc_family =
-                        e.u.create.uc || same_text(text, "RC") || same_text(text, "XRC_SEND");
-                } else if (f_ == Field::pd) {
-                    return read_pointer(v_, e.u.create.pd);
-                }
-                return true;
+                return read_create_qp_field(f_, v_, e.u.create);
             case HostKind::modify_qp:
-                switch (f_) {
-                    case Field::state:
-                        if (!read_opt_str(v_, text)) return false;
-                        mod.state = same_text(text, "RTR")   ? QpState::rtr
-                                    : same_text(text, "RTS") ? QpState::rts
-                                                             : QpState::other;
-                        return true;
-                    case Field::dest_qpn:
-                        mod.has_dest_qpn = true;
-                        return read_u32(v_, mod.dest_qpn);
-                    case Field::sq_psn:
-                        mod.has_sq_psn = true;
-                        return read_u32(v_, mod.sq_psn);
-                    case Field::rq_psn:
-                        mod.has_rq_psn = true;
-                        return read_u32(v_, mod.rq_psn);
-                    case Field::peer_ip:
-                        if (!read_opt_ip(v_, mod.peer_ip, has_peer)) return false;
-                        mod.has_peer_ip = has_peer;
-                        return true;
-                    case Field::qp_access:
-                        mod.has_access = true;
-                        return read_access_names(v_, mod.access);
-                    default:
-                        return true;
-                }
+                return read_modify_qp_field(f_, v_, e.u.modify);
             case HostKind::reg_mr:
             case HostKind::dereg_mr:
-                switch (f_) {
-                    case Field::pd:
-                        return read_pointer(v_, e.u.mr.pd);
-                    case Field::addr:
-                        return read_u64(v_, e.u.mr.addr);
-                    case Field::length:
-                        return read_u64(v_, e.u.mr.length);
-                    case Field::access:
-                        return read_u32(v_, e.u.mr.access);
-                    case Field::rkey:
-                        return read_opt_u64(v_, e.u.mr.rkey);
-                    case Field::iova:
-                        return read_opt_u64(v_, e.u.mr.iova);
-                    default:
-                        return true;
-                }
+                return read_mr_field(f_, v_, e.u.mr);
             case HostKind::post_send:
             case HostKind::post_recv:
-                switch (f_) {
-                    case Field::wr_id:
-                        return read_u64(v_, e.u.post.wr_id);
-                    case Field::opcode:
-                        if (!read_str(v_, text)) return false;
-                        e.u.post.opcode = parse_wr_opcode(text);
-                        return true;
-                    case Field::signaled:
-                        return read_bool(v_, e.u.post.signaled);
-                    case Field::len:
-                        return read_u64(v_, e.u.post.len);
-                    case Field::remote_addr:
-                        return read_opt_u64(v_, e.u.post.remote_addr);
-                    case Field::rkey:
-                        return read_opt_u64(v_, e.u.post.rkey);
-                    case Field::chain_index:
-                        return read_u32(v_, e.u.post.chain_index);
-                    default:
-                        return true;
-                }
+                return read_post_field(f_, v_, e.u.post);
             case HostKind::poll_cq:
-                switch (f_) {
-                    case Field::wr_id:
-                        return read_u64(v_, e.u.poll.wr_id);
-                    case Field::status_code: {
-                        uint32_t code;
-                        if (!read_u32(v_, code)) return false;
-                        e.u.poll.status_code = static_cast<uint16_t>(code);
-                        return true;
-                    }
-                    case Field::opcode:
-                        if (!read_str(v_, text)) return false;
-                        e.u.poll.opcode = parse_wc_opcode(text);
-                        return true;
-                    case Field::byte_len:
-                        return read_u32(v_, e.u.poll.byte_len);
-                    default:
-                        return true;
-                }
+                return read_poll_field(f_, v_, e.u.poll);
             case HostKind::lost:
-                if (f_ == Field::ringbuf_drops) return read_u64(v_, e.u.lost.drops);
-                return true;
+                return f_ != Field::ringbuf_drops || read_u64(v_, e.u.lost.drops);
             default:
                 return true;
         }
     });
-    uint64_t required = bit(Field::wall_ns) | bit(Field::pid);
-    switch (kind) {
-        case HostKind::create_qp:
-        case HostKind::modify_qp:
-        case HostKind::destroy_qp:
-            required |= bit(Field::qp) | bit(Field::qpn);
-            break;
-        case HostKind::reg_mr:
-        case HostKind::dereg_mr:
-            required |= bit(Field::mr);
-            break;
-        case HostKind::post_send:
-            required |= bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id) | bit(Field::opcode) |
-                        bit(Field::len);
-            break;
-        case HostKind::post_recv:
-            required |= bit(Field::qp) | bit(Field::qpn) | bit(Field::wr_id);
-            break;
-        case HostKind::poll_cq:
-            required |=
-                bit(Field::qpn) | bit(Field::wr_id) | bit(Field::status_code) | bit(Field::opcode);
-            break;
-        case HostKind::lost:
-            required = bit(Field::wall_ns);
-            break;
-        case HostKind::process_exit:
-            break;
-    }
+    const uint64_t required = required_host_fields(kind);
     if ((seen & required) != required)
         return missing(reason, seen, required,
                        {{Field::wall_ns, "wall_ns"},

@@ -63,6 +63,8 @@ class LineParser {
     LineKind parse_qp(Fields& obj, WireQp& qp, std::string& reason);
     template <class Fields>
     LineKind parse_host(Fields& obj, HostKind kind, HostEvent& event, std::string& reason);
+    template <class V>
+    bool read_common_host_field(Field f, V& v, HostEvent& e, bool& ok);
     uint32_t host_id(std::string_view name);
 
     simdjson::ondemand::parser parser_;
