@@ -184,201 +184,242 @@ struct ProcessBuild {
     uint64_t orphans = 0;
 };
 
-// Walks one process's records in canonical order ([begin, end) of the order); fills
-// needed_until for them.
-ProcessBuild build_process(const HostEvent* base, const EventOrder* begin, const EventOrder* end,
-                           int64_t* needed_until) {
-    ProcessBuild out;
-    // Control records wait for the end of their object: (record, QP) and (record, MR).
-    std::vector<std::pair<uint32_t, std::size_t>> qp_records, mr_records;
-    std::vector<uint32_t> exit_records;
-    Process& p = out.process;
-    p.host = base[begin->index].host;
-    p.pid = base[begin->index].pid;
-    std::unordered_map<uint64_t, std::size_t> live_by_obj;  // qp pointer -> incarnation
-    std::unordered_map<uint32_t, std::size_t> live_by_qpn;
-    std::unordered_map<uint64_t, std::size_t> live_mrs;  // mr pointer -> region
-    // QPs of other types (UD, ...) are tracked only to keep their records out of the join.
-    std::unordered_map<uint64_t, bool> other_type;
-    const auto end_qp = [&](std::size_t idx, int64_t t) {
-        Incarnation& q = out.qps[idx];
-        q.t_end = t;
-        live_by_obj.erase(q.qp_obj);
-        const auto it = live_by_qpn.find(q.qpn);
-        if (it != live_by_qpn.end() && it->second == idx) live_by_qpn.erase(it);
-    };
-    const auto fill_ip = [&](Incarnation& q, const HostEvent& e) {
-        if (!q.has_ip && e.has_ip) {
-            q.has_ip = true;
-            q.ip = e.ip;
-        }
-    };
-    for (const EventOrder* it = begin; it != end; ++it) {
-        if (end - it > static_cast<std::ptrdiff_t>(kEventsAhead))
-            __builtin_prefetch(&base[it[kEventsAhead].index]);
-        const uint32_t index = it->index;
-        const HostEvent& e = base[index];
-        needed_until[index] = e.wall;
+// One process's records walked in canonical order into its QP incarnations, memory
+// regions, work requests and completions; each record kind has its step. Fills
+// needed_until for the records walked (how long the live join must keep each).
+class ProcessBuilder {
+  public:
+    ProcessBuilder(const HostEvent& first, int64_t* needed_until) : needed_until_(needed_until) {
+        out_.process.host = first.host;
+        out_.process.pid = first.pid;
+    }
+
+    void add(uint32_t index, const HostEvent& e) {
+        needed_until_[index] = e.wall;
+        Process& p = out_.process;
         if (p.comm.len == 0 && e.comm.len) {
             p.comm = e.comm;
             p.cgroup = e.cgroup;
         }
         switch (e.kind) {
-            case HostKind::create_qp: {
-                if (e.ret != 0 || e.obj == 0) break;
-                if (!e.u.create.rc_family) {
-                    other_type[e.obj] = true;
-                    break;
-                }
-                other_type.erase(e.obj);
-                // A pointer reused without a destroy we saw: the old QP is gone.
-                if (auto old = live_by_obj.find(e.obj); old != live_by_obj.end())
-                    end_qp(old->second, e.wall);
-                if (auto old = live_by_qpn.find(e.qpn); old != live_by_qpn.end())
-                    end_qp(old->second, e.wall);
-                Incarnation q;
-                q.host = e.host;
-                q.pid = e.pid;
-                q.qp_obj = e.obj;
-                q.comm = e.comm;
-                q.cgroup = e.cgroup;
-                q.has_ip = e.has_ip;
-                q.ip = e.ip;
-                q.qpn = e.qpn;
-                q.pd = e.u.create.pd;
-                q.uc = e.u.create.uc;
-                q.t_create = e.wall;
-                out.qps.push_back(std::move(q));
-                live_by_obj[e.obj] = out.qps.size() - 1;
-                live_by_qpn[e.qpn] = out.qps.size() - 1;
-                qp_records.emplace_back(index, out.qps.size() - 1);
-                break;
-            }
-            case HostKind::modify_qp: {
-                const auto found = live_by_obj.find(e.obj);
-                if (found == live_by_obj.end() || e.ret != 0) break;
-                qp_records.emplace_back(index, found->second);
-                Incarnation& q = out.qps[found->second];
-                fill_ip(q, e);
-                const auto& m = e.u.modify;
-                if (m.has_access) {
-                    q.has_access = true;
-                    q.qp_access = m.access;
-                }
-                if (m.state == QpState::rtr) {
-                    if (m.has_peer_ip && m.has_dest_qpn) {
-                        q.has_peer = true;
-                        q.peer_ip = m.peer_ip;
-                        q.dest_qpn = m.dest_qpn;
-                    }
-                    if (m.has_rq_psn) {
-                        q.has_rq_psn = true;
-                        q.rq_psn = m.rq_psn;
-                    }
-                }
-                if (m.state == QpState::rts && m.has_sq_psn) {
-                    q.has_sq_psn = true;
-                    q.sq_psn = m.sq_psn;
-                }
-                break;
-            }
-            case HostKind::destroy_qp: {
-                const auto found = live_by_obj.find(e.obj);
-                if (found != live_by_obj.end()) {
-                    qp_records.emplace_back(index, found->second);
-                    end_qp(found->second, e.wall);
-                }
-                break;
-            }
-            case HostKind::reg_mr: {
-                if (e.ret != 0 || e.obj == 0 || e.u.mr.rkey == kNone) break;
-                MemoryRegion r;
-                r.pd = e.u.mr.pd;
-                r.addr = e.u.mr.iova != kNone ? static_cast<uint64_t>(e.u.mr.iova) : e.u.mr.addr;
-                r.length = e.u.mr.length;
-                r.access = e.u.mr.access;
-                r.rkey = static_cast<uint32_t>(e.u.mr.rkey);
-                r.t_reg = e.wall;
-                if (auto old = live_mrs.find(e.obj); old != live_mrs.end())
-                    p.mrs[old->second].t_dereg = e.wall;
-                p.mrs.push_back(r);
-                live_mrs[e.obj] = p.mrs.size() - 1;
-                mr_records.emplace_back(index, p.mrs.size() - 1);
-                break;
-            }
-            case HostKind::dereg_mr: {
-                const auto found = live_mrs.find(e.obj);
-                if (found == live_mrs.end()) break;
-                mr_records.emplace_back(index, found->second);
-                p.mrs[found->second].t_dereg = e.wall;
-                live_mrs.erase(found);
-                break;
-            }
+            case HostKind::create_qp:
+                return create_qp(index, e);
+            case HostKind::modify_qp:
+                return modify_qp(index, e);
+            case HostKind::destroy_qp:
+                return destroy_qp(index, e);
+            case HostKind::reg_mr:
+                return reg_mr(index, e);
+            case HostKind::dereg_mr:
+                return dereg_mr(index, e);
             case HostKind::post_send:
-            case HostKind::post_recv: {
-                auto found = live_by_obj.find(e.obj);
-                if (found == live_by_obj.end()) {
-                    if (!other_type.count(e.obj)) ++out.orphans;
-                    break;
-                }
-                Incarnation& q = out.qps[found->second];
-                fill_ip(q, e);
-                if (e.kind == HostKind::post_recv) break;
-                const auto family = family_of(e.u.post.opcode);
-                if (!family) break;
-                WorkRequest w;
-                w.event = index;
-                needed_until[index] = kForever;  // until the live join is done with it
-                w.wall = e.wall;
-                w.wr_id = e.u.post.wr_id;
-                w.len = e.u.post.len;
-                w.remote_addr = e.u.post.remote_addr;
-                w.rkey = e.u.post.rkey;
-                w.tid = e.tid;
-                w.chain_index = e.u.post.chain_index;
-                w.family = *family;
-                w.opcode = e.u.post.opcode;
-                w.signaled = e.u.post.signaled;
-                q.wrs.push_back(w);
-                break;
-            }
-            case HostKind::poll_cq: {
-                const auto found = live_by_qpn.find(e.qpn);
-                if (found == live_by_qpn.end()) break;
-                Incarnation& q = out.qps[found->second];
-                Completion c;
-                c.event = index;
-                needed_until[index] = kForever;
-                c.wall = e.wall;
-                c.wr_id = e.u.poll.wr_id;
-                c.tid = e.tid;
-                c.byte_len = e.u.poll.byte_len;
-                c.status = e.u.poll.status_code;
-                c.opcode = e.u.poll.opcode;
-                if (c.opcode == WcOpcode::send_side)
-                    q.send_completions.push_back(c);
-                else if (c.status == 0)
-                    q.recv_completions.push_back(c);
-                break;
-            }
-            case HostKind::process_exit: {
-                exit_records.push_back(index);
-                p.t_exit = std::min(p.t_exit, e.wall);
-                std::vector<std::size_t> live;
-                for (const auto& [obj, idx] : live_by_obj) live.push_back(idx);
-                for (std::size_t idx : live) end_qp(idx, e.wall);
-                for (const auto& [obj, idx] : live_mrs) p.mrs[idx].t_dereg = e.wall;
-                live_mrs.clear();
-                break;
-            }
+            case HostKind::post_recv:
+                return post(index, e);
+            case HostKind::poll_cq:
+                return poll(index, e);
+            case HostKind::process_exit:
+                return process_exit(index, e);
             case HostKind::lost:
-                break;
+                return;
         }
     }
-    for (const auto& [record, qp] : qp_records) needed_until[record] = out.qps[qp].t_end;
-    for (const auto& [record, mr] : mr_records) needed_until[record] = p.mrs[mr].t_dereg;
-    for (uint32_t record : exit_records) needed_until[record] = p.t_exit;
-    return out;
+
+    // Control records are needed until their object ends.
+    ProcessBuild finish() {
+        for (const auto& [record, qp] : qp_records_) needed_until_[record] = out_.qps[qp].t_end;
+        for (const auto& [record, mr] : mr_records_)
+            needed_until_[record] = out_.process.mrs[mr].t_dereg;
+        for (uint32_t record : exit_records_) needed_until_[record] = out_.process.t_exit;
+        return std::move(out_);
+    }
+
+  private:
+    void create_qp(uint32_t index, const HostEvent& e) {
+        if (e.ret != 0 || e.obj == 0) return;
+        if (!e.u.create.rc_family) {
+            other_type_[e.obj] = true;
+            return;
+        }
+        other_type_.erase(e.obj);
+        // A pointer reused without a destroy we saw: the old QP is gone.
+        if (auto old = live_by_obj_.find(e.obj); old != live_by_obj_.end())
+            end_qp(old->second, e.wall);
+        if (auto old = live_by_qpn_.find(e.qpn); old != live_by_qpn_.end())
+            end_qp(old->second, e.wall);
+        Incarnation q;
+        q.host = e.host;
+        q.pid = e.pid;
+        q.qp_obj = e.obj;
+        q.comm = e.comm;
+        q.cgroup = e.cgroup;
+        q.has_ip = e.has_ip;
+        q.ip = e.ip;
+        q.qpn = e.qpn;
+        q.pd = e.u.create.pd;
+        q.uc = e.u.create.uc;
+        q.t_create = e.wall;
+        out_.qps.push_back(std::move(q));
+        live_by_obj_[e.obj] = out_.qps.size() - 1;
+        live_by_qpn_[e.qpn] = out_.qps.size() - 1;
+        qp_records_.emplace_back(index, out_.qps.size() - 1);
+    }
+
+    void modify_qp(uint32_t index, const HostEvent& e) {
+        const auto found = live_by_obj_.find(e.obj);
+        if (found == live_by_obj_.end() || e.ret != 0) return;
+        qp_records_.emplace_back(index, found->second);
+        Incarnation& q = out_.qps[found->second];
+        fill_ip(q, e);
+        const auto& m = e.u.modify;
+        if (m.has_access) {
+            q.has_access = true;
+            q.qp_access = m.access;
+        }
+        if (m.state == QpState::rtr) {
+            if (m.has_peer_ip && m.has_dest_qpn) {
+                q.has_peer = true;
+                q.peer_ip = m.peer_ip;
+                q.dest_qpn = m.dest_qpn;
+            }
+            if (m.has_rq_psn) {
+                q.has_rq_psn = true;
+                q.rq_psn = m.rq_psn;
+            }
+        }
+        if (m.state == QpState::rts && m.has_sq_psn) {
+            q.has_sq_psn = true;
+            q.sq_psn = m.sq_psn;
+        }
+    }
+
+    void destroy_qp(uint32_t index, const HostEvent& e) {
+        const auto found = live_by_obj_.find(e.obj);
+        if (found == live_by_obj_.end()) return;
+        qp_records_.emplace_back(index, found->second);
+        end_qp(found->second, e.wall);
+    }
+
+    void reg_mr(uint32_t index, const HostEvent& e) {
+        if (e.ret != 0 || e.obj == 0 || e.u.mr.rkey == kNone) return;
+        std::vector<MemoryRegion>& mrs = out_.process.mrs;
+        MemoryRegion r;
+        r.pd = e.u.mr.pd;
+        r.addr = e.u.mr.iova != kNone ? static_cast<uint64_t>(e.u.mr.iova) : e.u.mr.addr;
+        r.length = e.u.mr.length;
+        r.access = e.u.mr.access;
+        r.rkey = static_cast<uint32_t>(e.u.mr.rkey);
+        r.t_reg = e.wall;
+        if (auto old = live_mrs_.find(e.obj); old != live_mrs_.end())
+            mrs[old->second].t_dereg = e.wall;
+        mrs.push_back(r);
+        live_mrs_[e.obj] = mrs.size() - 1;
+        mr_records_.emplace_back(index, mrs.size() - 1);
+    }
+
+    void dereg_mr(uint32_t index, const HostEvent& e) {
+        const auto found = live_mrs_.find(e.obj);
+        if (found == live_mrs_.end()) return;
+        mr_records_.emplace_back(index, found->second);
+        out_.process.mrs[found->second].t_dereg = e.wall;
+        live_mrs_.erase(found);
+    }
+
+    // A post_send of an RC/UC/XRC family becomes a work request of its QP.
+    void post(uint32_t index, const HostEvent& e) {
+        const auto found = live_by_obj_.find(e.obj);
+        if (found == live_by_obj_.end()) {
+            if (!other_type_.count(e.obj)) ++out_.orphans;
+            return;
+        }
+        Incarnation& q = out_.qps[found->second];
+        fill_ip(q, e);
+        if (e.kind == HostKind::post_recv) return;
+        const auto family = family_of(e.u.post.opcode);
+        if (!family) return;
+        WorkRequest w;
+        w.event = index;
+        needed_until_[index] = kForever;  // until the live join is done with it
+        w.wall = e.wall;
+        w.wr_id = e.u.post.wr_id;
+        w.len = e.u.post.len;
+        w.remote_addr = e.u.post.remote_addr;
+        w.rkey = e.u.post.rkey;
+        w.tid = e.tid;
+        w.chain_index = e.u.post.chain_index;
+        w.family = *family;
+        w.opcode = e.u.post.opcode;
+        w.signaled = e.u.post.signaled;
+        q.wrs.push_back(w);
+    }
+
+    void poll(uint32_t index, const HostEvent& e) {
+        const auto found = live_by_qpn_.find(e.qpn);
+        if (found == live_by_qpn_.end()) return;
+        Incarnation& q = out_.qps[found->second];
+        Completion c;
+        c.event = index;
+        needed_until_[index] = kForever;
+        c.wall = e.wall;
+        c.wr_id = e.u.poll.wr_id;
+        c.tid = e.tid;
+        c.byte_len = e.u.poll.byte_len;
+        c.status = e.u.poll.status_code;
+        c.opcode = e.u.poll.opcode;
+        if (c.opcode == WcOpcode::send_side)
+            q.send_completions.push_back(c);
+        else if (c.status == 0)
+            q.recv_completions.push_back(c);
+    }
+
+    // The process ends every QP and memory region it still had.
+    void process_exit(uint32_t index, const HostEvent& e) {
+        Process& p = out_.process;
+        exit_records_.push_back(index);
+        p.t_exit = std::min(p.t_exit, e.wall);
+        std::vector<std::size_t> live;
+        for (const auto& [obj, idx] : live_by_obj_) live.push_back(idx);
+        for (std::size_t idx : live) end_qp(idx, e.wall);
+        for (const auto& [obj, idx] : live_mrs_) p.mrs[idx].t_dereg = e.wall;
+        live_mrs_.clear();
+    }
+
+    void end_qp(std::size_t idx, int64_t t) {
+        Incarnation& q = out_.qps[idx];
+        q.t_end = t;
+        live_by_obj_.erase(q.qp_obj);
+        const auto it = live_by_qpn_.find(q.qpn);
+        if (it != live_by_qpn_.end() && it->second == idx) live_by_qpn_.erase(it);
+    }
+
+    static void fill_ip(Incarnation& q, const HostEvent& e) {
+        if (!q.has_ip && e.has_ip) {
+            q.has_ip = true;
+            q.ip = e.ip;
+        }
+    }
+
+    ProcessBuild out_;
+    int64_t* needed_until_;
+    // Control records wait for the end of their object: (record, QP) and (record, MR).
+    std::vector<std::pair<uint32_t, std::size_t>> qp_records_, mr_records_;
+    std::vector<uint32_t> exit_records_;
+    std::unordered_map<uint64_t, std::size_t> live_by_obj_;  // qp pointer -> incarnation
+    std::unordered_map<uint32_t, std::size_t> live_by_qpn_;
+    std::unordered_map<uint64_t, std::size_t> live_mrs_;  // mr pointer -> region
+    // QPs of other types (UD, ...) are tracked only to keep their records out of the join.
+    std::unordered_map<uint64_t, bool> other_type_;
+};
+
+// Walks one process's records ([begin, end) of the canonical order).
+ProcessBuild build_process(const HostEvent* base, const EventOrder* begin, const EventOrder* end,
+                           int64_t* needed_until) {
+    ProcessBuilder builder(base[begin->index], needed_until);
+    for (const EventOrder* it = begin; it != end; ++it) {
+        if (end - it > static_cast<std::ptrdiff_t>(kEventsAhead))
+            __builtin_prefetch(&base[it[kEventsAhead].index]);
+        builder.add(it->index, base[it->index]);
+    }
+    return builder.finish();
 }
 
 }  // namespace
