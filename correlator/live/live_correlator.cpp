@@ -86,73 +86,123 @@ int64_t LiveCorrelator::watermark(bool final) const {
     return active ? w : newest;
 }
 
+// What one window works on: the batch join over everything kept, and what it decides.
+struct LiveCorrelator::Window {
+    bool final = false;
+    int64_t watermark = 0;
+    int64_t cutoff = 0;  // --ttl behind the watermark (observer clock)
+    HostModel model;
+    JoinResult join;
+    std::vector<bool> consumed;                 // per host record: used or decided, forgotten after
+    std::vector<bool> dropped;                  // per message: decided (emitted or unmatched)
+    std::vector<bool> matched;                  // per message: has a work request in this join
+    std::vector<std::vector<bool>> wr_matched;  // per QP, per work request
+    // Alignment is monotonic: what lies before an emitted pair of its QP in either order
+    // can never match any more. Per QP: the last emitted work request and message position.
+    std::vector<int64_t> last_wr, last_pos;
+
+    bool behind_emitted(std::size_t msg) const {
+        return join.requester[msg] >= 0 &&
+               join.position[msg] < last_pos[static_cast<std::size_t>(join.requester[msg])];
+    }
+};
+
+int64_t LiveCorrelator::host_cutoff(const Window& win, uint32_t host) const {
+    return win.final ? kMax : win.cutoff + theta(host);
+}
+
 void LiveCorrelator::window(bool final) {
     const int64_t w = watermark(final);
     if (events_.empty() && msgs_.empty() && qps_.empty()) return;
-    const int64_t cutoff = final ? kMax : saturating_sub(w, settings_.ttl_ns);
+    Window win;
+    win.final = final;
+    win.watermark = w;
+    win.cutoff = final ? kMax : saturating_sub(w, settings_.ttl_ns);
+    join_window(win);
+    emit_matched(win);
+    find_behind_emitted(win);
+    decide_unmatched_msgs(win);
+    decide_unmatched_wrs(win);
+    find_window_offences(win);
+    feed_congestion_window(win);
+    attribute_qp_records_window(win);
+    retire_exited_apps(win);
+    forget_decided(win);
+    last_watermark_ = std::max(last_watermark_, w == kMax ? last_watermark_ : w);
+    sink_.flush();
+}
 
-    HostModel model = build_host_model(events_, names_);
-    JoinResult join = join_batch(model, msgs_, names_, settings_.clock, bounds_);
-    clocks_ = join.clocks;
+// The batch join over everything kept, with the clock bounds of what was emitted before.
+void LiveCorrelator::join_window(Window& win) {
+    win.model = build_host_model(events_, names_);
+    win.join = join_batch(win.model, msgs_, names_, settings_.clock, bounds_);
+    clocks_ = win.join.clocks;
     if (host_has_qp_.size() < names_.size()) host_has_qp_.resize(names_.size(), false);
-    for (const Incarnation& q : model.qps) host_has_qp_[q.host] = true;
-    counts_.duplicate_msgs += join.counts.duplicate_msgs;
-    const auto host_cutoff = [&](uint32_t host) { return final ? kMax : cutoff + theta(host); };
+    for (const Incarnation& q : win.model.qps) host_has_qp_[q.host] = true;
+    counts_.duplicate_msgs += win.join.counts.duplicate_msgs;
+    win.consumed.assign(events_.size(), false);
+    win.dropped.assign(msgs_.size(), false);
+    win.matched.assign(msgs_.size(), false);
+    win.wr_matched.resize(win.model.qps.size());
+    for (std::size_t q = 0; q < win.model.qps.size(); ++q)
+        win.wr_matched[q].assign(win.model.qps[q].wrs.size(), false);
+}
 
-    std::vector<bool> consumed(events_.size(), false), dropped(msgs_.size(), false),
-        matched(msgs_.size(), false);
-    std::vector<std::vector<bool>> wr_matched(model.qps.size());
-    for (std::size_t q = 0; q < model.qps.size(); ++q)
-        wr_matched[q].assign(model.qps[q].wrs.size(), false);
-    const auto forget_msg = [&](std::size_t i) {
-        dropped[i] = true;
-        if (join.recv_event[i] >= 0) {
-            consumed[static_cast<std::size_t>(join.recv_event[i])] = true;
-            ++counts_.recv_matched;
-        }
-        if (join.source[i] == SourceState::assigned_conflict) ++counts_.pair_conflicts;
-    };
+// A message decided: it and the receive completion it took are forgotten.
+void LiveCorrelator::forget_msg(Window& win, std::size_t i) {
+    win.dropped[i] = true;
+    if (win.join.recv_event[i] >= 0) {
+        win.consumed[static_cast<std::size_t>(win.join.recv_event[i])] = true;
+        ++counts_.recv_matched;
+    }
+    if (win.join.source[i] == SourceState::assigned_conflict) ++counts_.pair_conflicts;
+}
 
-    // Matched messages behind the watermark, with their completion or --ttl old.
+// Matched messages behind the watermark, with their completion or --ttl old.
+void LiveCorrelator::emit_matched(Window& win) {
     if (bounds_.size() < names_.size()) bounds_.resize(names_.size());
-    for (const E2eRow& row : make_e2e_rows(join, model, msgs_)) {
+    for (const E2eRow& row : make_e2e_rows(win.join, win.model, msgs_)) {
         const auto i = static_cast<std::size_t>(row.msg - msgs_.data());
-        const auto qi = static_cast<std::size_t>(row.requester - model.qps.data());
-        matched[i] = true;
-        wr_matched[qi][static_cast<std::size_t>(row.wr - row.requester->wrs.data())] = true;
-        if (row.msg->t_first > w) continue;
+        const auto qi = static_cast<std::size_t>(row.requester - win.model.qps.data());
+        win.matched[i] = true;
+        win.wr_matched[qi][static_cast<std::size_t>(row.wr - row.requester->wrs.data())] = true;
+        if (row.msg->t_first > win.watermark) continue;
         const bool complete = row.wr->t_poll != kNone;
-        if (!complete && !(final || row.msg->t_first < cutoff)) continue;
-        if (!complete && !final) ++evicted_completions_;
+        if (!complete && !(win.final || row.msg->t_first < win.cutoff)) continue;
+        if (!complete && !win.final) ++evicted_completions_;
         sink_.e2e(row, names_);
         apps_.add_row(row, names_);
         bounds_[row.requester->host].add(row.wr->wall, row.msg->t_first, row.wr->t_poll,
                                          row.msg->t_ack);
         ++e2e_;
         resync_ += row.resync;
-        forget_msg(i);
-        consumed[row.wr->event] = true;
+        forget_msg(win, i);
+        win.consumed[row.wr->event] = true;
         if (row.wr->completion_event >= 0)
-            consumed[static_cast<std::size_t>(row.wr->completion_event)] = true;
+            win.consumed[static_cast<std::size_t>(row.wr->completion_event)] = true;
     }
-    // Alignment is monotonic: what lies before an emitted pair of its QP in either order
-    // can never match any more, and is decided now rather than --ttl later.
-    std::vector<int64_t> last_wr(model.qps.size(), -1), last_pos(model.qps.size(), -1);
+}
+
+void LiveCorrelator::find_behind_emitted(Window& win) {
+    const JoinResult& join = win.join;
+    win.last_wr.assign(win.model.qps.size(), -1);
+    win.last_pos.assign(win.model.qps.size(), -1);
     for (std::size_t i = 0; i < msgs_.size(); ++i) {
-        if (!dropped[i] || join.requester[i] < 0 || !matched[i]) continue;
+        if (!win.dropped[i] || join.requester[i] < 0 || !win.matched[i]) continue;
         const auto q = static_cast<std::size_t>(join.requester[i]);
-        last_pos[q] = std::max<int64_t>(last_pos[q], join.position[i]);
+        win.last_pos[q] = std::max<int64_t>(win.last_pos[q], join.position[i]);
     }
     for (const E2eMatch& e : join.matches)
-        if (dropped[e.msg]) last_wr[e.qp] = std::max<int64_t>(last_wr[e.qp], e.wr);
-    const auto behind_emitted = [&](std::size_t i) {
-        return join.requester[i] >= 0 &&
-               join.position[i] < last_pos[static_cast<std::size_t>(join.requester[i])];
-    };
-    // Unmatched messages --ttl behind, or behind an emitted pair.
+        if (win.dropped[e.msg]) win.last_wr[e.qp] = std::max<int64_t>(win.last_wr[e.qp], e.wr);
+}
+
+// Unmatched messages --ttl behind, or behind an emitted pair.
+void LiveCorrelator::decide_unmatched_msgs(Window& win) {
     for (std::size_t i = 0; i < msgs_.size(); ++i) {
-        if (matched[i] || !(final || msgs_[i].t_first < cutoff || behind_emitted(i))) continue;
-        switch (join.source[i]) {
+        if (win.matched[i] ||
+            !(win.final || msgs_[i].t_first < win.cutoff || win.behind_emitted(i)))
+            continue;
+        switch (win.join.source[i]) {
             case SourceState::assigned:
             case SourceState::assigned_conflict:
                 ++counts_.wire_only;
@@ -164,99 +214,108 @@ void LiveCorrelator::window(bool final) {
                 ++counts_.src_host_untraced;
                 break;
         }
-        if (!final && !behind_emitted(i)) ++evicted_msgs_;
-        forget_msg(i);
+        if (!win.final && !win.behind_emitted(i)) ++evicted_msgs_;
+        forget_msg(win, i);
     }
-    // Unmatched work requests and untaken completions --ttl behind.
-    for (std::size_t qi = 0; qi < model.qps.size(); ++qi) {
-        const Incarnation& q = model.qps[qi];
-        const int64_t limit = host_cutoff(q.host);
+}
+
+// Unmatched work requests and untaken completions --ttl behind; QPs that ended --ttl ago.
+void LiveCorrelator::decide_unmatched_wrs(Window& win) {
+    for (std::size_t qi = 0; qi < win.model.qps.size(); ++qi) {
+        const Incarnation& q = win.model.qps[qi];
+        const int64_t limit = host_cutoff(win, q.host);
         for (std::size_t k = 0; k < q.wrs.size(); ++k) {
-            const bool behind = static_cast<int64_t>(k) < last_wr[qi];
-            if (wr_matched[qi][k] || !(final || q.wrs[k].wall < limit || behind)) continue;
-            consumed[q.wrs[k].event] = true;
+            const bool behind = static_cast<int64_t>(k) < win.last_wr[qi];
+            if (win.wr_matched[qi][k] || !(win.final || q.wrs[k].wall < limit || behind)) continue;
+            win.consumed[q.wrs[k].event] = true;
             ++counts_.unmatched_wr;
             apps_.add_unmatched(q, 1, names_);
-            if (!final && !behind) ++evicted_wrs_;
+            if (!win.final && !behind) ++evicted_wrs_;
         }
         for (const auto* list : {&q.send_completions, &q.recv_completions})
             for (const Completion& c : *list)
-                if (final || c.wall < limit) consumed[c.event] = true;
+                if (win.final || c.wall < limit) win.consumed[c.event] = true;
         // Forgotten after this window (the final window counts every QP it has).
-        if (!final && q.t_end != kForever && q.t_end < limit) {
+        if (!win.final && q.t_end != kForever && q.t_end < limit) {
             ++qps_retired_;
             counts_.qps_without_ip += !q.has_ip;
             apps_.forget(q);
         }
     }
+}
 
-    // Security: the offences of the messages decided in this window.
-    {
-        std::vector<Offence> found =
-            find_offences(msgs_, join, model, names_, settings_.security, &dropped);
-        for (Offence& o : found) {
-            if (offences_.size() >= kMaxOffences) {
-                ++offences_dropped_;
-                continue;
-            }
-            offences_.push_back(std::move(o));
+// Security: the offences of the messages decided in this window.
+void LiveCorrelator::find_window_offences(Window& win) {
+    std::vector<Offence> found =
+        find_offences(msgs_, win.join, win.model, names_, settings_.security, &win.dropped);
+    for (Offence& o : found) {
+        if (offences_.size() >= kMaxOffences) {
+            ++offences_dropped_;
+            continue;
         }
+        offences_.push_back(std::move(o));
     }
+}
 
-    feed_congestion(congestion_, msgs_, join, model, names_, &dropped);
-    // Every message before the cutoff has been fed: episodes that ended before it are
-    // decided now, and their bins forgotten.
-    if (!final)
-        for (CongestionEpisode& e : congestion_.settle(cutoff)) {
-            sink_.congestion(e);
-            episodes_.push_back(std::move(e));
-        }
+// Every message before the cutoff has been fed: episodes that ended before it are decided
+// now, and their bins forgotten.
+void LiveCorrelator::feed_congestion_window(Window& win) {
+    feed_congestion(congestion_, msgs_, win.join, win.model, names_, &win.dropped);
+    if (win.final) return;
+    for (CongestionEpisode& e : congestion_.settle(win.cutoff)) {
+        sink_.congestion(e);
+        episodes_.push_back(std::move(e));
+    }
+}
 
-    // Dataplane counters: final records (all at the end) go to their applications.
+// Dataplane counters: final records (all at the end) go to their applications.
+void LiveCorrelator::attribute_qp_records_window(Window& win) {
     keep_latest_records(qps_);
-    if (final) {
-        const auto latest_of = attribute_qp_records(qps_, model, clocks_, apps_, names_);
-        for (const PairView& p : make_pairs(model, latest_of, names_)) {
+    if (win.final) {
+        const auto latest_of = attribute_qp_records(qps_, win.model, clocks_, apps_, names_);
+        for (const PairView& p : make_pairs(win.model, latest_of, names_)) {
             sink_.pair(p, names_);
             ++pairs_;
         }
-        final_qps_ = model.qps.size();
+        final_qps_ = win.model.qps.size();
         for (const WireQp& r : qps_) congestion_.add_counters(r);
-        for (const Incarnation& q : model.qps) counts_.qps_without_ip += !q.has_ip;
+        for (const Incarnation& q : win.model.qps) counts_.qps_without_ip += !q.has_ip;
         qps_.clear();
-    } else {
-        WireQps finals;
-        std::erase_if(qps_, [&](const WireQp& r) {
-            if (r.final) finals.push_back(r);
-            return r.final;
-        });
-        attribute_qp_records(finals, model, clocks_, apps_, names_);
-        for (const WireQp& r : finals) congestion_.add_counters(r);
+        return;
     }
+    WireQps finals;
+    std::erase_if(qps_, [&](const WireQp& r) {
+        if (r.final) finals.push_back(r);
+        return r.final;
+    });
+    attribute_qp_records(finals, win.model, clocks_, apps_, names_);
+    for (const WireQp& r : finals) congestion_.add_counters(r);
+}
 
-    // Applications of processes that exited --ttl ago: their final record, then forgotten.
-    if (!final)
-        for (const Process& p : model.processes)
-            if (p.t_exit != kForever && p.t_exit < host_cutoff(p.host))
-                apps_.retire_process(p.host, p.pid, names_, [&](const AppView& app) {
-                    sink_.app(app, true);
-                    ++apps_retired_;
-                });
+// Applications of processes that exited --ttl ago: their final record, then forgotten.
+void LiveCorrelator::retire_exited_apps(Window& win) {
+    if (win.final) return;
+    for (const Process& p : win.model.processes)
+        if (p.t_exit != kForever && p.t_exit < host_cutoff(win, p.host))
+            apps_.retire_process(p.host, p.pid, names_, [&](const AppView& app) {
+                sink_.app(app, true);
+                ++apps_retired_;
+            });
+}
 
-    // Forget what was used or decided, and what ended --ttl ago.
+// Forget what was used or decided, and what ended --ttl ago.
+void LiveCorrelator::forget_decided(Window& win) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < events_.size(); ++i) {
-        const bool needed = model.needed_until[i] == kForever ||
-                            model.needed_until[i] >= host_cutoff(events_[i].host);
-        if (!consumed[i] && needed && !final) events_[kept++] = events_[i];
+        const bool needed = win.model.needed_until[i] == kForever ||
+                            win.model.needed_until[i] >= host_cutoff(win, events_[i].host);
+        if (!win.consumed[i] && needed && !win.final) events_[kept++] = events_[i];
     }
     events_.resize(kept);
     kept = 0;
     for (std::size_t i = 0; i < msgs_.size(); ++i)
-        if (!dropped[i]) msgs_[kept++] = msgs_[i];
+        if (!win.dropped[i]) msgs_[kept++] = msgs_[i];
     msgs_.resize(kept);
-    last_watermark_ = std::max(last_watermark_, w == kMax ? last_watermark_ : w);
-    sink_.flush();
 }
 
 void LiveCorrelator::write_apps(bool final) {

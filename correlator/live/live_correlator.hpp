@@ -58,6 +58,20 @@ class LiveCorrelator {
         bool open = true;
         bool seen = false;
     };
+    // One window's steps (live_correlator.cpp), in order.
+    struct Window;
+    void join_window(Window& win);
+    void emit_matched(Window& win);
+    void find_behind_emitted(Window& win);
+    void decide_unmatched_msgs(Window& win);
+    void decide_unmatched_wrs(Window& win);
+    void find_window_offences(Window& win);
+    void feed_congestion_window(Window& win);
+    void attribute_qp_records_window(Window& win);
+    void retire_exited_apps(Window& win);
+    void forget_decided(Window& win);
+    void forget_msg(Window& win, std::size_t msg);
+    int64_t host_cutoff(const Window& win, uint32_t host) const;
     int64_t watermark(bool final) const;
     int64_t theta(uint32_t host) const;
     void note(uint32_t stream, int64_t observer_time);
