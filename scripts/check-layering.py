@@ -4,8 +4,9 @@
 Every library folder declares, in its meson.build, the library folders whose headers it
 includes (`layer_uses`; meson.build passes them here as FOLDER=USED,...). This checks,
 for every C/C++ file directly in each declared folder, that each project #include
-names a header of the folder itself or of a folder it declared, and that the
-declarations have no cycle. A violation is one line naming the file, the line and the
+names a header of the folder itself or of a folder it declared, that every declared
+folder is included somewhere (declarations stay exact), and that the declarations have no
+cycle. A violation is one line naming the file, the line and the
 undeclared folder; exit 1 (the build fails). With --stamp, FILE is written on success
 (the build's output of this check).
 """
@@ -76,6 +77,7 @@ def main(argv):
             errors.append(f"layering: {folder}: declared in meson but not a folder")
             continue
         allowed = set(uses[folder]) | {folder}
+        used = set()
         for name in sorted(os.listdir(directory)):
             if not name.endswith(SOURCES):
                 continue
@@ -91,9 +93,13 @@ def main(argv):
                             errors.append(f"{rel}:{number}: includes {m.group(1)}, which is "
                                           "in no declared library folder")
                         continue  # a header of its own folder by a relative name, or generated
+                    used.add(target)
                     if target not in allowed:
                         errors.append(f"{rel}:{number}: includes {m.group(1)} but {folder}'s "
                                       f"meson.build does not declare {target} in its uses")
+        for unused in sorted(set(uses[folder]) - used):
+            errors.append(f"layering: {folder}'s meson.build declares {unused}, which none "
+                          "of its files includes")
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
