@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh: everything CI checks. Installs packages (setup.sh), configures and builds
-# build/ (build.sh, plain: see below), runs every meson test suite (unit, differential,
-# fuzz, ...), then checks the formatting of the project's C/C++ sources against
+# build/ (build.sh, plain: see below), runs every meson test suite (unit, eal, system, perf:
+# README.md "Tests"), then checks the formatting of the project's C/C++ sources against
 # .clang-format. Exits non-zero if any step fails; the format check runs even when tests
 # failed, so one run shows both.
 set -euo pipefail

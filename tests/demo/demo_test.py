@@ -44,7 +44,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "correlator", "report"))
-sys.path.insert(0, os.path.join(HERE, "..", "correlator", "alertmanager"))
+sys.path.insert(0, os.path.join(HERE, "..", "correlator", "output"))
 import chromium_check  # noqa: E402
 from alertmanager_test import Alertmanager, Failure as AlertmanagerFailure  # noqa: E402
 

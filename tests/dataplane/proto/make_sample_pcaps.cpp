@@ -10,7 +10,7 @@
 #include "dataplane/proto/byte_order.hpp"
 #include "dataplane/proto/ethernet.hpp"
 #include "dataplane/proto/opcodes.hpp"
-#include "tests/dataplane/proto/capture_bytes.hpp"
+#include "tests/dataplane/capture/capture_bytes.hpp"
 #include "tests/dataplane/proto/frame_helpers.hpp"
 
 namespace {

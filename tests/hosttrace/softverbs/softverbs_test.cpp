@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hosttrace/softverbs/trace_ring.hpp"
-#include "tests/hosttrace/verbs_endpoint.hpp"
+#include "tests/hosttrace/softverbs/verbs_endpoint.hpp"
 
 namespace insert::softverbs::test {
 namespace {

@@ -5,7 +5,7 @@ Runs verbs_workload's loops without the tracer and with it in several configurat
 repetitions each, and prints the medians as a Markdown table. Not a test: the figures
 depend on the machine. Needs root.
 
-    INSERT_BUILD_ROOT=build python3 tests/hosttrace/trace/trace_cost.py [--calls N] [--reps R]
+    INSERT_BUILD_ROOT=build python3 tests/hosttrace/trace_cost.py [--calls N] [--reps R]
         [--pin CPU] [--only fake,sv,reg] [--ringbuf-kb K]
 
 Figures are CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: user + kernel, so

@@ -8,7 +8,7 @@
 
 #include "dataplane/capture/capture_file.hpp"
 #include "dataplane/capture/pcap_writer.hpp"
-#include "tests/dataplane/proto/capture_bytes.hpp"
+#include "tests/dataplane/capture/capture_bytes.hpp"
 
 namespace insert::capture {
 namespace {

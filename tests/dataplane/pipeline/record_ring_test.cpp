@@ -1,12 +1,15 @@
 // The worker->exporter record ring (pipeline/record_ring.hpp): records arrive in order; a
 // full ring refuses a record (drop policy: the engine counts it in records_dropped) or
-// waits for the exporter (wait policy) unless the exporter is gone. Runs in
-// live_eal_test's EAL process (rte_ring needs it).
+// waits for the exporter (wait policy) unless the exporter is gone. rte_ring needs EAL: the
+// binary starts it as the tools do, through EalSession (4 KB pages, a file prefix of its
+// own, no PCI), and removes its runtime directory at the end.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/record_ring.hpp"
 
 namespace insert {
@@ -60,3 +63,21 @@ TEST(RecordRing, a_waiting_producer_gives_up_when_the_exporter_is_gone) {
 
 }  // namespace
 }  // namespace insert
+
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    insert::pipeline::EalRequest request;
+    request.lcores = 1;
+    request.memory_bytes = 64u << 20;
+    request.tool = "record_ring_test";
+    request.user_args = {"--no-huge"};
+    insert::pipeline::EalSession eal;
+    std::string error;
+    if (!eal.start(request, error)) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 1;
+    }
+    const int rc = RUN_ALL_TESTS();
+    eal.stop();
+    return rc;
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""insert-pipeline-bench's command line (suite 'bench'): both engines over one workload.
+"""insert-pipeline-bench's command line (suite 'perf'): both engines over one workload.
 
     pipeline_bench_test.py INSERT_PIPELINE_BENCH
 

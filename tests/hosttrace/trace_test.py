@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""insert-trace system tests (meson suite 'trace', run as root).
+"""insert-trace system tests (meson suites 'system' and 'hosttrace', run as root).
 
 Each test starts the tracer and a verbs workload (verbs_workload.cpp, which prints its own
 ground truth), waits on conditions with deadlines (never a bare sleep), and compares the
@@ -22,7 +22,7 @@ from collections import Counter
 
 BUILD = os.environ.get("INSERT_BUILD_ROOT", os.getcwd())
 TRACER = os.path.join(BUILD, "hosttrace", "insert-trace")
-WORKLOAD = os.path.join(BUILD, "tests", "hosttrace", "trace", "verbs_workload")
+WORKLOAD = os.path.join(BUILD, "tests", "hosttrace", "verbs_workload")
 SOFTVERBS_DIR = os.path.join(BUILD, "hosttrace", "softverbs")
 SOFTVERBS_LIB = os.path.join(SOFTVERBS_DIR, "libibverbs.so.1")
 SYSTEM_LIB = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1"
@@ -73,7 +73,7 @@ def system_env():
 
 
 # softverbs binds UDP 4791 on each of its addresses: loopback addresses of our own keep
-# these tests clear of other softverbs users on the host (e.g. the softverbs suite).
+# these tests clear of other softverbs users on the host (e.g. the softverbs tests).
 TEST_IPS = "127.77.0.1,127.77.0.2"
 OTHER_IPS = "127.77.0.3,127.77.0.4"
 

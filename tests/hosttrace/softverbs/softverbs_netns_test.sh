@@ -21,10 +21,10 @@ BUILD="${INSERT_BUILD_ROOT:?}"
 SV_LIB_DIR="$BUILD/hosttrace/softverbs"
 if [ "${1:-}" = loopback ]; then
     LD_LIBRARY_PATH="$SV_LIB_DIR" SOFTVERBS_IPS=127.0.0.1 timeout 60 \
-        "$BUILD/tests/hosttrace/sv_peer" server 18601 > /tmp/sv_peer_server.$$ 2>&1 &
+        "$BUILD/tests/hosttrace/softverbs/sv_peer" server 18601 > /tmp/sv_peer_server.$$ 2>&1 &
     srv=$!
     LD_LIBRARY_PATH="$SV_LIB_DIR" SOFTVERBS_IPS=127.0.0.2 timeout 60 \
-        "$BUILD/tests/hosttrace/sv_peer" client 127.0.0.1 18601
+        "$BUILD/tests/hosttrace/softverbs/sv_peer" client 127.0.0.1 18601
     crc=$?
     wait $srv
     src=$?
@@ -38,7 +38,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "skipped: needs root for network namespaces"
     exit 77
 fi
-# shellcheck source=../../scripts/netns-softverbs.sh
+# shellcheck source=../../../scripts/netns-softverbs.sh
 source "$ROOT/scripts/netns-softverbs.sh"
 WORK="$(mktemp -d)"
 cleanup() { sv_netns_down; [ -n "${SV_KEEP:-}" ] && cp -r "$WORK" "$SV_KEEP"; rm -rf "$WORK"; }
@@ -100,7 +100,7 @@ done
 # The capture must be genuine RoCEv2: the shared parser with ICRC check, tshark's
 # InfiniBand dissector and (when built) insert-dp decode all agree on the packet count.
 check_capture() {
-    "$BUILD/tests/hosttrace/sv_pcap_check" "$WORK/cap.pcap" > "$WORK/check.txt"
+    "$BUILD/tests/hosttrace/softverbs/sv_pcap_check" "$WORK/cap.pcap" > "$WORK/check.txt"
     local rc=$?
     cat "$WORK/check.txt"
     [ $rc -eq 0 ] || fail "capture has malformed packets or bad ICRCs"
@@ -159,10 +159,10 @@ PY
 }
 
 run_peer() {
-    sv_in_a timeout 60 "$BUILD/tests/hosttrace/sv_peer" server 18600 > "$WORK/server.log" 2>&1 &
+    sv_in_a timeout 60 "$BUILD/tests/hosttrace/softverbs/sv_peer" server 18600 > "$WORK/server.log" 2>&1 &
     local srv=$!
     wait_listen "$SV_NS_A" 18600 || fail "sv_peer server did not listen"
-    sv_in_b timeout 60 "$BUILD/tests/hosttrace/sv_peer" client "$SV_IP_A" 18600
+    sv_in_b timeout 60 "$BUILD/tests/hosttrace/softverbs/sv_peer" client "$SV_IP_A" 18600
     local crc=$?
     wait "$srv"
     local src=$?

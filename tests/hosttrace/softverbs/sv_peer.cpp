@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "tests/hosttrace/verbs_endpoint.hpp"
+#include "tests/hosttrace/softverbs/verbs_endpoint.hpp"
 
 using insert::softverbs::test::Endpoint;
 using insert::softverbs::test::PeerInfo;

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
 from live_test import CORRELATE, Failure, check, read_records, workload  # noqa: E402
 
 PHASES = ["reading", "read", "joined", "wrote"]

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-SRC = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+SRC = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("INSERT_BUILD_ROOT", os.path.join(SRC, "build"))
 CORRELATE = os.path.join(BUILD, "correlator", "insert-correlate")
 

@@ -2,7 +2,7 @@
 """perftest over softverbs between two namespaces, without and with insert-trace
 (docs/insert-trace.md). Not a test: prints a Markdown table of perftest's own figures.
 
-    INSERT_BUILD_ROOT=build python3 tests/hosttrace/trace/perftest_cost.py [--reps R]
+    INSERT_BUILD_ROOT=build python3 tests/hosttrace/perftest_cost.py [--reps R]
         [--pin] [--scale K]
 
 --pin runs the perftest server on CPU 0 and the client on CPU 1 (taskset; softverbs'

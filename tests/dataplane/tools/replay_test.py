@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-system tests of `insert-dp replay` (suite 'pipeline').
+"""Whole-system tests of `insert-dp replay` (suite 'eal').
 
 usage: replay_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""insert-dp tried as a hostile or careless user would (suite 'pipeline').
+"""insert-dp tried as a hostile or careless user would (suites 'eal'; 'system' for options and log).
 
 usage: hardening_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS [INSERT_TRACE]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`insert-dp bench` end to end (suite 'live'): both traffic shapes through the real workers.
+"""`insert-dp bench` end to end (suite 'perf'): both traffic shapes through the real workers.
 
     bench_test.py INSERT_DP
 

@@ -1,4 +1,4 @@
-#include "tests/hosttrace/verbs_endpoint.hpp"
+#include "tests/hosttrace/softverbs/verbs_endpoint.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
