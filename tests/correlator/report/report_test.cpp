@@ -10,8 +10,8 @@
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/latency_cdf.hpp"
 #include "correlator/report/report_data.hpp"
-#include "dataplane/common/json_line.hpp"
 #include "correlator/report/time_bins.hpp"
+#include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate::report {
 namespace {
