@@ -237,7 +237,8 @@ std::vector<std::vector<uint32_t>> group_by(const Owners& owner, std::size_t n) 
 }
 
 RequesterJoin join_requesters(const HostModel& model, const WireMsgs& msgs,
-                              const std::vector<int64_t>& requester, std::size_t hosts) {
+                              const std::vector<int64_t>& requester, std::size_t hosts,
+                              const JoinHistory* history) {
     const std::size_t n = model.qps.size();
     RequesterJoin r;
     r.matches.resize(n);
@@ -265,7 +266,7 @@ RequesterJoin join_requesters(const HostModel& model, const WireMsgs& msgs,
             matched[p.b] = true;
         }
         // Messages are disjoint between incarnations: each task writes only its own.
-        bool covered = false;
+        bool covered = history && history->covered.count(JoinHistory::key(inc));
         for (std::size_t j = 0; j < list.size(); ++j) {
             r.position[list[j]] = static_cast<uint32_t>(j);
             covered = covered || matched[j];
@@ -307,7 +308,9 @@ std::vector<int64_t> offsets_of(const std::vector<ClockEstimate>& clocks) {
 }  // namespace
 
 JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
-                      const ClockPolicy& policy, const std::vector<ClockBounds>& prior) {
+                      const ClockPolicy& policy, const JoinHistory* history) {
+    static const std::vector<ClockBounds> kNoBounds;
+    const std::vector<ClockBounds>& prior = history ? history->bounds : kNoBounds;
     JoinResult result;
     result.counts.duplicate_msgs = dedupe(msgs);
     tbb::parallel_for(std::size_t{0}, model.qps.size(),
@@ -322,12 +325,12 @@ JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
     std::vector<int64_t> theta =
         offsets_of(estimate_all(std::vector<ClockBounds>(hosts), prior, names, policy));
     Assignment assignment = assign_requesters(msgs, model, index, theta);
-    RequesterJoin joined = join_requesters(model, msgs, assignment.requester, hosts);
+    RequesterJoin joined = join_requesters(model, msgs, assignment.requester, hosts, history);
     result.clocks = estimate_all(joined.bounds, prior, names, policy);
     if (assignment.ambiguous) {
         theta = offsets_of(result.clocks);
         assignment = assign_requesters(msgs, model, index, theta);
-        joined = join_requesters(model, msgs, assignment.requester, hosts);
+        joined = join_requesters(model, msgs, assignment.requester, hosts, history);
         result.clocks = estimate_all(joined.bounds, prior, names, policy);
     }
     theta = offsets_of(result.clocks);

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "correlator/join/clock.hpp"
@@ -54,10 +56,20 @@ struct JoinResult {
     JoinCounts counts;
 };
 
+// What the live correlator's earlier windows decided that the join of a later one needs,
+// so that it decides as the batch join over the whole input would.
+struct JoinHistory {
+    std::vector<ClockBounds> bounds;  // per host id (may be shorter): messages emitted
+    // Incarnations that had a matched message emitted: a wire-only message of theirs still
+    // held comes after it in their order, so it is covered (docs/correlation.md 4).
+    using Key = std::tuple<uint32_t, int32_t, uint64_t, int64_t>;  // host, pid, qp, t_create
+    std::set<Key> covered;
+    static Key key(const Incarnation& q) { return {q.host, q.pid, q.qp_obj, q.t_create}; }
+};
+
 // `msgs` is deduplicated and sorted in place (docs/correlation.md 1); `model`'s work
-// requests get their completions. `prior` (per host id, may be shorter or empty): clock
-// bounds of messages joined before (the live correlator's earlier windows).
+// requests get their completions. `history`: the live correlator's earlier windows.
 JoinResult join_batch(HostModel& model, WireMsgs& msgs, const HostNames& names,
-                      const ClockPolicy& policy, const std::vector<ClockBounds>& prior = {});
+                      const ClockPolicy& policy, const JoinHistory* history = nullptr);
 
 }  // namespace insert::correlate

@@ -135,7 +135,7 @@ void LiveCorrelator::window(bool final) {
 // The batch join over everything kept, with the clock bounds of what was emitted before.
 void LiveCorrelator::join_window(Window& win) {
     win.model = build_host_model(events_, names_);
-    win.join = join_batch(win.model, msgs_, names_, settings_.clock, bounds_);
+    win.join = join_batch(win.model, msgs_, names_, settings_.clock, &history_);
     clocks_ = win.join.clocks;
     if (host_has_qp_.size() < names_.size()) host_has_qp_.resize(names_.size(), false);
     for (const Incarnation& q : win.model.qps) host_has_qp_[q.host] = true;
@@ -160,7 +160,8 @@ void LiveCorrelator::forget_msg(Window& win, std::size_t i) {
 
 // Matched messages behind the watermark, with their completion or --ttl old.
 void LiveCorrelator::emit_matched(Window& win) {
-    if (bounds_.size() < names_.size()) bounds_.resize(names_.size());
+    std::vector<ClockBounds>& bounds = history_.bounds;
+    if (bounds.size() < names_.size()) bounds.resize(names_.size());
     for (const E2eRow& row : make_e2e_rows(win.join, win.model, msgs_)) {
         const auto i = static_cast<std::size_t>(row.msg - msgs_.data());
         const auto qi = static_cast<std::size_t>(row.requester - win.model.qps.data());
@@ -172,8 +173,9 @@ void LiveCorrelator::emit_matched(Window& win) {
         if (!complete && !win.final) ++evicted_completions_;
         sink_.e2e(row, names_);
         apps_.add_row(row, names_);
-        bounds_[row.requester->host].add(row.wr->wall, row.msg->t_first, row.wr->t_poll,
-                                         row.msg->t_ack);
+        bounds[row.requester->host].add(row.wr->wall, row.msg->t_first, row.wr->t_poll,
+                                        row.msg->t_ack);
+        history_.covered.insert(JoinHistory::key(*row.requester));
         ++e2e_;
         resync_ += row.resync;
         forget_msg(win, i);
@@ -237,6 +239,7 @@ void LiveCorrelator::decide_unmatched_wrs(Window& win) {
                 if (win.final || c.wall < limit) win.consumed[c.event] = true;
         // Forgotten after this window (the final window counts every QP it has).
         if (!win.final && q.t_end != kForever && q.t_end < limit) {
+            history_.covered.erase(JoinHistory::key(q));
             ++qps_retired_;
             counts_.qps_without_ip += !q.has_ip;
             apps_.forget(q);
@@ -327,7 +330,7 @@ std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() cons
     std::vector<std::pair<std::string, ClockEstimate>> out;
     for (uint32_t h = 0; h < host_has_qp_.size(); ++h) {
         if (!host_has_qp_[h]) continue;
-        const ClockBounds b = h < bounds_.size() ? bounds_[h] : ClockBounds{};
+        const ClockBounds b = h < history_.bounds.size() ? history_.bounds[h] : ClockBounds{};
         out.emplace_back(names_.name(h), estimate_clock(b, names_.name(h), settings_.clock));
     }
     std::sort(out.begin(), out.end(),

@@ -14,6 +14,7 @@
 
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/clock.hpp"
+#include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/views.hpp"
@@ -83,7 +84,7 @@ class LiveCorrelator {
     HostEvents events_;
     WireMsgs msgs_;
     WireQps qps_;
-    std::vector<ClockBounds> bounds_;  // per host id, over every emitted message
+    JoinHistory history_;  // clock bounds and coverage of every emitted message
     std::vector<ClockEstimate> clocks_;
     std::vector<bool> host_has_qp_;
     AppAggregator apps_;
