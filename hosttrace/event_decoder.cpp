@@ -3,19 +3,18 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
-#include <fmt/format.h>
-
+#include "dataplane/common/json_line.hpp"
+#include "hosttrace/json_text.hpp"
 #include "hosttrace/wc_status_names.hpp"
 
 namespace insert::hosttrace {
 
 namespace {
-
-// Insertion-ordered objects: "type" and "verb" lead every line, as a reader expects.
-using json = nlohmann::ordered_json;
 
 int64_t clock_ns(clockid_t id) {
     timespec ts{};
@@ -65,9 +64,18 @@ const char* qp_state_name(int s) {
     return "UNKNOWN";
 }
 
-json mtu_bytes(int mtu) {
-    if (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) return 128 << mtu;  // IBV_MTU_256 == 1
-    return nullptr;
+// An unsigned field, or null when `present` is false.
+void u_or_null(JsonLine& j, std::string_view key, bool present, uint64_t v) {
+    if (present)
+        j.u(key, v);
+    else
+        j.null(key);
+}
+
+// The MTU in bytes (IBV_MTU_256 == 1), or null for a value out of the enum (`& 7`: the
+// shift stays defined).
+void mtu_bytes(JsonLine& j, std::string_view key, int mtu) {
+    u_or_null(j, key, mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096, 128u << (mtu & 7));
 }
 
 const char* wr_opcode_name(uint32_t op) {
@@ -138,8 +146,8 @@ const char* wc_opcode_name(uint32_t op) {
 // The names of ibv_wc_status in the verbs header's numbering.
 static_assert(kWcStatusNames.size() == IBV_WC_TM_RNDV_INCOMPLETE + 1);
 
-json access_names(uint32_t access) {
-    static constexpr std::pair<uint32_t, const char*> kFlags[] = {
+void access_names(JsonLine& j, std::string_view key, uint32_t access) {
+    static constexpr std::pair<uint32_t, std::string_view> kFlags[] = {
         {IBV_ACCESS_LOCAL_WRITE, "LOCAL_WRITE"},
         {IBV_ACCESS_REMOTE_WRITE, "REMOTE_WRITE"},
         {IBV_ACCESS_REMOTE_READ, "REMOTE_READ"},
@@ -149,68 +157,74 @@ json access_names(uint32_t access) {
         {IBV_ACCESS_ON_DEMAND, "ON_DEMAND"},
         {IBV_ACCESS_HUGETLB, "HUGETLB"},
         {IBV_ACCESS_RELAXED_ORDERING, "RELAXED_ORDERING"}};
-    json names = json::array();
+    j.array(key);
     for (const auto& [bit, name] : kFlags)
-        if (access & bit) names.push_back(name);
-    return names;
+        if (access & bit) j.item_s(name);
+    j.end_array();
 }
 
-std::string gid_text(const uint8_t* raw) {
-    char text[INET6_ADDRSTRLEN] = {};
-    inet_ntop(AF_INET6, raw, text, sizeof(text));
-    return text;
+// A GID as IPv6 text (inet_ntop), for JsonLine::ip.
+struct GidText {
+    const uint8_t* raw;
+    std::size_t format(char* out) const {
+        if (!inet_ntop(AF_INET6, raw, out, INET6_ADDRSTRLEN)) out[0] = '\0';
+        return std::strlen(out);
+    }
+};
+
+// The GID's address (gid_to_ip), or null for the zero GID.
+void gid_ip(JsonLine& j, std::string_view key, const Gid* gid) {
+    if (gid && std::any_of(gid->begin(), gid->end(), [](uint8_t b) { return b != 0; }))
+        j.ip(key, GidIp{*gid});
+    else
+        j.null(key);
 }
 
-json ip_or_null(const std::optional<std::string>& ip) {
-    return ip ? json(*ip) : json(nullptr);
-}
-
-void decode_modify_qp(const insert_trace_event& e, int previous_state, json& j) {
+void decode_modify_qp(const insert_trace_event& e, int previous_state, JsonLine& j) {
     ibv_qp_attr attr;
     std::memcpy(&attr, e.u.modify_qp.attr, sizeof(attr));
     const uint32_t mask = e.u.modify_qp.attr_mask;
-    j["qpn"] = e.u.modify_qp.qp_num;
-    j["attr_mask"] = mask;
-    j["from_state"] = qp_state_name(previous_state);
-    j["state"] = (mask & IBV_QP_STATE) ? json(qp_state_name(attr.qp_state)) : json(nullptr);
+    j.u("qpn", e.u.modify_qp.qp_num);
+    j.u("attr_mask", mask);
+    j.word("from_state", qp_state_name(previous_state));
+    if (mask & IBV_QP_STATE)
+        j.word("state", qp_state_name(attr.qp_state));
+    else
+        j.null("state");
     // Fields appear only when attr_mask says the application set them.
-    if (mask & IBV_QP_PATH_MTU) j["path_mtu"] = mtu_bytes(attr.path_mtu);
-    if (mask & IBV_QP_DEST_QPN) j["dest_qpn"] = attr.dest_qp_num;
-    if (mask & IBV_QP_RQ_PSN) j["rq_psn"] = attr.rq_psn;
-    if (mask & IBV_QP_SQ_PSN) j["sq_psn"] = attr.sq_psn;
-    if (mask & IBV_QP_PORT) j["port"] = attr.port_num;
-    if (mask & IBV_QP_PKEY_INDEX) j["pkey_index"] = attr.pkey_index;
-    if (mask & IBV_QP_QKEY) j["qkey"] = attr.qkey;
-    if (mask & IBV_QP_ACCESS_FLAGS) j["qp_access"] = access_names(attr.qp_access_flags);
+    if (mask & IBV_QP_PATH_MTU) mtu_bytes(j, "path_mtu", attr.path_mtu);
+    if (mask & IBV_QP_DEST_QPN) j.u("dest_qpn", attr.dest_qp_num);
+    if (mask & IBV_QP_RQ_PSN) j.u("rq_psn", attr.rq_psn);
+    if (mask & IBV_QP_SQ_PSN) j.u("sq_psn", attr.sq_psn);
+    if (mask & IBV_QP_PORT) j.u("port", attr.port_num);
+    if (mask & IBV_QP_PKEY_INDEX) j.u("pkey_index", attr.pkey_index);
+    if (mask & IBV_QP_QKEY) j.u("qkey", attr.qkey);
+    if (mask & IBV_QP_ACCESS_FLAGS) access_names(j, "qp_access", attr.qp_access_flags);
     if (mask & IBV_QP_AV) {
-        j["dlid"] = attr.ah_attr.dlid;
-        j["is_global"] = attr.ah_attr.is_global != 0;
+        j.u("dlid", attr.ah_attr.dlid);
+        j.b("is_global", attr.ah_attr.is_global != 0);
         if (attr.ah_attr.is_global) {
             Gid dgid;
             std::memcpy(dgid.data(), attr.ah_attr.grh.dgid.raw, dgid.size());
-            j["peer_gid"] = gid_text(dgid.data());
-            j["peer_ip"] = ip_or_null(gid_to_ip(dgid));
-            j["sgid_index"] = attr.ah_attr.grh.sgid_index;
-            j["hop_limit"] = attr.ah_attr.grh.hop_limit;
-            j["traffic_class"] = attr.ah_attr.grh.traffic_class;
+            j.ip("peer_gid", GidText{dgid.data()});
+            gid_ip(j, "peer_ip", &dgid);
+            j.u("sgid_index", attr.ah_attr.grh.sgid_index);
+            j.u("hop_limit", attr.ah_attr.grh.hop_limit);
+            j.u("traffic_class", attr.ah_attr.grh.traffic_class);
         }
     }
-    if (mask & IBV_QP_TIMEOUT) j["timeout"] = attr.timeout;
-    if (mask & IBV_QP_RETRY_CNT) j["retry_cnt"] = attr.retry_cnt;
-    if (mask & IBV_QP_RNR_RETRY) j["rnr_retry"] = attr.rnr_retry;
-    if (mask & IBV_QP_MIN_RNR_TIMER) j["min_rnr_timer"] = attr.min_rnr_timer;
-    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) j["max_rd_atomic"] = attr.max_rd_atomic;
-    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) j["max_dest_rd_atomic"] = attr.max_dest_rd_atomic;
+    if (mask & IBV_QP_TIMEOUT) j.u("timeout", attr.timeout);
+    if (mask & IBV_QP_RETRY_CNT) j.u("retry_cnt", attr.retry_cnt);
+    if (mask & IBV_QP_RNR_RETRY) j.u("rnr_retry", attr.rnr_retry);
+    if (mask & IBV_QP_MIN_RNR_TIMER) j.u("min_rnr_timer", attr.min_rnr_timer);
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) j.u("max_rd_atomic", attr.max_rd_atomic);
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) j.u("max_dest_rd_atomic", attr.max_dest_rd_atomic);
 }
 
 }  // namespace
 
 int64_t wall_clock_offset_ns() {
     return clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-}
-
-std::string hex_pointer(uint64_t p) {
-    return fmt::format("0x{:x}", p);
 }
 
 const char* event_name(uint32_t kind) {
@@ -243,144 +257,152 @@ const char* event_name(uint32_t kind) {
     return "unknown";
 }
 
-nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& table,
-                                    int64_t wall_offset_ns) {
+void decode_event(const insert_trace_event& e, ProcessTable& table, int64_t wall_offset_ns,
+                  std::string_view host, std::string& out) {
     const int previous_state = table.apply(e);
     const pid_t pid = static_cast<pid_t>(e.pid);
 
-    json j;
-    j["type"] = "verb";
-    j["verb"] = event_name(e.kind);
-    j["t_ns"] = e.ts_ns;
-    j["wall_ns"] = static_cast<int64_t>(e.ts_ns) + wall_offset_ns;
-    j["pid"] = e.pid;
-    j["tid"] = e.tid;
-    j["comm"] = std::string(e.comm, strnlen(e.comm, sizeof(e.comm)));
-    j["cgroup"] = e.cgroup_id;
+    // "type" and "verb" lead every line, as a reader expects.
+    JsonLine j(out);
+    j.word("type", "verb");
+    j.word("verb", event_name(e.kind));
+    j.u("t_ns", e.ts_ns);
+    j.i("wall_ns", static_cast<int64_t>(e.ts_ns) + wall_offset_ns);
+    j.u("pid", e.pid);
+    j.u("tid", e.tid);
+    text(j, "comm", std::string_view(e.comm, strnlen(e.comm, sizeof(e.comm))));
+    j.u("cgroup", e.cgroup_id);
     const uint64_t qp = (e.kind == INSERT_EV_POST_SEND || e.kind == INSERT_EV_POST_RECV ||
                          e.kind == INSERT_EV_MODIFY_QP || e.kind == INSERT_EV_CREATE_QP ||
                          e.kind == INSERT_EV_DESTROY_QP)
                             ? e.obj
                             : 0;
-    j["ip"] = ip_or_null(table.host_ip(pid, e.ctx, qp));
-    j["ctx"] = hex_pointer(e.ctx);
+    gid_ip(j, "ip", table.host_gid(pid, e.ctx, qp));
+    j.ip("ctx", HexPointer{e.ctx});
 
     switch (e.kind) {
         case INSERT_EV_OPEN_DEVICE:
-            j["device"] = std::string(e.u.open_device.dev_name,
-                                      strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN));
-            j["ret"] = e.ret;
+            text(j, "device",
+                 std::string_view(e.u.open_device.dev_name,
+                                  strnlen(e.u.open_device.dev_name, INSERT_DEV_NAME_LEN)));
+            j.i("ret", e.ret);
             break;
         case INSERT_EV_QUERY_GID: {
-            j["port"] = e.u.query_gid.port;
-            j["index"] = e.u.query_gid.index;
-            j["ret"] = e.ret;
+            j.u("port", e.u.query_gid.port);
+            j.i("index", e.u.query_gid.index);
+            j.i("ret", e.ret);
             Gid g;
             std::memcpy(g.data(), e.u.query_gid.gid, g.size());
-            j["gid"] = e.ret == 0 ? json(gid_text(g.data())) : json(nullptr);
-            j["gid_ip"] = e.ret == 0 ? ip_or_null(gid_to_ip(g)) : json(nullptr);
+            if (e.ret == 0)
+                j.ip("gid", GidText{g.data()});
+            else
+                j.null("gid");
+            gid_ip(j, "gid_ip", e.ret == 0 ? &g : nullptr);
             break;
         }
         case INSERT_EV_ALLOC_PD:
-            j["pd"] = hex_pointer(e.obj);
-            j["ret"] = e.ret;
+            j.ip("pd", HexPointer{e.obj});
+            j.i("ret", e.ret);
             break;
         case INSERT_EV_CREATE_CQ:
-            j["cq"] = hex_pointer(e.obj);
-            j["cqe"] = e.u.create_cq.cqe;
-            j["ret"] = e.ret;
+            j.ip("cq", HexPointer{e.obj});
+            j.i("cqe", e.u.create_cq.cqe);
+            j.i("ret", e.ret);
             break;
         case INSERT_EV_CREATE_QP:
-            j["qp"] = hex_pointer(e.obj);
-            j["qpn"] = e.obj ? json(e.u.create_qp.qp_num) : json(nullptr);
-            j["qp_type"] = e.obj ? json(qp_type_name(e.u.create_qp.qp_type)) : json(nullptr);
-            j["pd"] = hex_pointer(e.u.create_qp.pd);
-            j["send_cq"] = hex_pointer(e.u.create_qp.send_cq);
-            j["recv_cq"] = hex_pointer(e.u.create_qp.recv_cq);
-            j["ret"] = e.ret;
+            j.ip("qp", HexPointer{e.obj});
+            u_or_null(j, "qpn", e.obj != 0, e.u.create_qp.qp_num);
+            if (e.obj)
+                j.word("qp_type", qp_type_name(e.u.create_qp.qp_type));
+            else
+                j.null("qp_type");
+            j.ip("pd", HexPointer{e.u.create_qp.pd});
+            j.ip("send_cq", HexPointer{e.u.create_qp.send_cq});
+            j.ip("recv_cq", HexPointer{e.u.create_qp.recv_cq});
+            j.i("ret", e.ret);
             break;
         case INSERT_EV_MODIFY_QP:
-            j["qp"] = hex_pointer(e.obj);
+            j.ip("qp", HexPointer{e.obj});
             decode_modify_qp(e, previous_state, j);
-            j["ret"] = e.ret;
+            j.i("ret", e.ret);
             break;
         case INSERT_EV_DESTROY_QP:
-            j["qp"] = hex_pointer(e.obj);
-            j["qpn"] = e.u.destroy_qp.qp_num;
+            j.ip("qp", HexPointer{e.obj});
+            j.u("qpn", e.u.destroy_qp.qp_num);
             break;
         case INSERT_EV_REG_MR:
-        case INSERT_EV_DEREG_MR:
-            j["mr"] = hex_pointer(e.obj);
-            j["addr"] = e.u.mr.addr;
-            j["length"] = e.u.mr.length;
-            j["lkey"] = e.u.mr.lkey;
-            j["rkey"] = e.u.mr.rkey;
+        case INSERT_EV_DEREG_MR: {
+            // A failed registration (no MR) has no keys.
+            const bool keys = e.kind == INSERT_EV_DEREG_MR || e.obj;
+            j.ip("mr", HexPointer{e.obj});
+            j.u("addr", e.u.mr.addr);
+            j.u("length", e.u.mr.length);
+            u_or_null(j, "lkey", keys, e.u.mr.lkey);
+            u_or_null(j, "rkey", keys, e.u.mr.rkey);
             if (e.kind == INSERT_EV_REG_MR) {
-                j["pd"] = hex_pointer(e.u.mr.pd);
-                j["iova"] = e.u.mr.iova;
-                j["access"] = e.u.mr.access;
-                j["access_flags"] = access_names(e.u.mr.access);
-                j["ret"] = e.ret;
-                if (!e.obj) {
-                    j["lkey"] = nullptr;
-                    j["rkey"] = nullptr;
-                }
+                j.ip("pd", HexPointer{e.u.mr.pd});
+                j.u("iova", e.u.mr.iova);
+                j.u("access", e.u.mr.access);
+                access_names(j, "access_flags", e.u.mr.access);
+                j.i("ret", e.ret);
             }
             break;
+        }
         case INSERT_EV_POST_SEND: {
             const auto& p = e.u.post_send;
-            j["qp"] = hex_pointer(e.obj);
-            j["qpn"] = p.qp_num;
-            j["wr_id"] = p.wr_id;
-            j["opcode"] = wr_opcode_name(p.opcode);
-            j["send_flags"] = p.send_flags;
-            j["signaled"] = (p.send_flags & IBV_SEND_SIGNALED) != 0;
-            j["num_sge"] = p.num_sge;
-            j["len"] = p.total_len;
+            j.ip("qp", HexPointer{e.obj});
+            j.u("qpn", p.qp_num);
+            j.u("wr_id", p.wr_id);
+            j.word("opcode", wr_opcode_name(p.opcode));
+            j.u("send_flags", p.send_flags);
+            j.b("signaled", (p.send_flags & IBV_SEND_SIGNALED) != 0);
+            j.u("num_sge", p.num_sge);
+            j.u("len", p.total_len);
             const bool rdma =
                 p.opcode == IBV_WR_RDMA_WRITE || p.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
                 p.opcode == IBV_WR_RDMA_READ || p.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
                 p.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
             const bool imm =
                 p.opcode == IBV_WR_RDMA_WRITE_WITH_IMM || p.opcode == IBV_WR_SEND_WITH_IMM;
-            j["remote_addr"] = rdma ? json(p.remote_addr) : json(nullptr);
-            j["rkey"] = rdma ? json(p.rkey) : json(nullptr);
-            j["imm"] = imm ? json(ntohl(p.imm_data)) : json(nullptr);
-            j["chain_index"] = p.chain_index;
-            j["truncated"] = p.truncated != 0;
+            u_or_null(j, "remote_addr", rdma, p.remote_addr);
+            u_or_null(j, "rkey", rdma, p.rkey);
+            u_or_null(j, "imm", imm, ntohl(p.imm_data));
+            j.u("chain_index", p.chain_index);
+            j.b("truncated", p.truncated != 0);
             break;
         }
         case INSERT_EV_POST_RECV: {
             const auto& p = e.u.post_recv;
-            j["qp"] = hex_pointer(e.obj);
-            j["qpn"] = p.qp_num;
-            j["wr_id"] = p.wr_id;
-            j["num_sge"] = p.num_sge;
-            j["len"] = p.total_len;
-            j["chain_index"] = p.chain_index;
-            j["truncated"] = p.truncated != 0;
+            j.ip("qp", HexPointer{e.obj});
+            j.u("qpn", p.qp_num);
+            j.u("wr_id", p.wr_id);
+            j.u("num_sge", p.num_sge);
+            j.u("len", p.total_len);
+            j.u("chain_index", p.chain_index);
+            j.b("truncated", p.truncated != 0);
             break;
         }
         case INSERT_EV_POLL_CQ: {
             const auto& p = e.u.poll_cq;
-            j["cq"] = hex_pointer(e.obj);
-            j["qpn"] = p.qp_num;
-            j["wr_id"] = p.wr_id;
-            j["status"] = std::string(wc_status_name(p.status));
-            j["status_code"] = p.status;
-            j["opcode"] = wc_opcode_name(p.opcode);
-            j["byte_len"] = p.byte_len;
-            j["imm"] = (p.wc_flags & IBV_WC_WITH_IMM) ? json(ntohl(p.imm_data)) : json(nullptr);
-            j["src_qp"] = p.src_qp;
-            j["wc_flags"] = p.wc_flags;
-            j["index"] = p.index;
-            j["polled"] = p.polled;
+            j.ip("cq", HexPointer{e.obj});
+            j.u("qpn", p.qp_num);
+            j.u("wr_id", p.wr_id);
+            j.word("status", wc_status_name(p.status));
+            j.u("status_code", p.status);
+            j.word("opcode", wc_opcode_name(p.opcode));
+            j.u("byte_len", p.byte_len);
+            u_or_null(j, "imm", p.wc_flags & IBV_WC_WITH_IMM, ntohl(p.imm_data));
+            j.u("src_qp", p.src_qp);
+            j.u("wc_flags", p.wc_flags);
+            j.u("index", p.index);
+            j.u("polled", p.polled);
             break;
         }
         default:
             break;
     }
-    return j;
+    text(j, "host", host);
+    j.end();
 }
 
 }  // namespace insert::hosttrace

@@ -4,8 +4,7 @@
 
 #include <cstdint>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "hosttrace/process_table.hpp"
 #include "verbs_trace.h"
@@ -17,10 +16,10 @@ int64_t wall_clock_offset_ns();
 
 const char* event_name(uint32_t kind);
 
-// Updates `table` with the event and returns its record.
-nlohmann::ordered_json decode_event(const insert_trace_event& e, ProcessTable& table,
-                                    int64_t wall_offset_ns);
-
-std::string hex_pointer(uint64_t p);
+// Updates `table` with the event and appends its record to `out`: one line ending in a
+// newline, `host` its last field. Writes into the string's spare room: a caller that
+// reuses one string allocates nothing per event.
+void decode_event(const insert_trace_event& e, ProcessTable& table, int64_t wall_offset_ns,
+                  std::string_view host, std::string& out);
 
 }  // namespace insert::hosttrace

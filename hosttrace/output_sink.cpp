@@ -47,16 +47,13 @@ OutputSink::~OutputSink() {
     if (socket_fd_ >= 0) ::close(socket_fd_);
 }
 
-bool OutputSink::write_line(const std::string& line) {
+bool OutputSink::write(std::string_view lines) {
     if (failed_) return false;
     if (socket_fd_ >= 0) {
-        pending_ += line;
-        pending_ += '\n';
+        pending_ += lines;
         return true;
     }
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
-        std::fputc('\n', file_) == EOF)
-        failed_ = true;
+    if (std::fwrite(lines.data(), 1, lines.size(), file_) != lines.size()) failed_ = true;
     return !failed_;
 }
 

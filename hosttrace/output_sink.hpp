@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace insert::hosttrace {
 
@@ -16,8 +17,9 @@ class OutputSink {
     OutputSink(const OutputSink&) = delete;
     OutputSink& operator=(const OutputSink&) = delete;
 
-    // false once the destination failed (disk full, reader gone).
-    bool write_line(const std::string& line);
+    // Whole lines, each ending in a newline. False once the destination failed (disk full,
+    // reader gone).
+    bool write(std::string_view lines);
     bool flush();
 
   private:

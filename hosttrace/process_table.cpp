@@ -11,15 +11,19 @@
 
 namespace insert::hosttrace {
 
+std::size_t GidIp::format(char* out) const {
+    static constexpr uint8_t kV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const bool v4 = std::memcmp(gid.data(), kV4Prefix, sizeof(kV4Prefix)) == 0;
+    if (!inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? gid.data() + 12 : gid.data(), out,
+                   INET6_ADDRSTRLEN))
+        out[0] = '\0';
+    return std::strlen(out);
+}
+
 std::optional<std::string> gid_to_ip(const Gid& gid) {
     if (std::all_of(gid.begin(), gid.end(), [](uint8_t b) { return b == 0; })) return std::nullopt;
-    static constexpr uint8_t kV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     char text[INET6_ADDRSTRLEN] = {};
-    if (std::memcmp(gid.data(), kV4Prefix, sizeof(kV4Prefix)) == 0)
-        inet_ntop(AF_INET, gid.data() + 12, text, sizeof(text));
-    else
-        inet_ntop(AF_INET6, gid.data(), text, sizeof(text));
-    return std::string(text);
+    return std::string(text, GidIp{gid}.format(text));
 }
 
 namespace {
@@ -122,8 +126,13 @@ int ProcessTable::apply(const insert_trace_event& e) {
 }
 
 std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64_t qp) const {
+    const Gid* gid = host_gid(pid, ctx, qp);
+    return gid ? gid_to_ip(*gid) : std::nullopt;
+}
+
+const Gid* ProcessTable::host_gid(pid_t pid, uint64_t ctx, uint64_t qp) const {
     auto pit = procs_.find(pid);
-    if (pit == procs_.end()) return std::nullopt;
+    if (pit == procs_.end()) return nullptr;
     const ProcessState& p = pit->second;
     int sgid_index = -1;
     const QpState* q = nullptr;
@@ -136,18 +145,20 @@ std::optional<std::string> ProcessTable::host_ip(pid_t pid, uint64_t ctx, uint64
         if (!ctx) ctx = q->ctx;
     }
     auto cit = p.contexts.find(ctx);
-    if (cit == p.contexts.end()) return std::nullopt;
+    if (cit == p.contexts.end()) return nullptr;
     const auto& gids = cit->second.gids;
+    const auto nonzero = [](const Gid& g) {
+        return std::any_of(g.begin(), g.end(), [](uint8_t b) { return b != 0; });
+    };
     if (sgid_index >= 0)
-        if (auto g = gids.find(sgid_index); g != gids.end())
-            if (auto ip = gid_to_ip(g->second)) return ip;
+        if (auto g = gids.find(sgid_index); g != gids.end() && nonzero(g->second))
+            return &g->second;
     // RoCEv2 over IPv4 is the common case; link-local (RoCE v1) GIDs come first in tables.
     for (const auto& [index, gid] : gids)
-        if (ipv4_mapped(gid))
-            if (auto ip = gid_to_ip(gid)) return ip;
+        if (ipv4_mapped(gid)) return &gid;  // never zero: the prefix has 0xffff
     for (const auto& [index, gid] : gids)
-        if (auto ip = gid_to_ip(gid)) return ip;
-    return std::nullopt;
+        if (nonzero(gid)) return &gid;
+    return nullptr;
 }
 
 bool ProcessTable::claim_context_for_ops(pid_t pid, uint64_t ctx) {

@@ -51,8 +51,16 @@ struct ExitedProcess {
     size_t open_mrs;
 };
 
-// Text form of a GID: the IPv4 address for IPv4-mapped GIDs (RoCEv2 over IPv4), else IPv6.
+// Text form of a GID: the IPv4 address for IPv4-mapped GIDs (RoCEv2 over IPv4), else IPv6;
+// none for the zero GID.
 std::optional<std::string> gid_to_ip(const Gid& gid);
+
+// The same text written in place, for a record writer (JsonLine::ip): `out` has room for
+// INET6_ADDRSTRLEN bytes; returns the length. The GID is not zero.
+struct GidIp {
+    const Gid& gid;
+    std::size_t format(char* out) const;
+};
 
 class ProcessTable {
   public:
@@ -62,6 +70,9 @@ class ProcessTable {
     // The host's RDMA IP for an object of context `ctx` (the GID the QP's address vector
     // uses when known, else the lowest queried non-zero GID of the context).
     std::optional<std::string> host_ip(pid_t pid, uint64_t ctx, uint64_t qp) const;
+    // The GID whose text that is (never the zero GID), or nullptr: for every record, without
+    // a string made.
+    const Gid* host_gid(pid_t pid, uint64_t ctx, uint64_t qp) const;
 
     // True once per (pid, ctx): the caller resolves that context's ops table.
     bool claim_context_for_ops(pid_t pid, uint64_t ctx);

@@ -9,13 +9,12 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
-#include <map>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
+#include "dataplane/common/json_line.hpp"
 #include "hosttrace/elf_symbols.hpp"
 #include "hosttrace/event_decoder.hpp"
+#include "hosttrace/json_text.hpp"
 #include "hosttrace/output_sink.hpp"
 #include "hosttrace/proc_maps.hpp"
 #include "hosttrace/process_table.hpp"
@@ -25,8 +24,6 @@ namespace insert::hosttrace {
 
 namespace {
 
-// Insertion-ordered objects: "type" and "verb" lead every line, as a reader expects.
-using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 // Poll timeout: bounds how late a stop request or the housekeeping tick is noticed, and
@@ -35,6 +32,9 @@ constexpr int kPollTimeoutMs = 20;
 // Housekeeping (drop counters, exited processes) interval.
 constexpr auto kHousekeeping = std::chrono::milliseconds(250);
 constexpr const char* kLibibverbsPrefix = "libibverbs.so";
+// Records wait in the session's string until the poll's events are decoded, or until this
+// much is there: one write per batch, and a bounded string when a poll brings many.
+constexpr std::size_t kBatchBytes = 64 << 10;
 
 // libbpf's print callback takes no user pointer, so its verbosity is file-static; it is
 // set once before libbpf is first used.
@@ -60,10 +60,11 @@ int fail(const std::string& message) {
 class Session {
   public:
     Session(const TraceOptions& o, OutputSink& out)
-        : opt_(o),
-          out_(out),
-          wall_offset_(wall_clock_offset_ns()),
-          host_field_(",\"host\":" + json(o.host).dump() + "}") {}
+        : opt_(o), out_(out), wall_offset_(wall_clock_offset_ns()) {
+        batch_.reserve(kBatchBytes + kRecordBytes);
+    }
+    // Records of a run that ended on an error still reach the output.
+    ~Session() { write_batch(); }
 
     int run(const std::vector<std::string>& libraries, const std::atomic<bool>& stop);
 
@@ -73,14 +74,21 @@ class Session {
     void housekeeping(bool final);
     void scan_processes();
     bool attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in);
-    void emit(const json& j);
+    // Ends a record written into batch_ (its `host` field, the newline); the batch goes to
+    // the output when it is full.
+    void end_record(JsonLine& j);
+    void write_batch();
+    // The batch to the output, and the output flushed. False once the output failed.
+    bool flush();
+
+    // A record is well under this (a verb record ~400 bytes): the batch's spare room.
+    static constexpr std::size_t kRecordBytes = 4096;
 
     const TraceOptions& opt_;
     OutputSink& out_;
     int64_t wall_offset_;
-    // `,"host":"NAME"}`: spliced over the closing brace of every record (cheaper than a
-    // field added to each json object).
-    std::string host_field_;
+    // Whole records not yet written: one string for the session, emptied at each write.
+    std::string batch_;
     std::unique_ptr<VerbsTracer> tracer_;
     ProcessTable table_;
     Counters reported_;
@@ -90,10 +98,21 @@ class Session {
     std::set<std::string> rejected_;
 };
 
-void Session::emit(const json& j) {
-    std::string line = j.dump();
-    line.replace(line.size() - 1, 1, host_field_);
-    if (!out_.write_line(line)) output_failed_ = true;
+void Session::end_record(JsonLine& j) {
+    text(j, "host", opt_.host);
+    j.end();
+    if (batch_.size() >= kBatchBytes) write_batch();
+}
+
+void Session::write_batch() {
+    if (!out_.write(batch_)) output_failed_ = true;
+    batch_.clear();
+}
+
+bool Session::flush() {
+    write_batch();
+    if (!out_.flush()) output_failed_ = true;
+    return !output_failed_;
 }
 
 bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in) {
@@ -105,25 +124,32 @@ bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t se
         return false;
     }
     if (!already) {
-        json symbols = json::object();
-        for (const auto& [name, offset] : attached) symbols[name] = offset;
-        json site_offsets = json::object();
-        for (const auto& [name, offset] : sites) site_offsets[name] = offset;
-        emit({{"type", "attach"},
-              {"what", "control"},
-              {"t_ns", monotonic_ns()},
-              {"lib", path},
-              {"pid", attach_pid},
-              {"seen_in_pid", seen_in ? json(seen_in) : json(nullptr)},
-              {"symbols", symbols},
-              {"sites", site_offsets}});
+        JsonLine j(batch_);
+        j.word("type", "attach");
+        j.word("what", "control");
+        j.u("t_ns", monotonic_ns());
+        text(j, "lib", path);
+        j.i("pid", attach_pid);
+        if (seen_in)
+            j.i("seen_in_pid", seen_in);
+        else
+            j.null("seen_in_pid");
+        // Symbol names come from the tracer's own tables (kControlVerbs, trace_sites.h).
+        j.object("symbols");
+        for (const auto& [name, offset] : attached) j.u(name, offset);
+        j.end_object();
+        j.object("sites");
+        for (const auto& [name, offset] : sites) j.u(name, offset);
+        j.end_object();
+        end_record(j);
     }
     return true;
 }
 
 void Session::on_event(const insert_trace_event& e) {
     events_++;
-    emit(decode_event(e, table_, wall_offset_));
+    decode_event(e, table_, wall_offset_, opt_.host, batch_);
+    if (batch_.size() >= kBatchBytes) write_batch();
     if (table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))
         resolve_context_ops(static_cast<pid_t>(e.pid), e.ctx);
 }
@@ -157,23 +183,35 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
                          ctx + VERBS_CONTEXT_CREATE_QP_EX_FROM_CONTEXT});
     if (slots.empty()) return;
 
+    // Each function's outcome: written once all are known, and only when there is news.
+    struct Outcome {
+        const char* name;
+        bool probed;
+        std::string error;  // not probed: why
+        std::string file;   // probed: where
+        uint64_t offset;
+        bool fresh;
+        bool by_site;
+    };
+    std::vector<Outcome> outcomes;
+    bool report = false;
+    const auto failed = [&](const char* name, std::string why) {
+        outcomes.push_back({name, false, std::move(why), {}, 0, false, false});
+        report = true;
+    };
     std::string error;
     auto maps = read_maps(pid, error);
-    json functions = json::object();
-    bool report = false;
     for (const Slot& f : slots) {
         uint64_t addr = 0;
         if (!maps || !read_process_memory(pid, f.addr_of_pointer, &addr, sizeof(addr))) {
-            functions[f.name] = {{"error", "process exited or memory unreadable"}};
-            report = true;
+            failed(f.name, "process exited or memory unreadable");
             continue;
         }
         if (!addr && f.fn == DatapathFn::CreateQpEx)
             continue;  // the provider has no create_qp_ex: ibv_create_qp_ex fails without a call
         auto loc = locate(*maps, addr);
         if (!loc) {
-            functions[f.name] = {{"error", fmt::format("0x{:x} is not in a mapped file", addr)}};
-            report = true;
+            failed(f.name, fmt::format("0x{:x} is not in a mapped file", addr));
             continue;
         }
         const std::string path = path_in_process_root(pid, loc->path);
@@ -181,24 +219,35 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
         const pid_t attach_pid = opt_.pid ? opt_.pid : -1;
         if (!tracer_->attach_datapath(f.fn, path, loc->offset, attach_pid, already, by_site,
                                       error)) {
-            functions[f.name] = {{"error", error}};
+            failed(f.name, error);
             std::fprintf(stderr, "insert-trace: %s\n", error.c_str());
-            report = true;
             continue;
         }
         report |= !already;
-        functions[f.name] = {{"file", loc->path},
-                             {"offset", loc->offset},
-                             {"new", !already},
-                             {"probe", by_site ? "site" : "entry"}};
+        outcomes.push_back({f.name, true, {}, loc->path, loc->offset, !already, by_site});
     }
-    if (report)
-        emit({{"type", "attach"},
-              {"what", "ops"},
-              {"t_ns", monotonic_ns()},
-              {"pid", pid},
-              {"ctx", hex_pointer(ctx)},
-              {"functions", functions}});
+    if (!report) return;
+    JsonLine j(batch_);
+    j.word("type", "attach");
+    j.word("what", "ops");
+    j.u("t_ns", monotonic_ns());
+    j.i("pid", pid);
+    j.ip("ctx", HexPointer{ctx});
+    j.object("functions");
+    for (const Outcome& o : outcomes) {
+        j.object(o.name);
+        if (!o.probed) {
+            text(j, "error", o.error);
+        } else {
+            text(j, "file", o.file);
+            j.u("offset", o.offset);
+            j.b("new", o.fresh);
+            j.word("probe", o.by_site ? "site" : "entry");
+        }
+        j.end_object();
+    }
+    j.end_object();
+    end_record(j);
 }
 
 void Session::housekeeping(bool final) {
@@ -210,31 +259,40 @@ void Session::housekeeping(bool final) {
     const uint64_t now = monotonic_ns();
     // wall_ns as on verb records: the correlator places these on the host's clock.
     const int64_t wall_now = static_cast<int64_t>(now) + wall_offset_;
-    if (c.ringbuf_drops != reported_.ringbuf_drops)
-        emit({{"type", "lost"},
-              {"t_ns", now},
-              {"wall_ns", wall_now},
-              {"ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops},
-              {"ringbuf_drops_total", c.ringbuf_drops}});
+    if (c.ringbuf_drops != reported_.ringbuf_drops) {
+        JsonLine j(batch_);
+        j.word("type", "lost");
+        j.u("t_ns", now);
+        j.i("wall_ns", wall_now);
+        j.u("ringbuf_drops", c.ringbuf_drops - reported_.ringbuf_drops);
+        j.u("ringbuf_drops_total", c.ringbuf_drops);
+        end_record(j);
+    }
     reported_ = c;
-    for (const ExitedProcess& p : table_.reap(dead))
-        emit({{"type", "process_exit"},
-              {"t_ns", now},
-              {"wall_ns", wall_now},
-              {"pid", p.pid},
-              {"comm", p.comm},
-              {"open_qps", p.open_qps},
-              {"open_mrs", p.open_mrs}});
-    if (final)
-        emit({{"type", "trace_stats"},
-              {"final", true},
-              {"t_ns", monotonic_ns()},
-              {"events", events_},
-              {"ringbuf_drops", c.ringbuf_drops},
-              {"read_errors", c.read_errors},
-              {"sampled_out", c.sampled_out},
-              {"probes", tracer_->links()}});
-    if (!out_.flush()) output_failed_ = true;
+    for (const ExitedProcess& p : table_.reap(dead)) {
+        JsonLine j(batch_);
+        j.word("type", "process_exit");
+        j.u("t_ns", now);
+        j.i("wall_ns", wall_now);
+        j.i("pid", p.pid);
+        text(j, "comm", p.comm);
+        j.u("open_qps", p.open_qps);
+        j.u("open_mrs", p.open_mrs);
+        end_record(j);
+    }
+    if (final) {
+        JsonLine j(batch_);
+        j.word("type", "trace_stats");
+        j.b("final", true);
+        j.u("t_ns", monotonic_ns());
+        j.u("events", events_);
+        j.u("ringbuf_drops", c.ringbuf_drops);
+        j.u("read_errors", c.read_errors);
+        j.u("sampled_out", c.sampled_out);
+        j.u("probes", tracer_->links());
+        end_record(j);
+    }
+    flush();
 }
 
 // Processes started after the tracer are covered when they map a probed file (uprobes
@@ -272,18 +330,34 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
         if (!attach_library(lib, attach_pid, 0)) return fail(last_error_);
     const bool scanning = opt_.pid == 0 && opt_.scan_ms > 0;
     if (scanning) scan_processes();
-    emit({{"type", "trace_start"},
-          {"t_ns", monotonic_ns()},
-          {"wall_offset_ns", wall_offset_},
-          {"datapath", datapath_text(opt_.datapath_sample)},
-          {"sites", opt_.use_sites ? "auto" : "off"},
-          {"ringbuf_bytes", opt_.ringbuf_bytes},
-          {"pid", opt_.pid ? json(opt_.pid) : json(nullptr)},
-          {"comm", opt_.comm.empty() ? json(nullptr) : json(opt_.comm)},
-          {"cgroup", opt_.cgroup_id ? json(opt_.cgroup_id) : json(nullptr)},
-          {"netns", opt_.netns.empty() ? json(nullptr) : json(opt_.netns)},
-          {"probes", tracer_->links()}});
-    if (!out_.flush()) return fail("writing the output failed");
+    {
+        JsonLine j(batch_);
+        j.word("type", "trace_start");
+        j.u("t_ns", monotonic_ns());
+        j.i("wall_offset_ns", wall_offset_);
+        text(j, "datapath", datapath_text(opt_.datapath_sample));
+        j.word("sites", opt_.use_sites ? "auto" : "off");
+        j.u("ringbuf_bytes", opt_.ringbuf_bytes);
+        if (opt_.pid)
+            j.i("pid", opt_.pid);
+        else
+            j.null("pid");
+        if (opt_.comm.empty())
+            j.null("comm");
+        else
+            text(j, "comm", opt_.comm);
+        if (opt_.cgroup_id)
+            j.u("cgroup", opt_.cgroup_id);
+        else
+            j.null("cgroup");
+        if (opt_.netns.empty())
+            j.null("netns");
+        else
+            text(j, "netns", opt_.netns);
+        j.u("probes", tracer_->links());
+        end_record(j);
+    }
+    if (!flush()) return fail("writing the output failed");
 
     const auto started = Clock::now();
     auto next_housekeeping = started + kHousekeeping;
@@ -296,8 +370,8 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
         if (now >= next_housekeeping) {
             housekeeping(false);
             next_housekeeping = now + kHousekeeping;
-        } else if (n > 0 && !out_.flush()) {
-            output_failed_ = true;
+        } else if (n > 0) {
+            flush();
         }
         if (scanning && now >= next_scan) {
             scan_processes();

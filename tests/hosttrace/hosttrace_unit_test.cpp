@@ -1,5 +1,6 @@
-// Unit tests of insert-trace's user space (no BPF, no root): event decoding, GID -> IP,
-// per-process state, ELF symbol resolution, /proc maps, command-line validation.
+// Unit tests of insert-trace's user space (no BPF, no root): event decoding (records parsed
+// back with nlohmann), GID -> IP, per-process state, ELF symbol resolution, /proc maps,
+// command-line validation.
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
@@ -10,9 +11,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "hosttrace/elf_symbols.hpp"
 #include "hosttrace/event_decoder.hpp"
+#include "hosttrace/json_text.hpp"
 #include "hosttrace/proc_maps.hpp"
 #include "hosttrace/process_table.hpp"
 #include "hosttrace/trace_options.hpp"
@@ -33,6 +36,23 @@ insert_trace_event make_event(uint32_t kind) {
     std::strcpy(e.comm, "app");
     e.ctx = kCtx;
     return e;
+}
+
+constexpr const char* kHost = "test-host";
+
+// The event's record: one line, parsed (keys in the order written).
+nlohmann::ordered_json decode(const insert_trace_event& e, ProcessTable& table,
+                              int64_t wall_offset_ns = 0) {
+    std::string line;
+    decode_event(e, table, wall_offset_ns, kHost, line);
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+    return nlohmann::ordered_json::parse(line);
+}
+
+std::vector<std::string> keys(const nlohmann::ordered_json& j) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : j.items()) out.push_back(k);
+    return out;
 }
 
 Gid v4_gid(const char* ip) {
@@ -78,7 +98,7 @@ TEST(DecodeModifyQp, RtrFieldsOnlyWhereTheMaskSetsThem) {
     e.u.modify_qp.qp_num = 5;
     e.u.modify_qp.attr_mask =
         IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_PATH_MTU | IBV_QP_AV;
-    const auto j = decode_event(e, table, 0);
+    const auto j = decode(e, table);
     EXPECT_EQ(j["verb"], "modify_qp");
     EXPECT_EQ(j["state"], "RTR");
     EXPECT_EQ(j["from_state"], "RESET");
@@ -98,18 +118,18 @@ TEST(DecodeModifyQp, FromStateFollowsSuccessfulTransitionsOnly) {
     e.u.modify_qp.attr_mask = IBV_QP_STATE;
     attr.qp_state = IBV_QPS_INIT;
     std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
-    decode_event(e, table, 0);
+    decode(e, table);
     attr.qp_state = IBV_QPS_RTS;  // refused by the provider
     std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
     e.ret = EINVAL;
-    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "INIT");
+    EXPECT_EQ(decode(e, table)["from_state"], "INIT");
     attr.qp_state = IBV_QPS_RTR;
     std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
     e.ret = 0;
-    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "INIT");
+    EXPECT_EQ(decode(e, table)["from_state"], "INIT");
     attr.qp_state = IBV_QPS_RTS;
     std::memcpy(e.u.modify_qp.attr, &attr, sizeof(attr));
-    EXPECT_EQ(decode_event(e, table, 0)["from_state"], "RTR");
+    EXPECT_EQ(decode(e, table)["from_state"], "RTR");
 }
 
 TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder) {
@@ -120,14 +140,14 @@ TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder) {
     e.u.post_send.imm_data = htonl(0xabcd);
     e.u.post_send.rkey = 0x55;  // stale union bytes: not an RDMA op
     e.u.post_send.send_flags = IBV_SEND_SIGNALED;
-    auto j = decode_event(e, table, 0);
+    auto j = decode(e, table);
     EXPECT_EQ(j["opcode"], "SEND_WITH_IMM");
     EXPECT_EQ(j["imm"], 0xabcd);
     EXPECT_TRUE(j["rkey"].is_null());
     EXPECT_TRUE(j["signaled"]);
     e.u.post_send.opcode = IBV_WR_RDMA_WRITE;
     e.u.post_send.remote_addr = 0x7000;
-    j = decode_event(e, table, 0);
+    j = decode(e, table);
     EXPECT_EQ(j["rkey"], 0x55);
     EXPECT_EQ(j["remote_addr"], 0x7000);
     EXPECT_TRUE(j["imm"].is_null());
@@ -136,10 +156,122 @@ TEST(DecodePostSend, RkeyOnlyForRdmaAndImmInHostOrder) {
 TEST(DecodeEvent, WallClockIsMonotonicPlusOffset) {
     ProcessTable table;
     insert_trace_event e = make_event(INSERT_EV_ALLOC_PD);
-    const auto j = decode_event(e, table, 5000);
+    const auto j = decode(e, table, 5000);
     EXPECT_EQ(j["t_ns"], 1000);
     EXPECT_EQ(j["wall_ns"], 6000);
     EXPECT_EQ(j["comm"], "app");
+}
+
+TEST(DecodeEvent, FieldsInTheirOrderWithHostLast) {
+    ProcessTable table;
+    table.apply(gid_event(0, v4_gid("10.0.0.1")));
+    insert_trace_event e = make_event(INSERT_EV_POST_SEND);
+    e.obj = 0x7f00ab;
+    e.u.post_send.opcode = IBV_WR_RDMA_WRITE;
+    e.u.post_send.qp_num = 17;
+    const auto j = decode(e, table);
+    EXPECT_EQ(keys(j),
+              (std::vector<std::string>{
+                  "type",        "verb",   "t_ns",       "wall_ns",     "pid",       "tid",
+                  "comm",        "cgroup", "ip",         "ctx",         "qp",        "qpn",
+                  "wr_id",       "opcode", "send_flags", "signaled",    "num_sge",   "len",
+                  "remote_addr", "rkey",   "imm",        "chain_index", "truncated", "host"}));
+    EXPECT_EQ(j["type"], "verb");
+    EXPECT_EQ(j["ip"], "10.0.0.1");
+    EXPECT_EQ(j["ctx"], "0x1000");
+    EXPECT_EQ(j["qp"], "0x7f00ab");
+    EXPECT_EQ(j["host"], kHost);
+    EXPECT_FALSE(j["signaled"]);
+}
+
+TEST(DecodeEvent, FailedRegMrHasNullKeysInTheirPlace) {
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_REG_MR);
+    e.u.mr.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+    e.u.mr.lkey = 5;
+    e.ret = -1;
+    const auto j = decode(e, table);
+    EXPECT_EQ(keys(j), (std::vector<std::string>{
+                           "type",   "verb", "t_ns", "wall_ns", "pid",          "tid",    "comm",
+                           "cgroup", "ip",   "ctx",  "mr",      "addr",         "length", "lkey",
+                           "rkey",   "pd",   "iova", "access",  "access_flags", "ret",    "host"}));
+    EXPECT_TRUE(j["lkey"].is_null());
+    EXPECT_TRUE(j["rkey"].is_null());
+    EXPECT_TRUE(j["ip"].is_null());
+    EXPECT_EQ(j["mr"], "0x0");
+    EXPECT_EQ(j["access_flags"], (nlohmann::json{"LOCAL_WRITE", "REMOTE_READ"}));
+    EXPECT_EQ(j["ret"], -1);
+}
+
+TEST(DecodeEvent, RecordsAppendToTheString) {
+    ProcessTable table;
+    std::string out = "earlier\n";
+    decode_event(make_event(INSERT_EV_ALLOC_PD), table, 0, kHost, out);
+    decode_event(make_event(INSERT_EV_CREATE_CQ), table, 0, kHost, out);
+    ASSERT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+    const std::size_t second = out.find('\n', 8) + 1;
+    EXPECT_EQ(nlohmann::json::parse(out.substr(8, second - 8))["verb"], "alloc_pd");
+    EXPECT_EQ(nlohmann::json::parse(out.substr(second))["verb"], "create_cq");
+}
+
+// A process names itself with any bytes (prctl, the file it runs): quotes, backslashes and
+// control characters are escaped, and bytes that are not UTF-8 become U+FFFD, so the line
+// always parses; valid UTF-8 comes back as it was.
+TEST(DecodeEvent, CommWithAnyBytesGivesAParseableLine) {
+    const struct {
+        std::string comm;
+        std::string parsed;
+    } cases[] = {
+        {"a\"b\\c\t\n\r\x01\x1f/", "a\"b\\c\t\n\r\x01\x1f/"},
+        {"caf\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80"},
+        {"x\xffy\xc3(", "x\xef\xbf\xbdy\xef\xbf\xbd("},
+        // An overlong form, a surrogate: each of the 5 bytes.
+        {"\xc0\xaf\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"fifteen_bytes_\xc3", "fifteen_bytes_\xef\xbf\xbd"},  // cut mid-character
+        {"all_16_bytes_set", "all_16_bytes_set"},              // no NUL in the field
+    };
+    for (const auto& c : cases) {
+        ProcessTable table;
+        insert_trace_event e = make_event(INSERT_EV_ALLOC_PD);
+        std::memset(e.comm, 0, sizeof(e.comm));
+        std::memcpy(e.comm, c.comm.data(), std::min(c.comm.size(), sizeof(e.comm)));
+        std::string line;
+        decode_event(e, table, 0, kHost, line);
+        EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+        nlohmann::json j;
+        ASSERT_NO_THROW(j = nlohmann::json::parse(line)) << line;
+        EXPECT_EQ(j["comm"], c.parsed) << line;
+        EXPECT_EQ(j["host"], kHost);
+        EXPECT_EQ(j["ctx"], "0x1000");  // the fields after comm are intact
+    }
+}
+
+TEST(DecodeEvent, ControlCharactersAreWrittenAsUnicodeEscapes) {
+    ProcessTable table;
+    insert_trace_event e = make_event(INSERT_EV_ALLOC_PD);
+    std::strcpy(e.comm, "a\tb\n");
+    std::string line;
+    decode_event(e, table, 0, kHost, line);
+    EXPECT_NE(line.find(R"("comm":"a\u0009b\u000a")"), std::string::npos) << line;
+}
+
+TEST(JsonText, LongTextsAndPointers) {
+    // Longer than the stack copy: paths, error messages.
+    const std::string path = std::string(300, 'p') + "\xff/lib";
+    std::string out;
+    {
+        JsonLine j(out);
+        text(j, "lib", path);
+        j.ip("ctx", HexPointer{0});
+        j.ip("qp", HexPointer{0xffffffffffffffffull});
+        j.ip("cq", HexPointer{0x55d0c0ffee10ull});
+        j.end();
+    }
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["lib"], std::string(300, 'p') + "\xef\xbf\xbd/lib");
+    EXPECT_EQ(j["ctx"], "0x0");
+    EXPECT_EQ(j["qp"], "0xffffffffffffffff");
+    EXPECT_EQ(j["cq"], "0x55d0c0ffee10");
 }
 
 // kQp's modify_qp to RTR with an address vector whose source GID is sgid_index.
