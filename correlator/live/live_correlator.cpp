@@ -240,6 +240,7 @@ void LiveCorrelator::decide_unmatched_wrs(Window& win) {
         // Forgotten after this window (the final window counts every QP it has).
         if (!win.final && q.t_end != kForever && q.t_end < limit) {
             history_.covered.erase(JoinHistory::key(q));
+            paired_.erase(JoinHistory::key(q));
             ++qps_retired_;
             counts_.qps_without_ip += !q.has_ip;
             apps_.forget(q);
@@ -271,15 +272,15 @@ void LiveCorrelator::feed_congestion_window(Window& win) {
     }
 }
 
-// Dataplane counters: final records (all at the end) go to their applications.
+// Dataplane counters: final records (all at the end) go to their applications. A QP's
+// `pair` record is decided with the latest record of its endpoint, which is the final one:
+// it is written when that arrives (the QP's control records may be forgotten by the end),
+// the others' at the end, as the batch run writes them.
 void LiveCorrelator::attribute_qp_records_window(Window& win) {
     keep_latest_records(qps_);
     if (win.final) {
         const auto latest_of = attribute_qp_records(qps_, win.model, clocks_, apps_, names_);
-        for (const PairView& p : make_pairs(win.model, latest_of, names_)) {
-            sink_.pair(p, names_);
-            ++pairs_;
-        }
+        write_pairs(win, latest_of);
         final_qps_ = win.model.qps.size();
         for (const WireQp& r : qps_) congestion_.add_counters(r);
         for (const Incarnation& q : win.model.qps) counts_.qps_without_ip += !q.has_ip;
@@ -291,8 +292,16 @@ void LiveCorrelator::attribute_qp_records_window(Window& win) {
         if (r.final) finals.push_back(r);
         return r.final;
     });
-    attribute_qp_records(finals, win.model, clocks_, apps_, names_);
+    write_pairs(win, attribute_qp_records(finals, win.model, clocks_, apps_, names_));
     for (const WireQp& r : finals) congestion_.add_counters(r);
+}
+
+void LiveCorrelator::write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of) {
+    for (const PairView& p : make_pairs(win.model, latest_of, names_)) {
+        if (!paired_.insert(JoinHistory::key(*p.qp)).second) continue;  // written before
+        sink_.pair(p, names_);
+        ++pairs_;
+    }
 }
 
 // Applications of processes that exited --ttl ago: their final record, then forgotten.

@@ -72,6 +72,7 @@ class LiveCorrelator {
     void retire_exited_apps(Window& win);
     void forget_decided(Window& win);
     void forget_msg(Window& win, std::size_t msg);
+    void write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of);
     int64_t host_cutoff(const Window& win, uint32_t host) const;
     int64_t watermark(bool final) const;
     int64_t theta(uint32_t host) const;
@@ -84,7 +85,8 @@ class LiveCorrelator {
     HostEvents events_;
     WireMsgs msgs_;
     WireQps qps_;
-    JoinHistory history_;  // clock bounds and coverage of every emitted message
+    JoinHistory history_;                // clock bounds and coverage of every emitted message
+    std::set<JoinHistory::Key> paired_;  // QPs whose `pair` record was written (until retired)
     std::vector<ClockEstimate> clocks_;
     std::vector<bool> host_has_qp_;
     AppAggregator apps_;
