@@ -43,6 +43,7 @@ struct WireMsg {
     uint32_t psn_last = 0;
     Op op = Op::send;
     MsgStatus status = MsgStatus::ok;
+    bool checked = false;  // live: its security rules (but injected_message) were applied
     int64_t imm = kNone;
     uint64_t bytes = 0;
     int64_t va = kNone;  // a VA above 2^63 is kept as its two's complement

@@ -27,7 +27,8 @@ LiveCorrelator::LiveCorrelator(HostNames& names, LiveSettings settings, RecordSi
     : names_(names),
       settings_(std::move(settings)),
       sink_(sink),
-      congestion_(settings_.congestion) {}
+      congestion_(settings_.congestion),
+      tracker_(settings_.security, true) {}
 
 int64_t LiveCorrelator::theta(uint32_t host) const {
     if (host < clocks_.size()) return clocks_[host].offset;
@@ -123,7 +124,7 @@ void LiveCorrelator::window(bool final) {
     find_behind_emitted(win);
     decide_unmatched_msgs(win);
     decide_unmatched_wrs(win);
-    find_window_offences(win);
+    check_security(win);
     feed_congestion_window(win);
     attribute_qp_records_window(win);
     retire_exited_apps(win);
@@ -248,16 +249,44 @@ void LiveCorrelator::decide_unmatched_wrs(Window& win) {
     }
 }
 
-// Security: the offences of the messages decided in this window.
-void LiveCorrelator::find_window_offences(Window& win) {
-    std::vector<Offence> found =
-        find_offences(msgs_, win.join, win.model, names_, settings_.security, &win.dropped);
-    for (Offence& o : found) {
-        if (offences_.size() >= kMaxOffences) {
+// Security (docs/correlation.md 8): a message's rules are applied once it is behind the
+// watermark, where what its hosts knew at its time is in - all but injected_message, which
+// waits for the join's verdict on the message. Offences become alerts as their episodes
+// end: each is written then, and fired as soon as it exists.
+void LiveCorrelator::check_security(Window& win) {
+    std::vector<bool> due(msgs_.size(), false);
+    for (std::size_t i = 0; i < msgs_.size(); ++i) {
+        WireMsg& m = msgs_[i];
+        if (m.checked || !(win.final || win.dropped[i] || m.t_first <= win.watermark)) continue;
+        due[i] = m.checked = true;
+    }
+    const RuleSet injected = rule_bit(AlertKind::injected_message);
+    add_offences(find_offences(msgs_, win.join, win.model, names_, settings_.security, &due,
+                               kEveryRule & ~injected));
+    add_offences(find_offences(msgs_, win.join, win.model, names_, settings_.security, &win.dropped,
+                               injected));
+    // Every message up to the watermark has been checked; a message still undecided may
+    // yet be injected.
+    const int64_t settled = win.final ? kMax : saturating_sub(win.watermark, -1);
+    int64_t injected_settled = settled;
+    for (std::size_t i = 0; i < msgs_.size(); ++i)
+        if (!win.dropped[i]) injected_settled = std::min(injected_settled, msgs_[i].t_first);
+    for (Alert& a : tracker_.settle(settled, injected_settled)) {
+        sink_.alert(a);
+        if (settings_.on_alert_closed) settings_.on_alert_closed(a);
+        alerts_.push_back(std::move(a));
+    }
+    for (const Alert& a : tracker_.take_opened())
+        if (settings_.on_alert_opened) settings_.on_alert_opened(a);
+}
+
+void LiveCorrelator::add_offences(const std::vector<Offence>& found) {
+    for (const Offence& o : found) {
+        if (tracker_.offences_held() >= kMaxOffences) {
             ++offences_dropped_;
             continue;
         }
-        offences_.push_back(std::move(o));
+        tracker_.add(o);
     }
 }
 
@@ -348,11 +377,7 @@ std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() cons
 }
 
 void LiveCorrelator::finish(SummaryCounts& s) {
-    alerts_ = aggregate_alerts(std::move(offences_), settings_.security);
-    for (const Alert& a : alerts_) {
-        sink_.alert(a);
-        ++s.alerts[static_cast<std::size_t>(a.kind)];
-    }
+    for (const Alert& a : alerts_) ++s.alerts[static_cast<std::size_t>(a.kind)];
     for (CongestionEpisode& e : congestion_.episodes()) {
         sink_.congestion(e);
         episodes_.push_back(std::move(e));
@@ -360,7 +385,8 @@ void LiveCorrelator::finish(SummaryCounts& s) {
     s.congestion = episodes_.size();
     if (offences_dropped_)
         std::fprintf(stderr,
-                     "insert-correlate: %llu offences beyond %zu were not kept for alerts\n",
+                     "insert-correlate: %llu offences beyond %zu held at once were not kept "
+                     "for alerts\n",
                      static_cast<unsigned long long>(offences_dropped_), kMaxOffences);
     write_apps(true);
     const auto host_clocks = clocks();

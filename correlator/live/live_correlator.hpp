@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "correlator/join/host_model.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/views.hpp"
+#include "correlator/usecases/alert_tracker.hpp"
 #include "correlator/usecases/congestion.hpp"
 #include "correlator/usecases/security.hpp"
 
@@ -29,6 +31,10 @@ struct LiveSettings {
     CongestionOptions congestion;
     int64_t max_delay_ns = 1'000'000'000;
     int64_t ttl_ns = 30'000'000'000;
+    // Told of each alert as soon as it exists (its first offence; a scan at its threshold),
+    // and again with its final count when its episode ended (and its record was written).
+    std::function<void(const Alert&)> on_alert_opened;
+    std::function<void(const Alert&)> on_alert_closed;
 };
 
 class LiveCorrelator {
@@ -66,7 +72,8 @@ class LiveCorrelator {
     void find_behind_emitted(Window& win);
     void decide_unmatched_msgs(Window& win);
     void decide_unmatched_wrs(Window& win);
-    void find_window_offences(Window& win);
+    void check_security(Window& win);
+    void add_offences(const std::vector<Offence>& found);
     void feed_congestion_window(Window& win);
     void attribute_qp_records_window(Window& win);
     void retire_exited_apps(Window& win);
@@ -90,8 +97,8 @@ class LiveCorrelator {
     std::vector<ClockEstimate> clocks_;
     std::vector<bool> host_has_qp_;
     AppAggregator apps_;
-    // Offences of decided messages, aggregated into alerts at the end (docs/correlation.md 8).
-    std::vector<Offence> offences_;
+    // Offences into alerts as their episodes end (docs/correlation.md 8), and the alerts.
+    AlertTracker tracker_;
     std::vector<Alert> alerts_;
     uint64_t offences_dropped_ = 0;
     CongestionTracker congestion_;

@@ -97,31 +97,12 @@ Offence offence(AlertKind kind, const RuleInput& in, const HostNames& names) {
     return o;
 }
 
-auto victim_key(const Offence& o) {
-    return std::make_tuple(o.victim_ip.bytes, o.victim_qpn, o.victim_created);
-}
-
-void add_rkey(Alert& a, const WireMsg& m) {
-    if (m.rkey == kNone) return;
-    const auto rkey = static_cast<uint32_t>(m.rkey);
-    if (std::find(a.rkeys.begin(), a.rkeys.end(), rkey) != a.rkeys.end()) return;
-    if (a.rkeys.size() < 16) a.rkeys.push_back(rkey);
-}
-
-Alert start_alert(AlertKind kind, const Offence& o) {
-    Alert a;
-    a.kind = kind;
-    a.t_ns = a.t_last_ns = o.t;
-    a.first = o;
-    a.first.kind = kind;
-    return a;
-}
-
 }  // namespace
 
 std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const HostModel& model, const HostNames& names,
-                                   const SecurityOptions& options, const std::vector<bool>* only) {
+                                   const SecurityOptions& options, const std::vector<bool>* only,
+                                   RuleSet rules) {
     const QpIndex index(model);
     const MrIndex mrs(model);
     const auto theta = [&](uint32_t host) {
@@ -154,83 +135,11 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                  m.t_first + theta(static_cast<uint32_t>(host));
         }
         for (const SecurityRule& rule : security_rules())
-            if (rule.offends && rule.offends(in)) offences.push_back(offence(rule.kind, in, names));
+            if (rule.offends && (rules & rule_bit(rule.kind)) && rule.offends(in))
+                offences.push_back(offence(rule.kind, in, names));
     }
 
     return offences;
-}
-
-std::vector<Alert> aggregate_alerts(std::vector<Offence> offences, const SecurityOptions& options) {
-    // One alert per episode of one kind, victim and source.
-    std::sort(offences.begin(), offences.end(), [](const Offence& a, const Offence& b) {
-        return std::make_tuple(a.kind, victim_key(a), a.source_ip.bytes, a.t, a.msg.psn_first) <
-               std::make_tuple(b.kind, victim_key(b), b.source_ip.bytes, b.t, b.msg.psn_first);
-    });
-    std::vector<Alert> alerts;
-    for (std::size_t i = 0; i < offences.size(); ++i) {
-        const Offence& o = offences[i];
-        const bool joins = !alerts.empty() && i > 0 && offences[i - 1].kind == o.kind &&
-                           victim_key(offences[i - 1]) == victim_key(o) &&
-                           offences[i - 1].source_ip == o.source_ip &&
-                           o.t - offences[i - 1].t < options.alert_gap_ns;
-        if (!joins) alerts.push_back(start_alert(o.kind, o));
-        Alert& a = alerts.back();
-        a.t_last_ns = o.t;
-        ++a.count;
-        a.pkts += o.msg.pkts;
-        add_rkey(a, o.msg);
-    }
-    for (Alert& a : alerts) a.distinct_rkeys = a.rkeys.size();
-
-    // rkey_scan: one source's rkey/access offences, episodes of gaps < the window, raised
-    // when some window of the episode holds the threshold.
-    std::vector<Offence> scan;
-    for (const Offence& o : offences)
-        if (security_rule(o.kind).feeds_scan) scan.push_back(o);
-    std::sort(scan.begin(), scan.end(), [](const Offence& a, const Offence& b) {
-        return std::make_tuple(a.source_ip.bytes, a.t, a.msg.psn_first, victim_key(a)) <
-               std::make_tuple(b.source_ip.bytes, b.t, b.msg.psn_first, victim_key(b));
-    });
-    for (std::size_t begin = 0; begin < scan.size();) {
-        std::size_t end = begin + 1;
-        while (end < scan.size() && scan[end].source_ip == scan[begin].source_ip &&
-               scan[end].t - scan[end - 1].t < options.scan_window_ns)
-            ++end;
-        int64_t reached = kNone;
-        for (std::size_t lo = begin, hi = begin; hi < end; ++hi) {
-            while (scan[hi].t - scan[lo].t >= options.scan_window_ns) ++lo;
-            if (hi - lo + 1 >= options.scan_threshold) {
-                reached = scan[hi].t;
-                break;
-            }
-        }
-        if (reached != kNone) {
-            Alert a = start_alert(AlertKind::rkey_scan, scan[begin]);
-            a.t_ns = reached;
-            a.t_last_ns = scan[end - 1].t;
-            a.count = end - begin;
-            std::set<std::tuple<std::array<uint8_t, 16>, uint32_t, int64_t>> victims;
-            std::set<uint32_t> rkeys;
-            for (std::size_t k = begin; k < end; ++k) {
-                victims.insert(victim_key(scan[k]));
-                a.pkts += scan[k].msg.pkts;
-                if (scan[k].msg.rkey != kNone)
-                    rkeys.insert(static_cast<uint32_t>(scan[k].msg.rkey));
-                add_rkey(a, scan[k].msg);
-            }
-            a.victims = victims.size();
-            a.distinct_rkeys = rkeys.size();
-            alerts.push_back(a);
-        }
-        begin = end;
-    }
-    std::sort(alerts.begin(), alerts.end(), [](const Alert& a, const Alert& b) {
-        return std::make_tuple(a.t_ns, a.kind, a.first.victim_ip.bytes, a.first.victim_qpn,
-                               a.first.source_ip.bytes) <
-               std::make_tuple(b.t_ns, b.kind, b.first.victim_ip.bytes, b.first.victim_qpn,
-                               b.first.source_ip.bytes);
-    });
-    return alerts;
 }
 
 }  // namespace insert::correlate

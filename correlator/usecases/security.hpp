@@ -50,15 +50,23 @@ struct Alert {
     uint64_t pkts = 0;
 };
 
-// Every offending message of `msgs` (docs/correlation.md 8); with `only`, of the messages
-// it marks.
+// A set of security rules, one bit per AlertKind.
+using RuleSet = uint32_t;
+constexpr RuleSet rule_bit(AlertKind k) {
+    return RuleSet{1} << static_cast<unsigned>(k);
+}
+inline constexpr RuleSet kEveryRule = ~RuleSet{0};
+
+// Every offending message of `msgs` (docs/correlation.md 8) against `rules`; with `only`,
+// of the messages it marks.
 std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const HostModel& model, const HostNames& names,
                                    const SecurityOptions& options,
-                                   const std::vector<bool>* only = nullptr);
+                                   const std::vector<bool>* only = nullptr,
+                                   RuleSet rules = kEveryRule);
 
-// Offences into alerts: episodes per (kind, victim, source IP) and rkey scans per source.
-// Sorted by (t_ns, kind, victim, source).
+// Every alert of these offences (a batch run; alert_tracker.cpp: one tracker with everything
+// settled at once), sorted by (t_ns, kind, victim, source).
 std::vector<Alert> aggregate_alerts(std::vector<Offence> offences, const SecurityOptions& options);
 
 }  // namespace insert::correlate
