@@ -62,14 +62,11 @@ void LiveCorrelator::add(uint32_t stream, Ingested& block) {
     }
 }
 
-void LiveCorrelator::stream_closed(uint32_t stream) {
-    if (stream >= streams_.size()) streams_.resize(stream + 1);
-    streams_[stream].open = false;
-}
-
 // docs/correlation.md 7: the oldest, over the streams still sending, of their newest time
 // minus --max-delay. A stream silent for --max-delay of wall time holds nothing back; when
-// every stream is silent or ended, everything seen is settled.
+// every stream is silent or ended, everything seen is settled. A stream whose connection
+// closed holds the watermark as a silent one does: a producer that reconnects within
+// --max-delay (a restart) goes on where it stopped, its records not late.
 int64_t LiveCorrelator::watermark(bool final) const {
     if (final) return kMax;
     const auto now = std::chrono::steady_clock::now();
@@ -79,7 +76,7 @@ int64_t LiveCorrelator::watermark(bool final) const {
     for (const Stream& s : streams_) {
         if (!s.seen) continue;
         newest = std::max(newest, s.newest);
-        if (s.open && now - s.last_data < quiet) {
+        if (now - s.last_data < quiet) {
             w = std::min(w, saturating_sub(s.newest, settings_.max_delay_ns));
             active = true;
         }

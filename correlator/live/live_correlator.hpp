@@ -43,7 +43,6 @@ class LiveCorrelator {
 
     // Records of one stream, as decoded from a block of its lines.
     void add(uint32_t stream, Ingested& block);
-    void stream_closed(uint32_t stream);
 
     // One window. `final`: at the end of input, everything left is decided.
     void window(bool final);
@@ -62,7 +61,6 @@ class LiveCorrelator {
     struct Stream {
         int64_t newest = INT64_MIN;  // observer time of its newest record
         std::chrono::steady_clock::time_point last_data{};
-        bool open = true;
         bool seen = false;
     };
     // One window's steps (live_correlator.cpp), in order.

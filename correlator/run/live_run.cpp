@@ -191,7 +191,6 @@ class LiveInputs {
         if (eof) {
             if (s.fd > 0) ::close(s.fd);
             s.fd = -1;
-            engine_.stream_closed(static_cast<uint32_t>(i));
         }
     }
 
