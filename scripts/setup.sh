@@ -10,6 +10,8 @@ packages=(
     dpdk-dev libdpdk-dev libbpf-dev bpftool libibverbs-dev rdma-core ibverbs-providers
     libtbb-dev libfmt-dev libgtest-dev libbenchmark-dev libpcap-dev nlohmann-json3-dev
     libcli11-dev zlib1g-dev libsimdjson-dev libjemalloc-dev
+    # insert-correlate --alertmanager: HTTP and HTTPS (the system's CAs)
+    libcurl4-openssl-dev ca-certificates
     # tests and demos
     python3 tshark tcpreplay tcpdump iproute2 perftest iputils-ping ethtool
     # the HTML report (Chart.js, inlined into the page) and its checks: a real headless

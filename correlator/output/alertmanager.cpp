@@ -1,168 +1,237 @@
 #include "correlator/output/alertmanager.hpp"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <ctime>
 
-#include "dataplane/common/json_line.hpp"
 #include "correlator/output/record_writer.hpp"
+#include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate {
 
 namespace {
 
-constexpr std::size_t kBatch = 500;  // alerts per request
-
-// RFC 3339 with nanoseconds, UTC, from ns since the epoch.
-std::string rfc3339(int64_t ns) {
-    const time_t s = static_cast<time_t>(ns / 1'000'000'000);
-    std::tm tm{};
-    gmtime_r(&s, &tm);
-    char text[64];
-    const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-    char frac[16];
-    std::snprintf(frac, sizeof frac, ".%09lldZ", static_cast<long long>(ns % 1'000'000'000));
-    return std::string(text, n) + frac;
-}
+// How many victims and contributors an episode's annotations name (the record has all).
+constexpr std::size_t kAppsNamed = 8;
 
 std::string owner_text(const QpOwner& o) {
     return o.traced ? std::string(o.comm.view()) + "[" + std::to_string(o.pid) + "]@" + o.host
                     : std::string("untraced");
 }
 
-class Socket {
-  public:
-    ~Socket() {
-        if (fd >= 0) ::close(fd);
-    }
-    int fd = -1;
-};
+std::string app_text(const AppRef& a) {
+    return a.owner.traced ? owner_text(a.owner) + " (" + a.ip.to_string() + ")"
+                          : a.ip.to_string() + " (untraced)";
+}
 
-bool http_post(const std::string& host, const std::string& port, const std::string& path,
-               const std::string& body, std::string& error) {
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-        error = host + ": " + gai_strerror(rc);
-        return false;
-    }
-    Socket s;
-    for (addrinfo* a = res; a && s.fd < 0; a = a->ai_next) {
-        s.fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (s.fd < 0) continue;
-        timeval tv{5, 0};  // an unresponsive Alertmanager must not hang the run
-        setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(s.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (::connect(s.fd, a->ai_addr, a->ai_addrlen) != 0) {
-            error = host + ":" + port + ": " + std::strerror(errno);
-            ::close(s.fd);
-            s.fd = -1;
+std::string micros(int64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+    return text;
+}
+
+std::string apps_text(const std::vector<EpisodeApp>& apps, bool victims) {
+    std::string text;
+    for (std::size_t i = 0; i < apps.size() && i < kAppsNamed; ++i) {
+        const EpisodeApp& a = apps[i];
+        if (i) text += ", ";
+        text += app_text(a.app);
+        text += ": " + std::to_string(a.msgs) + " msgs, ";
+        if (victims) {
+            text += '+';
+            text += micros(a.added_net_ns);
+        } else {
+            text += std::to_string(a.bytes) + " bytes";
         }
     }
-    freeaddrinfo(res);
-    if (s.fd < 0) return false;
-    const std::string request =
-        "POST " + path + " HTTP/1.1\r\nHost: " + host + ":" + port +
-        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\nConnection: close\r\n\r\n" + body;
-    for (std::size_t sent = 0; sent < request.size();) {
-        const ssize_t n = ::send(s.fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) {
-            error = host + ":" + port + ": " + std::strerror(errno);
-            return false;
+    if (apps.size() > kAppsNamed)
+        text += ", and " + std::to_string(apps.size() - kAppsNamed) + " more";
+    return text.empty() ? "none" : text;
+}
+
+std::string without_newline(std::string record) {
+    if (!record.empty() && record.back() == '\n') record.pop_back();
+    return record;
+}
+
+std::string lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+// The URL's parts; false when it is not http[s]://[USERINFO@]HOST[:PORT][/PREFIX].
+bool split_url(const std::string& url, std::string& scheme, std::string& host, std::string& port,
+               std::string& prefix) {
+    const std::size_t sep = url.find("://");
+    if (sep == std::string::npos) return false;
+    scheme = lower(url.substr(0, sep));
+    if (scheme != "http" && scheme != "https") return false;
+    const std::string rest = url.substr(sep + 3);
+    if (rest.find_first_of("?# \t\r\n") != std::string::npos) return false;
+    const std::size_t slash = rest.find('/');
+    std::string authority = rest.substr(0, slash);
+    prefix = slash == std::string::npos ? "" : rest.substr(slash);
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    if (const std::size_t at = authority.rfind('@'); at != std::string::npos)
+        authority.erase(0, at + 1);
+    std::size_t colon = std::string::npos;
+    if (!authority.empty() && authority.front() == '[') {  // [IPv6]:PORT
+        const std::size_t close = authority.find(']');
+        if (close == std::string::npos) return false;
+        if (close + 1 < authority.size()) {
+            if (authority[close + 1] != ':') return false;
+            colon = close + 1;
         }
-        sent += static_cast<std::size_t>(n);
+    } else {
+        colon = authority.rfind(':');
     }
-    std::string reply;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(s.fd, buf, sizeof buf, 0)) > 0;)
-        reply.append(buf, static_cast<std::size_t>(n));
-    // "HTTP/1.1 200 OK"
-    const auto space = reply.find(' ');
-    if (space == std::string::npos || reply.compare(space + 1, 1, "2") != 0) {
-        error = host + ":" + port + path + ": " +
-                (reply.empty() ? std::string("no reply") : reply.substr(0, reply.find('\r')));
+    host = authority.substr(0, colon);
+    port = colon == std::string::npos ? (scheme == "https" ? "443" : "80")
+                                      : authority.substr(colon + 1);
+    if (host.empty() || host == "[]" || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos)
         return false;
-    }
-    return true;
+    const long number = std::stol(port);
+    return number >= 1 && number <= 65535;
 }
 
 }  // namespace
 
-bool parse_alertmanager_url(const std::string& url, std::string& host, std::string& port,
-                            std::string& prefix, std::string& error) {
-    const std::string scheme = "http://";
-    if (url.compare(0, scheme.size(), scheme) != 0) {
-        error = "--alertmanager " + url + ": expected http://HOST:PORT[/PREFIX]";
-        return false;
+std::string AmAlert::identity() const {
+    std::string key;
+    for (const auto& [name, value] : labels) {
+        if (value.empty()) continue;  // as the Alertmanager drops them
+        key += name;
+        key += '\0';
+        key += value;
+        key += '\0';
     }
-    const std::string rest = url.substr(scheme.size());
-    const auto slash = rest.find('/');
-    const std::string authority = rest.substr(0, slash);
-    prefix = slash == std::string::npos ? "" : rest.substr(slash);
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    const auto colon = authority.rfind(':');
-    host = authority.substr(0, colon);
-    port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
-    if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos) {
-        error = "--alertmanager " + url + ": expected http://HOST:PORT[/PREFIX]";
-        return false;
-    }
-    return true;
+    return key;
 }
 
-std::string alertmanager_body(const std::vector<Alert>& alerts) {
+AmAlert alertmanager_alert(const Alert& a) {
+    const Offence& o = a.first;
+    const std::string kind(alert_kind_name(a.kind));
+    AmAlert am;
+    am.labels = {
+        {"alertname", "insert_" + kind},
+        {"kind", kind},
+        {"severity", std::string(alert_severity(a.kind))},
+        {"victim_ip", o.victim_ip.to_string()},
+        {"victim_qpn", std::to_string(o.victim_qpn)},
+        {"victim_pid", o.victim.traced ? std::to_string(o.victim.pid) : ""},
+        {"victim_comm", std::string(o.victim.comm.view())},
+        {"victim_cgroup", o.victim.traced ? std::to_string(o.victim.cgroup) : ""},
+        {"source_ip", o.source_ip.to_string()},
+        {"source_pid", o.source.traced ? std::to_string(o.source.pid) : ""},
+    };
+    std::string record;
+    append_alert(record, a);
+    am.annotations = {
+        {"summary", kind + ": " + std::to_string(a.count) + " message(s) from " +
+                        o.source_ip.to_string() + " (" + owner_text(o.source) + ") to QP " +
+                        std::to_string(o.victim_qpn) + " of " + o.victim_ip.to_string() + " (" +
+                        owner_text(o.victim) + ")"},
+        {"record", without_newline(std::move(record))},
+    };
+    am.starts_at_ns = a.t_ns;
+    return am;
+}
+
+AmAlert alertmanager_alert(const CongestionEpisode& e, bool closed) {
+    AmAlert am;
+    am.labels = {
+        {"alertname", "insert_congestion"},
+        {"kind", "congestion"},
+        {"severity", "warning"},
+        {"node", e.node},
+    };
+    std::string record;
+    append_congestion(record, e);
+    am.annotations = {
+        {"summary", "congestion at " + e.node + ": " + std::to_string(e.msgs) + " messages from " +
+                        std::to_string(e.contributors.size()) +
+                        " application(s), p99 network latency " + micros(e.p99_net_ns) +
+                        " (baseline " + micros(e.baseline_net_ns) + "); CNPs " +
+                        std::to_string(e.cnps) + ", ECN-CE " + std::to_string(e.ecn_ce) +
+                        ", retransmitted packets " + std::to_string(e.retx_pkts) + ", NAKs " +
+                        std::to_string(e.naks)},
+        {"victims", apps_text(e.victims, true)},
+        {"contributors", apps_text(e.contributors, false)},
+        {"record", without_newline(std::move(record))},
+    };
+    am.starts_at_ns = e.t_start_ns;
+    am.ends_at_ns = closed ? std::max(e.t_end_ns, e.t_start_ns) : 0;
+    return am;
+}
+
+std::string rfc3339(int64_t ns) {
+    // Floor division: a time before 1970 still has its fraction in [0, 1 s).
+    int64_t s = ns / 1'000'000'000;
+    int64_t frac = ns % 1'000'000'000;
+    if (frac < 0) frac += 1'000'000'000, --s;
+    const time_t t = static_cast<time_t>(s);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[64];
+    const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(text + n, sizeof text - n, ".%09lldZ", static_cast<long long>(frac));
+    return text;
+}
+
+std::string alertmanager_body(const std::vector<AmAlert>& alerts) {
     std::string body = "[";
     for (std::size_t i = 0; i < alerts.size(); ++i) {
-        const Alert& a = alerts[i];
-        const Offence& o = a.first;
-        std::string labels, annotations, record;
-        JsonLine l(labels);
-        l.s("alertname", "insert_" + std::string(alert_kind_name(a.kind)))
-            .s("kind", alert_kind_name(a.kind))
-            .s("severity", alert_severity(a.kind))
-            .s("victim_ip", o.victim_ip.to_string())
-            .s("victim_qpn", std::to_string(o.victim_qpn))
-            .s("victim_pid", o.victim.traced ? std::to_string(o.victim.pid) : "")
-            .s("victim_comm", std::string(o.victim.comm.view()))
-            .s("victim_cgroup", o.victim.traced ? std::to_string(o.victim.cgroup) : "")
-            .s("source_ip", o.source_ip.to_string())
-            .s("source_pid", o.source.traced ? std::to_string(o.source.pid) : "");
-        l.close();
-        append_alert(record, a);
-        if (!record.empty() && record.back() == '\n') record.pop_back();
-        JsonLine an(annotations);
-        an.s("summary", std::string(alert_kind_name(a.kind)) + ": " + std::to_string(a.count) +
-                            " message(s) from " + o.source_ip.to_string() + " (" +
-                            owner_text(o.source) + ") to QP " + std::to_string(o.victim_qpn) +
-                            " of " + o.victim_ip.to_string() + " (" + owner_text(o.victim) + ")")
-            .s("record", record);
-        an.close();
+        const AmAlert& a = alerts[i];
+        std::string labels, annotations;
+        {
+            JsonLine l(labels);
+            for (const auto& [name, value] : a.labels) l.s(name, value);
+            l.close();
+            JsonLine an(annotations);
+            for (const auto& [name, value] : a.annotations) an.s(name, value);
+            an.close();
+        }
+        if (i) body += ',';
         JsonLine entry(body);
-        entry.raw("labels", labels).raw("annotations", annotations).s("startsAt", rfc3339(a.t_ns));
+        entry.raw("labels", labels).raw("annotations", annotations);
+        entry.s("startsAt", rfc3339(a.starts_at_ns));
+        if (a.ends_at_ns != 0) entry.s("endsAt", rfc3339(a.ends_at_ns));
+        if (!a.generator_url.empty()) entry.s("generatorURL", a.generator_url);
         entry.close();
-        if (i + 1 < alerts.size()) body += ',';
     }
     body += ']';
     return body;
 }
 
-bool post_alerts(const std::string& url, const std::vector<Alert>& alerts, std::string& error) {
-    std::string host, port, prefix;
-    if (!parse_alertmanager_url(url, host, port, prefix, error)) return false;
-    for (std::size_t i = 0; i < alerts.size(); i += kBatch) {
-        const std::vector<Alert> part(
-            alerts.begin() + static_cast<long>(i),
-            alerts.begin() + static_cast<long>(std::min(alerts.size(), i + kBatch)));
-        if (!http_post(host, port, prefix + "/api/v2/alerts", alertmanager_body(part), error))
-            return false;
+std::string alertmanager_body(const std::vector<Alert>& alerts) {
+    std::vector<AmAlert> am;
+    am.reserve(alerts.size());
+    for (const Alert& a : alerts) am.push_back(alertmanager_alert(a));
+    return alertmanager_body(am);
+}
+
+bool parse_alertmanager_url(const std::string& url, std::string& host, std::string& port,
+                            std::string& prefix, std::string& error) {
+    std::string scheme;
+    if (!split_url(url, scheme, host, port, prefix)) {
+        error = "--alertmanager " + url + ": expected http[s]://HOST[:PORT][/PREFIX]";
+        return false;
     }
     return true;
+}
+
+std::string alertmanager_display_url(const std::string& url) {
+    std::string scheme, host, port, prefix;
+    if (!split_url(url, scheme, host, port, prefix)) return url;
+    return scheme + "://" + host + ":" + port + prefix;
+}
+
+std::string alertmanager_endpoint(const std::string& url) {
+    std::string base = url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    return base + "/api/v2/alerts";
 }
 
 }  // namespace insert::correlate

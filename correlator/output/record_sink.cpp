@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "dataplane/common/json_line.hpp"
 #include "correlator/output/record_writer.hpp"
+#include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate {
 
@@ -102,8 +102,11 @@ void RecordSink::summary(const SummaryCounts& s) {
             obj.u(alert_kind_name(static_cast<AlertKind>(k)), s.alerts[k]);
         obj.close();
         JsonLine(delivery)
-            .u("sent", s.alertmanager_sent)
-            .u("failed", s.alertmanager_failed)
+            .u("sent", s.alertmanager.sent)
+            .u("failed", s.alertmanager.failed())
+            .u("rejected", s.alertmanager.rejected)
+            .u("dropped", s.alertmanager.dropped)
+            .u("retries", s.alertmanager.retries)
             .close();
     }
     JsonLine(inputs)

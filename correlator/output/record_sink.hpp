@@ -11,6 +11,7 @@
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/clock.hpp"
 #include "correlator/join/correlation.hpp"
+#include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/views.hpp"
 #include "correlator/usecases/congestion.hpp"
@@ -36,8 +37,7 @@ struct SummaryCounts {
     uint64_t pairs = 0;
     uint64_t trace_drops = 0;
     std::array<uint64_t, static_cast<std::size_t>(AlertKind::count)> alerts{};
-    uint64_t alertmanager_sent = 0;
-    uint64_t alertmanager_failed = 0;
+    DeliveryCounts alertmanager;  // --alertmanager (docs/correlation.md 8)
     uint64_t congestion = 0;
     double wall_s = 0;
 };

@@ -13,7 +13,7 @@
 #include "correlator/input/ingest.hpp"
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
-#include "correlator/output/alertmanager.hpp"
+#include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/batch_progress.hpp"
 #include "correlator/output/e2e_writer.hpp"
 #include "correlator/output/output_stream.hpp"
@@ -101,14 +101,13 @@ int run_batch(const CorrelateOptions& options) {
     summary.trace_drops = model.trace_drops;
     summary.congestion = episodes.size();
     for (const Alert& a : alerts) ++summary.alerts[static_cast<std::size_t>(a.kind)];
-    if (!options.alertmanager.empty() && !alerts.empty()) {
-        if (post_alerts(options.alertmanager, alerts, error)) {
-            summary.alertmanager_sent = alerts.size();
-        } else {
-            summary.alertmanager_failed = alerts.size();
-            std::fprintf(stderr, "insert-correlate: alertmanager: %s\n", error.c_str());
-            error.clear();
-        }
+    if (!options.alertmanager.url.empty() && (!alerts.empty() || !episodes.empty())) {
+        AlertmanagerClient alertmanager(options.alertmanager);
+        enqueue_run(alertmanager, alerts, episodes);
+        alertmanager.flush(std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(options.alertmanager.wait_s)));
+        summary.alertmanager = alertmanager.counts();
     }
     const auto clocks = host_clocks(model, joined.clocks, names);
     summary.hosts = clocks.size();

@@ -20,7 +20,7 @@
 
 #include "correlator/input/ingest.hpp"
 #include "correlator/live/live_correlator.hpp"
-#include "correlator/output/alertmanager.hpp"
+#include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/output_stream.hpp"
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
@@ -245,6 +245,9 @@ int run_live(const CorrelateOptions& options) {
     settings.ttl_ns = static_cast<int64_t>(options.ttl_s * 1e9);
     settings.security = options.security;
     settings.congestion = options.congestion;
+    // --alertmanager: its own thread, so that delivery never holds up a window.
+    std::optional<AlertmanagerClient> alertmanager;
+    if (!options.alertmanager.url.empty()) alertmanager.emplace(options.alertmanager);
     LiveCorrelator engine(names, settings, sink);
     LiveInputs inputs(options, engine, names);
     if (!inputs.open(error)) return fail(error);
@@ -272,13 +275,12 @@ int run_live(const CorrelateOptions& options) {
     engine.window(true);
     SummaryCounts summary;
     engine.finish(summary);
-    if (!options.alertmanager.empty() && !engine.alerts().empty()) {
-        if (post_alerts(options.alertmanager, engine.alerts(), error)) {
-            summary.alertmanager_sent = engine.alerts().size();
-        } else {
-            summary.alertmanager_failed = engine.alerts().size();
-            std::fprintf(stderr, "insert-correlate: alertmanager: %s\n", error.c_str());
-        }
+    if (alertmanager) {
+        enqueue_run(*alertmanager, engine.alerts(), engine.episodes());
+        alertmanager->flush(Clock::now() +
+                            std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(options.alertmanager.wait_s)));
+        summary.alertmanager = alertmanager->counts();
     }
     summary.inputs = inputs.counts_;
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();

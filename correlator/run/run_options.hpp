@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "correlator/join/clock.hpp"
+#include "correlator/output/alert_delivery.hpp"
 #include "correlator/usecases/congestion.hpp"
 #include "correlator/usecases/security.hpp"
 
@@ -28,8 +29,8 @@ struct CorrelateOptions {
     // Security alerts (docs/correlation.md 8).
     SecurityOptions security;
     CongestionOptions congestion;
-    std::string alertmanager;  // http://HOST:PORT: also deliver the alerts there
-    std::string html;          // also write the records as an HTML report (correlator/report)
+    AlertDeliveryOptions alertmanager;  // url http[s]://HOST:PORT: deliver alerts there too
+    std::string html;  // also write the records as an HTML report (correlator/report)
 };
 
 }  // namespace insert::correlate

@@ -1,11 +1,15 @@
 #include "correlator/tools/correlate_options.hpp"
 
+#include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/alertmanager.hpp"
 #include "correlator/usecases/security_rules.hpp"
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 namespace insert::correlate {
@@ -94,8 +98,18 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
                    "live: seconds between windows and app records (default 1)");
     app.add_option("--duration", out.duration_s, "live: stop after this many seconds");
     double alert_gap_s = 1.0, scan_window_s = 1.0;
-    app.add_option("--alertmanager", out.alertmanager,
-                   "also deliver alerts to this Prometheus Alertmanager (http://HOST:PORT)");
+    app.add_option("--alertmanager", out.alertmanager.url,
+                   "also deliver alerts and congestion episodes to this Prometheus Alertmanager "
+                   "(http[s]://HOST[:PORT][/PREFIX])");
+    app.add_option("--alertmanager-ca", out.alertmanager.ca_file,
+                   "https: trust the CAs in this PEM file instead of the system's");
+    app.add_option("--alertmanager-queue", out.alertmanager.queue_limit,
+                   "alerts waiting for delivery at most; more are dropped and counted "
+                   "(default 10000)");
+    app.add_option("--alertmanager-resend", out.alertmanager.resend_s,
+                   "seconds between re-sends of a firing alert (default 60)");
+    app.add_option("--alertmanager-wait", out.alertmanager.wait_s,
+                   "seconds the end of a run keeps trying to deliver (default 5)");
     app.add_option("--alert-gap", alert_gap_s,
                    "offences of one kind, victim and source closer than this (s) are one alert "
                    "(default 1)");
@@ -149,9 +163,33 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         error = "--scan-threshold 0: at least 1";
         return 2;
     }
-    if (!out.alertmanager.empty()) {
+    if (!in_range("--alertmanager-resend", out.alertmanager.resend_s, 0.1, 86400) ||
+        !in_range("--alertmanager-wait", out.alertmanager.wait_s, 0, 3600))
+        return 2;
+    for (const char* o : {"--alertmanager-ca", "--alertmanager-queue", "--alertmanager-resend",
+                          "--alertmanager-wait"})
+        if (app.count(o) && out.alertmanager.url.empty()) {
+            error = std::string(o) + ": needs --alertmanager URL";
+            return 2;
+        }
+    if (app.count("--alertmanager")) {
         std::string host, port, prefix;
-        if (!parse_alertmanager_url(out.alertmanager, host, port, prefix, error)) return 2;
+        if (!parse_alertmanager_url(out.alertmanager.url, host, port, prefix, error)) return 2;
+        if (!alert_delivery_available()) {
+            error =
+                "--alertmanager: this insert-correlate was built without libcurl "
+                "(install libcurl4-openssl-dev - scripts/setup.sh - and rebuild)";
+            return 2;
+        }
+    }
+    if (out.alertmanager.queue_limit < 1 || out.alertmanager.queue_limit > 10'000'000) {
+        error = "--alertmanager-queue " + std::to_string(out.alertmanager.queue_limit) +
+                ": from 1 to 10000000";
+        return 2;
+    }
+    if (app.count("--alertmanager-ca") && ::access(out.alertmanager.ca_file.c_str(), R_OK) != 0) {
+        error = "--alertmanager-ca " + out.alertmanager.ca_file + ": " + std::strerror(errno);
+        return 2;
     }
     out.threads = threads ? static_cast<unsigned>(threads)
                           : std::max(1u, std::thread::hardware_concurrency());
