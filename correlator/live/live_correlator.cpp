@@ -27,8 +27,8 @@ LiveCorrelator::LiveCorrelator(HostNames& names, LiveSettings settings, RecordSi
     : names_(names),
       settings_(std::move(settings)),
       sink_(sink),
-      congestion_(settings_.congestion),
-      tracker_(settings_.security, true) {}
+      tracker_(settings_.security, true),
+      congestion_(settings_.congestion) {}
 
 int64_t LiveCorrelator::theta(uint32_t host) const {
     if (host < clocks_.size()) return clocks_[host].offset;

@@ -114,7 +114,7 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
         const WireMsg& m = msgs[i];
         const int64_t requester = join.requester[i];
         const int64_t r = join.responder[i];
-        RuleInput in{m};
+        RuleInput in(m);
         in.wire = join.wire[i];
         if (requester >= 0) in.source = &model.qps[static_cast<std::size_t>(requester)];
         if (r >= 0) {

@@ -43,6 +43,7 @@ struct RegionLookup {
 
 // What the rules know about one request message.
 struct RuleInput {
+    explicit RuleInput(const WireMsg& m) : msg(m) {}
     const WireMsg& msg;
     const Incarnation* target = nullptr;  // the QP alive at dst when the message arrived
     const Incarnation* source = nullptr;  // the requester's QP, when traced
