@@ -248,7 +248,9 @@ TEST(EngineReport, a_peers_response_after_the_boundary_reports_the_endpoint_firs
             EXPECT_EQ(r.qp.msgs[static_cast<int>(state::MsgOp::send)], 1u);
             EXPECT_EQ(r.qp.t_last_ns, 30u);
         }
-        if (r.type == RecordType::qp && r.qp.qpn == 17) EXPECT_EQ(r.qp.pkts, 1u);
+        if (r.type == RecordType::qp && r.qp.qpn == 17) {
+            EXPECT_EQ(r.qp.pkts, 1u);
+        }
     }
     EXPECT_EQ(order, (std::vector<std::string>{"qp 17", "qp 34", "msg 101"}));
 }
@@ -286,7 +288,9 @@ TEST(EngineReport, an_eviction_after_the_boundary_is_preceded_by_the_periodic_re
         const Record& r = h.sink.records[i];
         if (r.type == RecordType::qp) kinds.push_back(r.qp.final ? "final" : "periodic");
         if (r.type == RecordType::msg) kinds.push_back("msg");
-        if (r.type == RecordType::qp) EXPECT_EQ(r.qp.pkts, 1u);
+        if (r.type == RecordType::qp) {
+            EXPECT_EQ(r.qp.pkts, 1u);
+        }
     }
     EXPECT_EQ(kinds, (std::vector<std::string>{"periodic", "msg", "final"}));
     EXPECT_FALSE(h.engine->advance_report());  // nothing left to report
