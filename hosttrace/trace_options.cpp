@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "dataplane/common/version.hpp"
+
 namespace insert::hosttrace {
 
 namespace {
@@ -55,7 +57,9 @@ std::string datapath_text(uint32_t sample) {
 }
 
 int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& error) {
-    CLI::App app{"insert-trace: eBPF tracing of RDMA verbs (libibverbs) on this host"};
+    CLI::App app{"insert-trace: eBPF tracing of RDMA verbs (libibverbs) on this host",
+                 "insert-trace"};
+    app.set_version_flag("--version", version_line("insert-trace"), "print the version and exit");
     app.footer(
         "Examples:\n"
         "  insert-trace                                  # every process using the system "
@@ -96,6 +100,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
         std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
         return 0;
     } catch (const CLI::ParseError& e) {
         error = e.what();

@@ -9,6 +9,7 @@
 
 #include "bench/attack/inject.hpp"
 #include "bench/attack/rkey_guess.hpp"
+#include "dataplane/common/version.hpp"
 
 namespace {
 
@@ -40,7 +41,10 @@ CLI::Validator number(unsigned bits) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"insert-attack: RDMA attackers for the emulated cluster (docs/demo.md)"};
+    CLI::App app{"insert-attack: RDMA attackers for the emulated cluster (docs/demo.md)",
+                 "insert-attack"};
+    app.set_version_flag("--version", insert::version_line("insert-attack"),
+                         "print the version and exit");
     app.require_subcommand(1);
     app.footer(
         "Each run prints one JSON line on stdout (what was targeted and sent); errors: one\n"
@@ -103,6 +107,9 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
         std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
         return 0;
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "insert-attack: %s\n", e.what());

@@ -15,6 +15,7 @@
 #include "bench/gen/generator.hpp"
 #include "bench/gen/host_outputs.hpp"
 #include "bench/gen/scenario_json.hpp"
+#include "dataplane/common/version.hpp"
 
 namespace {
 
@@ -28,7 +29,9 @@ int usage_error(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"insert-gen: RoCEv2 traffic synthesizer with ground truth"};
+    CLI::App app{"insert-gen: RoCEv2 traffic synthesizer with ground truth", "insert-gen"};
+    app.set_version_flag("--version", insert::version_line("insert-gen"),
+                         "print the version and exit");
     app.footer(
         "Examples:\n"
         "  insert-gen --list-scenarios\n"
@@ -72,6 +75,9 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
+        return 0;
     } catch (const CLI::ParseError& e) {
         return usage_error(e.what());
     }

@@ -3,6 +3,7 @@
 #include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/alertmanager.hpp"
 #include "correlator/usecases/security_rules.hpp"
+#include "dataplane/common/version.hpp"
 
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -56,7 +57,10 @@ std::string rules_markdown() {
 int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::string& error) {
     CLI::App app{
         "insert-correlate: joins insert-trace host records and insert-dp wire records into "
-        "end-to-end views (SPEC.md section 10, docs/correlation.md)"};
+        "end-to-end views (SPEC.md section 10, docs/correlation.md)",
+        "insert-correlate"};
+    app.set_version_flag("--version", version_line("insert-correlate"),
+                         "print the version and exit");
     app.footer(
         "Inputs are JSON Lines files or '-' (standard input), each holding dataplane records,\n"
         "host records or both, in any order and split in any way. Regular files are read to\n"
@@ -125,6 +129,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
         std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
         return 0;
     } catch (const CLI::ParseError& e) {
         error = e.what();

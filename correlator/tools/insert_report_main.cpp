@@ -10,6 +10,7 @@
 #include <string>
 
 #include "correlator/report/html_report.hpp"
+#include "dataplane/common/version.hpp"
 
 namespace {
 
@@ -23,7 +24,10 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
     CLI::App app{
         "insert-report: writes insert-correlate's records as one self-contained HTML page "
-        "(docs/correlation.md section 10)"};
+        "(docs/correlation.md section 10)",
+        "insert-report"};
+    app.set_version_flag("--version", insert::version_line("insert-report"),
+                         "print the version and exit");
     app.footer(
         "Examples:\n"
         "  insert-correlate dp.jsonl trace.jsonl --records correlated.jsonl\n"
@@ -41,6 +45,9 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
         std::fputs(app.help().c_str(), stdout);
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::printf("%s\n", e.what());
         return 0;
     } catch (const CLI::ParseError& e) {
         return fail(e.what());

@@ -49,6 +49,7 @@ constexpr const char* kUsage =
     "  --summary   after the rows, print frame counts (frames, roce, non_roce, malformed\n"
     "              by reason) on stderr; stdout stays pure CSV\n"
     "  -h, --help  this text\n"
+    "  --version   the version of insert-dp\n"
     "\n"
     "exit status: 0 success (also for a capture cut short: the complete frames are printed,\n"
     "then one warning line naming the file on stderr); 2 missing or unreadable file, not a\n"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "dataplane/common/version.hpp"
 #include "dataplane/tools/commands.hpp"
 
 namespace {
@@ -22,10 +23,13 @@ constexpr Command kCommands[] = {
 };
 
 void usage(std::FILE* out) {
-    std::fprintf(out, "usage: insert-dp COMMAND [OPTIONS]   (insert-dp COMMAND --help)\n\n");
+    // The headings are the ones help2man turns into the man page's sections.
+    std::fprintf(out,
+                 "Usage: insert-dp COMMAND [OPTIONS]   (insert-dp COMMAND --help)\n"
+                 "  or:  insert-dp --help | --version\n\nCommands:\n");
     for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
     std::fprintf(out,
-                 "\nexamples:\n"
+                 "\nExamples:\n"
                  "  insert-dp decode pcaps/rc_mixed.pcap > packets.csv\n"
                  "  insert-dp replay pcaps/rc_mixed.pcap --workers 2 --records out.jsonl\n"
                  "  insert-dp inline --iface veth-a --iface veth-b --records live.jsonl\n"
@@ -43,6 +47,10 @@ int main(int argc, char** argv) {
     const std::string_view cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
         usage(stdout);
+        return 0;
+    }
+    if (cmd == "--version") {
+        std::printf("%s\n", insert::version_line("insert-dp").c_str());
         return 0;
     }
     for (const Command& c : kCommands)
