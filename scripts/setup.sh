@@ -10,6 +10,8 @@ packages=(
     dpdk-dev libdpdk-dev libbpf-dev bpftool libibverbs-dev rdma-core ibverbs-providers
     libtbb-dev libfmt-dev libgtest-dev libbenchmark-dev libpcap-dev nlohmann-json3-dev
     libcli11-dev zlib1g-dev libsimdjson-dev libjemalloc-dev
+    # the man pages, made from each program's --help at build time
+    help2man
     # insert-correlate --alertmanager: HTTP and HTTPS (the system's CAs)
     libcurl4-openssl-dev ca-certificates
     # tests and demos
