@@ -268,13 +268,14 @@ void LiveCorrelator::check_security(Window& win) {
     int64_t injected_settled = settled;
     for (std::size_t i = 0; i < msgs_.size(); ++i)
         if (!win.dropped[i]) injected_settled = std::min(injected_settled, msgs_[i].t_first);
+    // Opened before closed: an alert that opens and ends in one window is told in order.
+    for (const Alert& a : tracker_.take_opened())
+        if (settings_.on_alert_opened) settings_.on_alert_opened(a);
     for (Alert& a : tracker_.settle(settled, injected_settled)) {
         sink_.alert(a);
         if (settings_.on_alert_closed) settings_.on_alert_closed(a);
         alerts_.push_back(std::move(a));
     }
-    for (const Alert& a : tracker_.take_opened())
-        if (settings_.on_alert_opened) settings_.on_alert_opened(a);
 }
 
 void LiveCorrelator::add_offences(const std::vector<Offence>& found) {
@@ -292,10 +293,20 @@ void LiveCorrelator::add_offences(const std::vector<Offence>& found) {
 void LiveCorrelator::feed_congestion_window(Window& win) {
     feed_congestion(congestion_, msgs_, win.join, win.model, names_, &win.dropped);
     if (win.final) return;
-    for (CongestionEpisode& e : congestion_.settle(win.cutoff)) {
-        sink_.congestion(e);
-        episodes_.push_back(std::move(e));
-    }
+    for (CongestionEpisode& e : congestion_.settle(win.cutoff)) close_episode(std::move(e));
+    // Episodes still going on at the watermark are told as they stand, once.
+    if (!settings_.on_episode_opened) return;
+    for (const CongestionEpisode& e : congestion_.ongoing(saturating_sub(win.watermark, -1)))
+        if (episodes_fired_.emplace(e.node, e.t_start_ns).second) settings_.on_episode_opened(e);
+}
+
+void LiveCorrelator::close_episode(CongestionEpisode e) {
+    sink_.congestion(e);
+    std::erase_if(episodes_fired_, [&](const auto& fired) {
+        return fired.first == e.node && fired.second <= e.t_end_ns;
+    });
+    if (settings_.on_episode_closed) settings_.on_episode_closed(e);
+    episodes_.push_back(std::move(e));
 }
 
 // Dataplane counters: final records (all at the end) go to their applications. A QP's
@@ -375,10 +386,7 @@ std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() cons
 
 void LiveCorrelator::finish(SummaryCounts& s) {
     for (const Alert& a : alerts_) ++s.alerts[static_cast<std::size_t>(a.kind)];
-    for (CongestionEpisode& e : congestion_.episodes()) {
-        sink_.congestion(e);
-        episodes_.push_back(std::move(e));
-    }
+    for (CongestionEpisode& e : congestion_.episodes()) close_episode(std::move(e));
     s.congestion = episodes_.size();
     if (offences_dropped_)
         std::fprintf(stderr,

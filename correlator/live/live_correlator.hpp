@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "correlator/input/ingest.hpp"
@@ -35,6 +37,9 @@ struct LiveSettings {
     // and again with its final count when its episode ended (and its record was written).
     std::function<void(const Alert&)> on_alert_opened;
     std::function<void(const Alert&)> on_alert_closed;
+    // Told of a congestion episode once it is one, as it stands, and again when it ended.
+    std::function<void(const CongestionEpisode&)> on_episode_opened;
+    std::function<void(const CongestionEpisode&)> on_episode_closed;
 };
 
 class LiveCorrelator {
@@ -78,6 +83,7 @@ class LiveCorrelator {
     void forget_decided(Window& win);
     void forget_msg(Window& win, std::size_t msg);
     void write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of);
+    void close_episode(CongestionEpisode episode);
     int64_t host_cutoff(const Window& win, uint32_t host) const;
     int64_t watermark(bool final) const;
     int64_t theta(uint32_t host) const;
@@ -101,6 +107,7 @@ class LiveCorrelator {
     uint64_t offences_dropped_ = 0;
     CongestionTracker congestion_;
     std::vector<CongestionEpisode> episodes_;
+    std::set<std::pair<std::string, int64_t>> episodes_fired_;  // (node, t_start) still going
     int64_t last_watermark_ = INT64_MIN;
     // Summary counts, cumulative.
     JoinCounts counts_;

@@ -40,6 +40,40 @@ std::string terminal_text(std::string_view name) {
     return out;
 }
 
+std::string alert_line(const Alert& a) {
+    const auto who = [](const QpOwner& o) {
+        return o.traced
+                   ? fmt::format("{}[{}] cgroup {}", terminal_text(o.comm.view()), o.pid, o.cgroup)
+                   : std::string("untraced");
+    };
+    const Offence& o = a.first;
+    return fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; source {} {}",
+                       alert_kind_name(a.kind), alert_severity(a.kind), a.count,
+                       o.victim_ip.to_string(), o.victim_qpn, who(o.victim),
+                       o.source_ip.to_string(), who(o.source));
+}
+
+std::string episode_lines(const CongestionEpisode& e) {
+    std::string out = fmt::format(
+        "CONGESTION toward {} for {:.1f} ms: p99 net {:.1f} us (baseline {:.1f}), {} CNPs, {} "
+        "ECN-CE, {} retransmitted packets\n",
+        terminal_text(e.node), static_cast<double>(e.t_end_ns - e.t_start_ns) / 1e6,
+        static_cast<double>(e.p99_net_ns) / 1e3, static_cast<double>(e.baseline_net_ns) / 1e3,
+        e.cnps, e.ecn_ce, e.retx_pkts);
+    const auto name = [](const EpisodeApp& a) {
+        return a.app.owner.traced ? fmt::format("{}[{}]@{}", terminal_text(a.app.owner.comm.view()),
+                                                a.app.owner.pid, a.app.ip.to_string())
+                                  : a.app.ip.to_string();
+    };
+    std::string contributors, victims;
+    for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)
+        contributors += fmt::format(" {} ({} B)", name(e.contributors[k]), e.contributors[k].bytes);
+    for (std::size_t k = 0; k < e.victims.size() && k < 5; ++k)
+        victims += fmt::format(" {} (+{:.1f} us)", name(e.victims[k]),
+                               static_cast<double>(e.victims[k].added_net_ns) / 1e3);
+    return out + "  contributors:" + contributors + "\n  victims:" + victims + "\n";
+}
+
 std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_views,
                             const std::vector<std::pair<std::string, ClockEstimate>>& clocks,
                             const std::vector<Alert>& alerts,
@@ -73,45 +107,13 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
                                clock.bounds.matches);
         out += clock.consistent ? ")\n" : "; INCONSISTENT: the bounds do not intersect)\n";
     }
-    const auto who = [](const QpOwner& o) {
-        return o.traced
-                   ? fmt::format("{}[{}] cgroup {}", terminal_text(o.comm.view()), o.pid, o.cgroup)
-                   : std::string("untraced");
-    };
-    for (std::size_t i = 0; i < alerts.size() && i < kTopAlerts; ++i) {
-        const Alert& a = alerts[i];
-        const Offence& o = a.first;
-        out += fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; source {} {}\n",
-                           alert_kind_name(a.kind), alert_severity(a.kind), a.count,
-                           o.victim_ip.to_string(), o.victim_qpn, who(o.victim),
-                           o.source_ip.to_string(), who(o.source));
-    }
+    for (std::size_t i = 0; i < alerts.size() && i < kTopAlerts; ++i)
+        out += alert_line(alerts[i]) + "\n";
     if (alerts.size() > kTopAlerts)
         out += fmt::format("... and {} more alerts (see the alert records)\n",
                            alerts.size() - kTopAlerts);
-    for (std::size_t i = 0; i < episodes.size() && i < kTopAlerts; ++i) {
-        const CongestionEpisode& e = episodes[i];
-        out += fmt::format(
-            "CONGESTION toward {} for {:.1f} ms: p99 net {:.1f} us (baseline {:.1f}), {} CNPs, {} "
-            "ECN-CE, {} retransmitted packets\n",
-            terminal_text(e.node), static_cast<double>(e.t_end_ns - e.t_start_ns) / 1e6,
-            static_cast<double>(e.p99_net_ns) / 1e3, static_cast<double>(e.baseline_net_ns) / 1e3,
-            e.cnps, e.ecn_ce, e.retx_pkts);
-        const auto name = [](const EpisodeApp& a) {
-            return a.app.owner.traced
-                       ? fmt::format("{}[{}]@{}", terminal_text(a.app.owner.comm.view()),
-                                     a.app.owner.pid, a.app.ip.to_string())
-                       : a.app.ip.to_string();
-        };
-        std::string contributors, victims;
-        for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)
-            contributors +=
-                fmt::format(" {} ({} B)", name(e.contributors[k]), e.contributors[k].bytes);
-        for (std::size_t k = 0; k < e.victims.size() && k < 5; ++k)
-            victims += fmt::format(" {} (+{:.1f} us)", name(e.victims[k]),
-                                   static_cast<double>(e.victims[k].added_net_ns) / 1e3);
-        out += "  contributors:" + contributors + "\n  victims:" + victims + "\n";
-    }
+    for (std::size_t i = 0; i < episodes.size() && i < kTopAlerts; ++i)
+        out += episode_lines(episodes[i]);
     std::vector<const AppView*> apps = app_views.apps();
     if (apps.empty()) return out;
     const auto total = [](const AppView* a) {

@@ -18,6 +18,11 @@ namespace insert::correlate {
 // otherwise rewrite the operator's screen. Each becomes \xNN.
 std::string terminal_text(std::string_view name);
 
+// One alert as the report and a live run's log show it (no newline).
+std::string alert_line(const Alert& alert);
+// A congestion episode: its line, then its contributors' and victims' lines.
+std::string episode_lines(const CongestionEpisode& episode);
+
 std::string terminal_report(const SummaryCounts& summary, const AppAggregator& apps,
                             const std::vector<std::pair<std::string, ClockEstimate>>& clocks,
                             const std::vector<Alert>& alerts,

@@ -224,6 +224,36 @@ class LiveInputs {
     std::size_t reported_ = 0;
 };
 
+// Alerts and congestion episodes are told as they are decided (docs/correlation.md 8, 9):
+// on stderr (unless --quiet) and to Alertmanager - fired as soon as they exist, resolved
+// when they end. A security alert that ended is left to expire four resend intervals
+// after its last report (as Prometheus does), so that the Alertmanager notifies it even
+// when the attack was over before its group_wait; an episode ends at its t_end_ns.
+void tell_as_decided(LiveSettings& settings, const CorrelateOptions& options,
+                     std::optional<AlertmanagerClient>& alertmanager) {
+    const bool log = !options.quiet;
+    const double resend_s = options.alertmanager.resend_s;
+    settings.on_alert_opened = [&alertmanager, log](const Alert& a) {
+        if (log) std::fprintf(stderr, "insert-correlate: %s (firing)\n", alert_line(a).c_str());
+        if (alertmanager) alertmanager->fire(alertmanager_alert(a));
+    };
+    settings.on_alert_closed = [&alertmanager, resend_s](const Alert& a) {
+        if (!alertmanager) return;
+        AmAlert am = alertmanager_alert(a);
+        const auto now = std::chrono::system_clock::now().time_since_epoch();
+        am.ends_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() +
+                        static_cast<int64_t>(4 * resend_s * 1e9);
+        alertmanager->resolve(std::move(am));
+    };
+    settings.on_episode_opened = [&alertmanager, log](const CongestionEpisode& e) {
+        if (log) std::fprintf(stderr, "insert-correlate: %s", episode_lines(e).c_str());
+        if (alertmanager) alertmanager->fire(alertmanager_alert(e, false));
+    };
+    settings.on_episode_closed = [&alertmanager](const CongestionEpisode& e) {
+        if (alertmanager) alertmanager->resolve(alertmanager_alert(e, true));
+    };
+}
+
 }  // namespace
 
 int run_live(const CorrelateOptions& options) {
@@ -248,6 +278,7 @@ int run_live(const CorrelateOptions& options) {
     // --alertmanager: its own thread, so that delivery never holds up a window.
     std::optional<AlertmanagerClient> alertmanager;
     if (!options.alertmanager.url.empty()) alertmanager.emplace(options.alertmanager);
+    tell_as_decided(settings, options, alertmanager);
     LiveCorrelator engine(names, settings, sink);
     LiveInputs inputs(options, engine, names);
     if (!inputs.open(error)) return fail(error);
@@ -275,8 +306,7 @@ int run_live(const CorrelateOptions& options) {
     engine.window(true);
     SummaryCounts summary;
     engine.finish(summary);
-    if (alertmanager) {
-        enqueue_run(*alertmanager, engine.alerts(), engine.episodes());
+    if (alertmanager) {  // everything was told as it was decided: what is queued goes out
         alertmanager->flush(Clock::now() +
                             std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(options.alertmanager.wait_s)));

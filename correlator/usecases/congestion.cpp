@@ -74,6 +74,7 @@ void CongestionTracker::add_counters(const WireQp& record) {
 }
 
 int64_t CongestionTracker::decide(const std::string& node, const Destination& d, int64_t until,
+                                  std::vector<CongestionEpisode>* ongoing,
                                   std::vector<CongestionEpisode>& out) const {
     // The destination's baseline: the 10th percentile of its messages' network latency
     // (an incast can congest most of a run; its quiet start still shows the path).
@@ -97,7 +98,12 @@ int64_t CongestionTracker::decide(const std::string& node, const Destination& d,
             if (congested(next->second)) last = next;
         }
         // A bin still to come could extend the run: it is decided later.
-        if (until != kForever && last->first + 2 >= until) return first->first;
+        if (until != kForever && last->first + 2 >= until) {
+            if (ongoing)
+                if (CongestionEpisode e = make_episode(node, first, last, baseline); e.msgs > 0)
+                    ongoing->push_back(std::move(e));
+            return first->first;
+        }
         it = std::next(last);
         if (CongestionEpisode e = make_episode(node, first, last, baseline); e.msgs > 0)
             out.push_back(std::move(e));
@@ -189,7 +195,7 @@ void order_episodes(std::vector<CongestionEpisode>& episodes) {
 
 std::vector<CongestionEpisode> CongestionTracker::episodes() const {
     std::vector<CongestionEpisode> out;
-    for (const auto& [node, d] : dsts_) decide(node, d, kForever, out);
+    for (const auto& [node, d] : dsts_) decide(node, d, kForever, nullptr, out);
     order_episodes(out);
     return out;
 }
@@ -199,7 +205,7 @@ std::vector<CongestionEpisode> CongestionTracker::settle(int64_t before_ns) {
     const int64_t until = bin_of(before_ns, options_.bin_ns);
     int64_t kept_from = until;  // the oldest bin any destination still keeps
     for (auto& [node, d] : dsts_) {
-        const int64_t undecided = decide(node, d, until, out);
+        const int64_t undecided = decide(node, d, until, nullptr, out);
         d.bins.erase(d.bins.begin(), d.bins.lower_bound(undecided));
         kept_from = std::min(kept_from, undecided);
     }
@@ -208,6 +214,14 @@ std::vector<CongestionEpisode> CongestionTracker::settle(int64_t before_ns) {
     // Counters can only still count toward episodes from the kept bins on.
     const int64_t horizon = kept_from * options_.bin_ns;
     std::erase_if(counters_, [&](const WireQp& r) { return r.t_last < horizon; });
+    order_episodes(out);
+    return out;
+}
+
+std::vector<CongestionEpisode> CongestionTracker::ongoing(int64_t before_ns) const {
+    std::vector<CongestionEpisode> out, settled;
+    for (const auto& [node, d] : dsts_)
+        decide(node, d, bin_of(before_ns, options_.bin_ns), &out, settled);
     order_episodes(out);
     return out;
 }

@@ -98,6 +98,9 @@ class CongestionTracker {
     // still to come), and their bins and counters forgotten - memory stays bounded by the
     // bins of the last --ttl. Each is judged against its destination's baseline so far.
     std::vector<CongestionEpisode> settle(int64_t before_ns);
+    // Live runs: the episodes still going on at `before_ns` (a later bin could extend them)
+    // that are episodes already, as they stand - what is fired before it ends.
+    std::vector<CongestionEpisode> ongoing(int64_t before_ns) const;
 
   private:
     using Endpoint = std::pair<std::array<uint8_t, 16>, uint32_t>;  // (ip, qpn)
@@ -134,6 +137,7 @@ class CongestionTracker {
     // The episodes in d's bins before key `until` (kForever: all); returns the key of the
     // first bin still undecided (a run a later bin could extend), or `until`.
     int64_t decide(const std::string& node, const Destination& d, int64_t until,
+                   std::vector<CongestionEpisode>* ongoing,
                    std::vector<CongestionEpisode>& out) const;
     CongestionEpisode make_episode(const std::string& node, BinIter first, BinIter last,
                                    int64_t baseline) const;

@@ -243,7 +243,7 @@ TEST(Security, alertmanager_body_carries_labels_and_time) {
     std::string host, port, prefix, error;
     EXPECT_TRUE(parse_alertmanager_url("http://127.0.0.1:9093", host, port, prefix, error));
     EXPECT_EQ(port, "9093");
-    EXPECT_FALSE(parse_alertmanager_url("https://x:1", host, port, prefix, error));
+    EXPECT_FALSE(parse_alertmanager_url("ftp://x:1", host, port, prefix, error));
 }
 
 TEST(Congestion, episode_names_contributors_and_victims) {
