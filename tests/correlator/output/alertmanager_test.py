@@ -20,6 +20,10 @@ congestion episode at hB:
                 reachable again); with the records' times 10 minutes ahead the episode is
                 still listed, as insert_congestion with its node and startsAt/endsAt =
                 the record's t_start_ns/t_end_ns
+  live          the same records streamed into `--listen` (one producer each for the
+                observer and the host): both alerts are listed by the Alertmanager while the
+                run still goes on, within --max-delay + --interval + 2 s of the last record
+                sent, each logged on stderr as it fired ("ALERT ... (firing)")
   https         the Alertmanager serves TLS with a self-signed certificate for 127.0.0.1:
                 https://... with --alertmanager-ca CERT delivers; without it the
                 certificate is refused, retried, and the alerts counted dropped
@@ -306,6 +310,42 @@ def case_https(tmp):
               f"summary {summary['alertmanager']}")
     print("PASS https: delivered over TLS with --alertmanager-ca; refused without it: "
           + r.stderr.splitlines()[0])
+
+
+def case_live(tmp):
+    dp, trace = fixture.write_inputs(tmp)
+    sock = os.path.join(tmp, "c.sock")
+    records = os.path.join(tmp, "live.jsonl")
+    with Alertmanager(tmp) as am:
+        proc = subprocess.Popen([CORRELATE, "--listen", sock, "--same-clock", "--records", records,
+                                 "--alertmanager", am.url, "--max-delay", "1", "--interval", "1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            end = time.monotonic() + 10
+            while not os.path.exists(sock):
+                check(time.monotonic() < end and proc.poll() is None, "--listen did not start")
+                time.sleep(0.05)
+            stream = os.path.join(SRC, "scripts", "stream-records.py")
+            subprocess.run([sys.executable, stream, sock, dp, trace, "--speed", "0"], check=True,
+                           timeout=60)
+            sent = time.monotonic()
+            names = set()
+            while time.monotonic() < sent + 1 + 1 + 2 and len(names) < 2:
+                names = {a["labels"]["alertname"] for a in am.alerts()}
+                time.sleep(0.1)
+            delay = time.monotonic() - sent
+            check(proc.poll() is None, "the run ended before its alerts were delivered")
+            check(names == {"insert_rkey_unknown", "insert_peer_mismatch"},
+                  f"after {delay:.1f} s the Alertmanager lists {sorted(names)}")
+            check_security({a["labels"]["alertname"]: a for a in am.alerts()})
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+    firing = [line for line in err.splitlines() if line.endswith("(firing)")]
+    check(len(firing) == 2 and all("ALERT " in line for line in firing), f"stderr: {err!r}")
+    check(proc.returncode == 0, f"insert-correlate exited {proc.returncode}: {err!r}")
+    print(f"PASS live: both alerts listed by the Alertmanager {delay:.1f} s after the last record "
+          "was sent, while the run went on")
 
 
 def main():
