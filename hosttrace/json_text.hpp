@@ -12,15 +12,9 @@ namespace insert::hosttrace {
 
 // Text from outside the tracer (a comm, a device name, a path, --host, an error message) as
 // a string field. JsonLine escapes `"`, `\` and control characters (as \u00XX); each byte
-// of a sequence that is not valid UTF-8 is written as U+FFFD, as the correlator's report
-// does (correlator/report/html_text.hpp): a process names itself with any 15 bytes, and the
-// kernel cuts a longer name mid-character, but a JSON reader rejects such a line.
+// of a sequence that is not valid UTF-8 is written as U+FFFD (dataplane/common/utf8.hpp),
+// as the correlator's report does: a JSON reader rejects a line that is not UTF-8.
 void text(JsonLine& j, std::string_view key, std::string_view bytes);
-
-// `bytes` with each byte of an invalid UTF-8 sequence replaced by U+FFFD, written to `out`
-// (room for 3 * bytes.size()); returns the length. The rule of RFC 3629: no overlong forms,
-// no surrogates, nothing above U+10FFFF.
-std::size_t valid_utf8(std::string_view bytes, char* out);
 
 // A pointer as "0x" and lowercase hex digits without leading zeros ("0x0" for null), for
 // JsonLine::ip: `format` writes the text and returns its length.
