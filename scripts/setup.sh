@@ -14,6 +14,8 @@ packages=(
     help2man
     # insert-correlate --alertmanager: HTTP and HTTPS (the system's CAs)
     libcurl4-openssl-dev ca-certificates
+    # --http of insert-dp and insert-correlate: /metrics and the live page (libmicrohttpd)
+    libmicrohttpd-dev
     # tests and demos
     python3 tshark tcpreplay tcpdump iproute2 perftest iputils-ping ethtool
     # the HTML report (Chart.js, inlined into the page) and its checks: a real headless
