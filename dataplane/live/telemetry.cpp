@@ -81,27 +81,23 @@ int cmd_ports(const char*, const char*, rte_tel_data* d) {
     Reader r;
     if (!r.get()) return not_running(d);
     rte_tel_data_start_dict(d);
-    const PortSource* src = r.get()->source();
-    if (src == nullptr) return 0;
-    for (const PortInfo& p : src->ports()) {
+    for (const PortStats& p : r.get()->port_stats()) {
         rte_tel_data* c = rte_tel_data_alloc();
         if (c == nullptr) return -ENOMEM;
         rte_tel_data_start_dict(c);
-        rte_eth_stats s{};
-        rte_eth_stats_get(p.id, &s);
         add_u64(c, "port_id", p.id);
         add_str(c, "driver", p.driver);
         add_u64(c, "queues", p.queues);
         add_str(c, "peer", p.peer == UINT16_MAX ? std::string("none") : std::to_string(p.peer));
         add_u64(c, "hw_timestamp", p.hw_timestamp);
-        add_u64(c, "ipackets", s.ipackets);
-        add_u64(c, "opackets", s.opackets);
-        add_u64(c, "ibytes", s.ibytes);
-        add_u64(c, "obytes", s.obytes);
-        add_u64(c, "imissed", s.imissed);
-        add_u64(c, "ierrors", s.ierrors);
-        add_u64(c, "oerrors", s.oerrors);
-        add_u64(c, "rx_nombuf", s.rx_nombuf);
+        add_u64(c, "ipackets", p.ipackets);
+        add_u64(c, "opackets", p.opackets);
+        add_u64(c, "ibytes", p.ibytes);
+        add_u64(c, "obytes", p.obytes);
+        add_u64(c, "imissed", p.imissed);
+        add_u64(c, "ierrors", p.ierrors);
+        add_u64(c, "oerrors", p.oerrors);
+        add_u64(c, "rx_nombuf", p.rx_nombuf);
         rte_tel_data_add_dict_container(d, p.name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c,
                                         0);
     }
@@ -111,40 +107,33 @@ int cmd_ports(const char*, const char*, rte_tel_data* d) {
 int cmd_workers(const char*, const char*, rte_tel_data* d) {
     Reader r;
     if (!r.get()) return not_running(d);
-    const Pipeline& pipe = r.get()->pipeline();
-    const PortSource* src = r.get()->source();
-    const double hz = static_cast<double>(rte_get_tsc_hz());
     rte_tel_data_start_dict(d);
-    for (unsigned w = 0; w < pipe.workers(); ++w) {
+    const std::vector<WorkerStats> workers = r.get()->worker_stats();
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+        const WorkerStats& ws = workers[w];
         rte_tel_data* c = rte_tel_data_alloc();
         if (c == nullptr) return -ENOMEM;
         rte_tel_data_start_dict(c);
-        const WorkerCounters& wc = pipe.worker(w).counters;
-        const state::EngineCounters& ec = pipe.engine(w).counters();
-        add_u64(c, "frames", wc.frames.load(std::memory_order_relaxed));
-        add_u64(c, "roce_pkts", wc.roce.load(std::memory_order_relaxed));
-        add_u64(c, "non_roce_pkts", wc.non_roce.load(std::memory_order_relaxed));
-        uint64_t mal = 0;
-        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m)
-            mal += wc.malformed[m].load(std::memory_order_relaxed);
-        add_u64(c, "malformed_pkts", mal);
-        add_u64(c, "bursts", wc.bursts.load(std::memory_order_relaxed));
-        add_u64(c, "busy_us",
-                static_cast<uint64_t>(wc.busy_cycles.load(std::memory_order_relaxed) / hz * 1e6));
-        add_u64(c, "endpoints_live", ec.endpoints_live.load(std::memory_order_relaxed));
-        add_u64(c, "table_full", ec.table_full.load(std::memory_order_relaxed));
-        add_u64(c, "table_full_endpoints",
-                state::refused_endpoints(ec.table_full_bits.load(std::memory_order_relaxed)));
-        add_u64(c, "evicted", ec.evicted.load(std::memory_order_relaxed));
-        add_u64(c, "msgs_overflow", ec.msgs_overflow.load(std::memory_order_relaxed));
-        add_u64(c, "orphans_dropped", ec.orphans_dropped.load(std::memory_order_relaxed));
-        add_u64(c, "msgs", ec.msgs.load(std::memory_order_relaxed));
-        add_u64(c, "records_dropped", ec.records_dropped.load(std::memory_order_relaxed));
-        if (src && w < src->lanes()) {
-            const LaneCounters& l = src->lane(w);
-            add_u64(c, "tx", l.tx.load(std::memory_order_relaxed));
-            add_u64(c, "tx_dropped", l.tx_dropped.load(std::memory_order_relaxed));
-            add_u64(c, "tx_retries", l.tx_retries.load(std::memory_order_relaxed));
+        add_u64(c, "frames", ws.frames);
+        add_u64(c, "roce_pkts", ws.roce);
+        add_u64(c, "non_roce_pkts", ws.non_roce);
+        add_u64(c, "malformed_pkts", ws.malformed);
+        add_u64(c, "bursts", ws.bursts);
+        add_u64(c, "busy_us", static_cast<uint64_t>(ws.busy_s * 1e6));
+        add_u64(c, "endpoints_live", ws.endpoints_live);
+        if (r.get()->endpoint_capacity())
+            add_u64(c, "endpoints_capacity", r.get()->endpoint_capacity());
+        add_u64(c, "table_full", ws.table_full);
+        add_u64(c, "table_full_endpoints", ws.table_full_endpoints);
+        add_u64(c, "evicted", ws.evicted);
+        add_u64(c, "msgs_overflow", ws.msgs_overflow);
+        add_u64(c, "orphans_dropped", ws.orphans_dropped);
+        add_u64(c, "msgs", ws.msgs);
+        add_u64(c, "records_dropped", ws.records_dropped);
+        if (ws.has_lane) {
+            add_u64(c, "tx", ws.tx);
+            add_u64(c, "tx_dropped", ws.tx_dropped);
+            add_u64(c, "tx_retries", ws.tx_retries);
         }
         rte_tel_data_add_dict_container(d, ("worker" + std::to_string(w)).c_str(), c, 0);
     }
@@ -189,29 +178,23 @@ int cmd_offload(const char*, const char*, rte_tel_data* d) {
     Reader r;
     if (!r.get()) return not_running(d);
     rte_tel_data_start_dict(d);
-    const PortSource* src = r.get()->source();
-    if (src == nullptr) return 0;
-    for (unsigned i = 0; i < src->ports().size(); ++i) {
-        const offload::OffloadState& o = src->offload(i);
+    for (const OffloadStats& o : r.get()->offload_stats()) {
         rte_tel_data* c = rte_tel_data_alloc();
         if (c == nullptr) return -ENOMEM;
         rte_tel_data_start_dict(c);
-        add_str(c, "steering",
-                src->steer() == SteerMode::hardware ? "hardware"
-                : o.emulated                        ? "emulated"
-                                                    : "software-rss");
+        add_str(c, "steering", o.steering);
         add_u64(c, "rules", o.rules);
         add_u64(c, "refused", o.refused);
         add_str(c, "reason", o.reason.empty() ? std::string("-") : o.reason);
         for (std::size_t k = 0; k < o.descriptions.size(); ++k) {
             char name[32];
             std::snprintf(name, sizeof name, "rule%zu_hits", k);
-            add_u64(c, name, k < o.hits.size() ? o.hits[k].load(std::memory_order_relaxed) : 0);
+            add_u64(c, name, o.hits[k]);
             std::snprintf(name, sizeof name, "rule%zu", k);
             add_str(c, name, o.descriptions[k]);
         }
-        rte_tel_data_add_dict_container(
-            d, src->ports()[i].name.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c, 0);
+        rte_tel_data_add_dict_container(d, o.port.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), c,
+                                        0);
     }
     return 0;
 }
@@ -236,8 +219,11 @@ LiveTotals LiveStats::totals() const {
         worker_frames += c.frames.load(std::memory_order_relaxed);
         t.roce += c.roce.load(std::memory_order_relaxed);
         t.non_roce += c.non_roce.load(std::memory_order_relaxed);
-        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m)
-            t.malformed += c.malformed[m].load(std::memory_order_relaxed);
+        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m) {
+            const uint64_t n = c.malformed[m].load(std::memory_order_relaxed);
+            t.malformed += n;
+            t.malformed_by_reason[m] += n;
+        }
         const state::EngineCounters& e = pipeline_.engine(w).counters();
         t.msgs += e.msgs.load(std::memory_order_relaxed);
         t.endpoints += e.endpoints.load(std::memory_order_relaxed);
@@ -275,6 +261,90 @@ LiveTotals LiveStats::totals() const {
     return t;
 }
 
+std::vector<PortStats> LiveStats::port_stats() const {
+    std::vector<PortStats> out;
+    if (source_ == nullptr) return out;
+    for (const PortInfo& p : source_->ports()) {
+        PortStats ps;
+        ps.id = p.id;
+        ps.name = p.name;
+        ps.driver = p.driver;
+        ps.queues = p.queues;
+        ps.peer = p.peer;
+        ps.hw_timestamp = p.hw_timestamp;
+        rte_eth_stats s{};
+        if (rte_eth_stats_get(p.id, &s) == 0) {
+            ps.ipackets = s.ipackets;
+            ps.opackets = s.opackets;
+            ps.ibytes = s.ibytes;
+            ps.obytes = s.obytes;
+            ps.imissed = s.imissed;
+            ps.ierrors = s.ierrors;
+            ps.oerrors = s.oerrors;
+            ps.rx_nombuf = s.rx_nombuf;
+        }
+        out.push_back(std::move(ps));
+    }
+    return out;
+}
+
+std::vector<WorkerStats> LiveStats::worker_stats() const {
+    const double hz = static_cast<double>(rte_get_tsc_hz());
+    std::vector<WorkerStats> out(pipeline_.workers());
+    for (unsigned w = 0; w < pipeline_.workers(); ++w) {
+        WorkerStats& ws = out[w];
+        const WorkerCounters& wc = pipeline_.worker(w).counters;
+        const state::EngineCounters& ec = pipeline_.engine(w).counters();
+        ws.frames = wc.frames.load(std::memory_order_relaxed);
+        ws.roce = wc.roce.load(std::memory_order_relaxed);
+        ws.non_roce = wc.non_roce.load(std::memory_order_relaxed);
+        for (std::size_t m = 0; m < proto::kMalformedReasons; ++m) {
+            ws.malformed_by_reason[m] = wc.malformed[m].load(std::memory_order_relaxed);
+            ws.malformed += ws.malformed_by_reason[m];
+        }
+        ws.bursts = wc.bursts.load(std::memory_order_relaxed);
+        ws.busy_s = static_cast<double>(wc.busy_cycles.load(std::memory_order_relaxed)) / hz;
+        ws.endpoints_live = ec.endpoints_live.load(std::memory_order_relaxed);
+        ws.table_full = ec.table_full.load(std::memory_order_relaxed);
+        ws.table_full_endpoints =
+            state::refused_endpoints(ec.table_full_bits.load(std::memory_order_relaxed));
+        ws.evicted = ec.evicted.load(std::memory_order_relaxed);
+        ws.msgs_overflow = ec.msgs_overflow.load(std::memory_order_relaxed);
+        ws.orphans_dropped = ec.orphans_dropped.load(std::memory_order_relaxed);
+        ws.msgs = ec.msgs.load(std::memory_order_relaxed);
+        ws.records_dropped = ec.records_dropped.load(std::memory_order_relaxed);
+        if (source_ && w < source_->lanes()) {
+            const LaneCounters& l = source_->lane(w);
+            ws.has_lane = true;
+            ws.tx = l.tx.load(std::memory_order_relaxed);
+            ws.tx_dropped = l.tx_dropped.load(std::memory_order_relaxed);
+            ws.tx_retries = l.tx_retries.load(std::memory_order_relaxed);
+        }
+    }
+    return out;
+}
+
+std::vector<OffloadStats> LiveStats::offload_stats() const {
+    std::vector<OffloadStats> out;
+    if (source_ == nullptr) return out;
+    for (unsigned i = 0; i < source_->ports().size(); ++i) {
+        const offload::OffloadState& o = source_->offload(i);
+        OffloadStats os;
+        os.port = source_->ports()[i].name;
+        os.steering = source_->steer() == SteerMode::hardware ? "hardware"
+                      : o.emulated                            ? "emulated"
+                                                              : "software-rss";
+        os.rules = o.rules;
+        os.refused = o.refused;
+        os.reason = o.reason;
+        os.descriptions = o.descriptions;
+        for (std::size_t k = 0; k < o.descriptions.size(); ++k)
+            os.hits.push_back(k < o.hits.size() ? o.hits[k].load(std::memory_order_relaxed) : 0);
+        out.push_back(std::move(os));
+    }
+    return out;
+}
+
 exporter::SummaryCounts LiveStats::summary(double wall_s) const {
     exporter::SummaryCounts s = pipeline_.totals(wall_s);
     const uint64_t pass = source_ ? source_->passthrough() : 0;
@@ -301,6 +371,11 @@ void register_telemetry() {
             "/insert/offload", cmd_offload,
             "INSERT rte_flow plan per port: hardware or emulated, refusals, hits. No parameters");
     });
+}
+
+void read_published(const std::function<void(const LiveStats*)>& read) {
+    Reader r;
+    read(r.get());
 }
 
 void publish(const LiveStats* stats) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "dataplane/common/http_server.hpp"
 #include "dataplane/tools/command_line.hpp"
 #include "dataplane/tools/option_checks.hpp"
 
@@ -12,6 +13,8 @@ namespace insert::tools {
 namespace {
 
 constexpr unsigned kMaxWorkers = 64;
+// /var/run/dpdk/NAME/dpdk_telemetry.v2 must fit a Unix socket address (108 bytes).
+constexpr std::size_t kMaxTelemetryPrefix = 64;
 
 constexpr const char* kInlineExamples = R"(
 Examples:
@@ -28,7 +31,10 @@ Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): receiving st
 workers and rings drain, every record is written whole, the summary (its "signal" names
 the signal) is printed, exit 0. Live statistics: DPDK telemetry commands
 /insert/stats /insert/ports /insert/workers /insert/top_qps /insert/offload
-(dpdk-telemetry.py -f FILE_PREFIX), and a live view when stdout is a terminal.
+(dpdk-telemetry.py -f FILE_PREFIX; --telemetry-prefix fixes it), Prometheus /metrics
+with --http, and a live view when stdout is a terminal.
+  insert-dp inline --iface eth1 --iface eth2 --http 127.0.0.1:9464 --telemetry-prefix dp0
+      /metrics on port 9464; dpdk-telemetry.py -f dp0 finds /var/run/dpdk/dp0
 Exit status: 0 done, 2 bad options or configuration, 1 runtime failure.
 )";
 
@@ -38,11 +44,58 @@ Examples:
       receive-only telemetry on a mirror (SPAN/TAP) port
   insert-dp monitor --iface tap-a --iface tap-b --workers 2
       the two directions of a link from two taps (connection affinity across ports)
+  insert-dp monitor --iface span0 --http :9464 --telemetry-prefix mirror0
+      Prometheus /metrics on every address, port 9464; DPDK telemetry under a fixed prefix
 
 Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): workers and rings
 drain, every record is written whole, the summary names the signal, exit 0.
 Exit status: 0 done, 2 bad options or configuration, 1 runtime failure.
 )";
+
+// --http and --telemetry-prefix: the address's form, the server built in; a prefix that
+// names one directory in /var/run/dpdk, and not set twice through EAL's own options.
+bool check_service_options(const LiveOptions& opt, std::string& error) {
+    if (!opt.http.empty()) {
+        std::string host;
+        uint16_t port = 0;
+        if (!http::parse_address(opt.http, host, port, error)) {
+            error = "--http " + error;
+            return false;
+        }
+        if (!http::available()) {
+            error =
+                "--http: this insert-dp was built without libmicrohttpd (install "
+                "libmicrohttpd-dev - scripts/setup.sh - and rebuild)";
+            return false;
+        }
+    }
+    if (!opt.telemetry_prefix.empty()) {
+        const std::string& p = opt.telemetry_prefix;
+        // One directory under /var/run/dpdk (any printable name without '/': an interface
+        // pair such as eth1:eth2 included) whose socket path fits a Unix socket address.
+        bool ok = p.size() <= kMaxTelemetryPrefix && p != "." && p != "..";
+        for (const char c : p) ok = ok && c > ' ' && c < 127 && c != '/';
+        if (!ok) {
+            error = "--telemetry-prefix '" + p + "': a name of 1 to " +
+                    std::to_string(kMaxTelemetryPrefix) +
+                    " printable characters without '/' or spaces (a directory in /var/run/dpdk)";
+            return false;
+        }
+        for (const std::string& a : opt.eal_args) {
+            if (a == "--file-prefix" || a.rfind("--file-prefix=", 0) == 0) {
+                error = "--telemetry-prefix and the EAL option --file-prefix: give one of them";
+                return false;
+            }
+            if (a == "--no-telemetry") {
+                error =
+                    "--telemetry-prefix with the EAL option --no-telemetry: there would be "
+                    "no telemetry socket";
+                return false;
+            }
+        }
+    }
+    return true;
+}
 
 }  // namespace
 
@@ -104,6 +157,14 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
         app.add_flag("--no-hairpin", opt.no_hairpin,
                      "forward non-RoCE frames in software even where both NICs can hairpin");
     app.add_flag("--quiet", opt.quiet, "no live view and no terminal summary");
+    CLI::Option* http =
+        app.add_option("--http", opt.http,
+                       "serve Prometheus /metrics on ADDR:PORT (127.0.0.1:9464, [::1]:9464, :9464 "
+                       "for every address)");
+    CLI::Option* prefix =
+        app.add_option("--telemetry-prefix", opt.telemetry_prefix,
+                       "EAL file prefix NAME instead of a unique one: the DPDK telemetry socket is "
+                       "then /var/run/dpdk/NAME/dpdk_telemetry.v2 (dpdk-telemetry.py -f NAME)");
     if (const int rc = parse_args(app, args, name); rc != 0) return rc;
     opt.records_given = records->count() > 0;
     std::string dup;
@@ -118,6 +179,13 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
         }
     if ((opt.record_ring & (opt.record_ring - 1)) != 0) {
         std::fprintf(stderr, "%s: --record-ring %u is not a power of two\n", name, opt.record_ring);
+        return 2;
+    }
+    std::string error;
+    if (http->count() && opt.http.empty()) error = "--http needs ADDR:PORT (e.g. 127.0.0.1:9464)";
+    if (prefix->count() && opt.telemetry_prefix.empty()) error = "--telemetry-prefix needs a name";
+    if (!error.empty() || !check_service_options(opt, error)) {
+        std::fprintf(stderr, "%s: %s\n", name, error.c_str());
         return 2;
     }
     return 0;

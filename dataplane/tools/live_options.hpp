@@ -28,6 +28,8 @@ struct LiveOptions {
     bool quiet = false;
     bool no_view = false;
     bool no_hairpin = false;
+    std::string http;              // --http ADDR:PORT: /metrics (empty: none)
+    std::string telemetry_prefix;  // --telemetry-prefix NAME: EAL's --file-prefix, fixed
     std::vector<std::string> eal_args;
 
     std::size_t ports() const { return ifaces.size() + vdevs.size() + pci.size(); }

@@ -1,6 +1,7 @@
 #include "dataplane/tools/live_plan.hpp"
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,29 @@ bool plan_interfaces(const char* name, bool is_inline, const LiveOptions& opt,
     return true;
 }
 
+// --telemetry-prefix NAME that a running process serves telemetry under is refused: DPDK
+// would give this one a second socket (dpdk_telemetry.v2:1) that dpdk-telemetry.py -f NAME
+// does not look for, and the first of the two to stop would remove the other's directory.
+bool check_telemetry_prefix(const LiveOptions& opt, std::string& error) {
+    if (opt.telemetry_prefix.empty()) return true;
+    const std::string path = "/var/run/dpdk/" + opt.telemetry_prefix + "/dpdk_telemetry.v2";
+    sockaddr_un addr{};
+    if (path.size() >= sizeof addr.sun_path) {
+        error = "--telemetry-prefix " + opt.telemetry_prefix + ": name too long";
+        return false;
+    }
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return true;
+    const bool answers = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (answers)
+        error = "--telemetry-prefix " + opt.telemetry_prefix + ": in use by a running process (" +
+                path + " answers)";
+    return !answers;
+}
+
 // NIC ports: canonical addresses, each once, and root.
 bool check_pci_ports(LiveOptions& opt, std::string& error) {
     for (std::string& p : opt.pci) {
@@ -122,6 +146,11 @@ void plan_ports(ports::PortMode mode, const LiveOptions& opt,
     if (!has_eal_option(plan.eal_args, "--no-telemetry") &&
         !has_eal_option(plan.eal_args, "--telemetry"))
         plan.eal_args.push_back("--telemetry");
+    // --telemetry-prefix: a file prefix that stays the same from run to run, so that
+    // dpdk-telemetry.py -f NAME (and any collector) finds the socket without reading the
+    // start line (live_options.cpp refused it beside EAL's own --file-prefix).
+    if (!opt.telemetry_prefix.empty())
+        plan.eal_args.push_back("--file-prefix=" + opt.telemetry_prefix);
     // Errors only from DPDK's libraries and drivers (PMDs are chatty at info), INSERT's
     // components at their registered levels (dataplane/common/log.hpp). By type pattern,
     // not the global level, which would cap INSERT's warnings too.
@@ -196,7 +225,8 @@ bool plan_live(const char* name, ports::PortMode mode, LiveOptions& opt, LivePla
         return false;
     }
     ports::AfPacketGeometry geometry;
-    if (!plan_interfaces(name, is_inline, opt, geometry, error) || !check_pci_ports(opt, error))
+    if (!plan_interfaces(name, is_inline, opt, geometry, error) || !check_pci_ports(opt, error) ||
+        !check_telemetry_prefix(opt, error))
         return false;
     plan_ports(mode, opt, geometry, plan);
     return plan_buffers(opt, plan, error) && check_engine_memory(opt, plan, error);

@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/common/http_server.hpp"
+#include "dataplane/common/version.hpp"
 #include "dataplane/live/live_view.hpp"
+#include "dataplane/live/metrics.hpp"
 #include "dataplane/live/qp_board.hpp"
 #include "dataplane/live/telemetry.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
@@ -149,6 +152,26 @@ int report(const char* name, bool is_inline, const LiveOptions& opt,
     return status;
 }
 
+// --http: /metrics of whatever is published (live/metrics.hpp), from the server's own
+// thread. Bound before EAL starts, so that an address in use is refused like a bad option.
+bool start_http(const char* name, bool is_inline, const LiveOptions& opt, http::HttpServer& server,
+                std::string& error) {
+    if (opt.http.empty()) return true;
+    const std::string_view mode = is_inline ? "inline" : "monitor";
+    server.handle("/metrics", [mode] {
+        http::Response r;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = live::published_metrics(mode, kVersion);
+        return r;
+    });
+    if (!server.start(opt.http, error)) {
+        error = "--http " + error;
+        return false;
+    }
+    std::fprintf(stderr, "%s: metrics on %s/metrics\n", name, server.url().c_str());
+    return true;
+}
+
 }  // namespace
 
 int run_live(ports::PortMode mode, int argc, char** argv) {
@@ -173,6 +196,8 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
         return fail(error);
     std::FILE* records = records_to_stdout ? stdout : nullptr;
     std::FILE* summary_out = records_to_stdout ? stderr : stdout;
+    http::HttpServer http_server(name);  // stopped when the run returns, after unpublishing
+    if (!start_http(name, is_inline, opt, http_server, error)) return fail(error);
     auto close_records = [&] {
         if (records && records != stdout) std::fclose(records);
     };
@@ -215,6 +240,7 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
             pipe->exporter().set_records(records);
         }
         live::LiveStats stats(is_inline ? "inline" : "monitor", *pipe, source.get(), &boards);
+        stats.set_endpoint_capacity(opt.max_endpoints);
         live::publish(&stats);
 
         install_signals(*source, opt.duration_s);
