@@ -227,11 +227,11 @@ def case_units(inst, tmp):
                INSERT_DP_EAL_OPTIONS="-l 0-2")
     r = run_shell_line(exec_start(dp, "eth1:eth2"), installed("insert-dp"), stub, env)
     args = r.stdout.splitlines()
-    check(r.returncode == 0 and len(args) == 14
+    check(r.returncode == 0 and len(args) == 15
           and args[:6] == ["inline", "--iface", "eth1", "--iface", "eth2", "--records"]
           and re.fullmatch(re.escape(state) + r"/dp-eth1:eth2-\d{8}T\d{6}\.jsonl", args[6])
-          and args[7:] == ["--workers", "2", "--quiet", "--", "--file-prefix=insert-dp-eth1:eth2",
-                           "-l", "0-2"],
+          and args[7:] == ["--telemetry-prefix", "insert-dp-eth1:eth2", "--workers", "2",
+                           "--quiet", "--", "-l", "0-2"],
           f"insert-dp-inline@eth1:eth2 runs insert-dp {args} ({r.returncode} {r.stderr})")
     r = run_shell_line(exec_start(dp, "eth1"), installed("insert-dp"), stub, env)
     check(r.returncode == 2 and r.stdout == "" and "IFACE1:IFACE2" in r.stderr,
