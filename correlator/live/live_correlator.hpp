@@ -61,6 +61,12 @@ class LiveCorrelator {
     const std::vector<CongestionEpisode>& episodes() const { return episodes_; }
     std::vector<std::pair<std::string, ClockEstimate>> clocks() const;
     std::size_t retained() const { return events_.size() + msgs_.size() + qps_.size(); }
+    // So far (what finish() puts in the summary): the join's counts (unmatched_wr,
+    // wire_only, ...), records that arrived behind the watermark, and the watermark of the
+    // last window (INT64_MIN before the first) - read between windows (--http's /metrics).
+    const JoinCounts& join_counts() const { return counts_; }
+    uint64_t late() const { return late_; }
+    int64_t last_watermark() const { return last_watermark_; }
 
   private:
     struct Stream {
