@@ -20,9 +20,13 @@
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/run/correlate_run.hpp"
+#include "correlator/tools/allocator.hpp"
 #include "correlator/tools/correlate_options.hpp"
 
 namespace {
+
+// The batch runs measured here keep freed memory, as insert-correlate's batch runs do.
+const bool kBatchAllocator = (insert::correlate::tune_allocator_for_batch_run(), true);
 
 namespace fs = std::filesystem;
 

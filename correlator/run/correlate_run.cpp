@@ -22,6 +22,7 @@
 #include "correlator/output/views.hpp"
 #include "correlator/report/html_report.hpp"
 #include "correlator/run/live_run.hpp"
+#include "correlator/run/run_service.hpp"
 #include "correlator/usecases/congestion.hpp"
 #include "correlator/usecases/security.hpp"
 
@@ -46,9 +47,11 @@ void report_bad_lines(const std::vector<BadLine>& first_bad, uint64_t bad,
                      static_cast<unsigned long long>(bad));
 }
 
+}  // namespace
+
 // Inputs that are not regular files (pipes, FIFOs, sockets) arrive as they are written:
 // the live correlator reads them; regular files are read to their end in one batch.
-bool any_stream_input(const CorrelateOptions& options) {
+bool is_live_run(const CorrelateOptions& options) {
     if (!options.listen.empty()) return true;
     for (const std::string& in : options.inputs) {
         struct stat st {};
@@ -57,6 +60,8 @@ bool any_stream_input(const CorrelateOptions& options) {
     }
     return false;
 }
+
+namespace {
 
 int run_batch(const CorrelateOptions& options) {
     const auto start = std::chrono::steady_clock::now();
@@ -68,6 +73,8 @@ int run_batch(const CorrelateOptions& options) {
         !html.emplace().open("--html", options.html,
                              report::run_files(options.inputs, options.records), "", error))
         return fail(error);
+    std::optional<RunService> service;  // --http: /metrics until the run ends (run_service.hpp)
+    if (!options.http.empty() && !service.emplace(options, false).start(error)) return fail(error);
     const bool terminal = ::isatty(STDERR_FILENO) == 1;
     BatchProgress progress(options.progress || (terminal && !options.quiet), terminal,
                            regular_file_bytes(options.inputs));
@@ -120,6 +127,7 @@ int run_batch(const CorrelateOptions& options) {
         return fail(error);
     RecordSink sink(out.is_open() ? &out : nullptr);
     if (html) sink.set_observer([&html](std::string_view line) { html->add(line); });
+    if (service) service->observe(sink, html);
     write_e2e(joined, model, in.msgs, names, views.apps, sink);
     progress.written(joined.matches.size());
     summary.apps = views.apps.size();
@@ -129,6 +137,7 @@ int run_batch(const CorrelateOptions& options) {
     for (const AppView* a : views.apps.apps()) sink.app(*a, true);
     for (const auto& [host, clock] : clocks) sink.clock(host, clock);
     sink.summary(summary);
+    if (service) service->finish(summary);
     if (!sink.flush() || (!out.close() && !out.reader_gone())) return fail(out.error());
     if (html && !html->write(report::run_source(options.inputs, options.listen), error))
         return fail(error);
@@ -155,7 +164,7 @@ std::vector<std::pair<std::string, ClockEstimate>> host_clocks(
 
 int run_correlate(const CorrelateOptions& options) {
     tbb::global_control threads(tbb::global_control::max_allowed_parallelism, options.threads);
-    return any_stream_input(options) ? run_live(options) : run_batch(options);
+    return is_live_run(options) ? run_live(options) : run_batch(options);
 }
 
 }  // namespace insert::correlate

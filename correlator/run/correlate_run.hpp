@@ -17,6 +17,9 @@ class HostNames;
 
 int run_correlate(const CorrelateOptions& options);
 
+// Whether run_correlate() runs live: --listen, or an input that is not a regular file.
+bool is_live_run(const CorrelateOptions& options);
+
 // The clocks of the hosts that have at least one QP, by host name.
 std::vector<std::pair<std::string, ClockEstimate>> host_clocks(
     const HostModel& model, const std::vector<ClockEstimate>& clocks, const HostNames& names);

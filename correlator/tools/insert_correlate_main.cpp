@@ -4,6 +4,7 @@
 #include <string>
 
 #include "correlator/run/correlate_run.hpp"
+#include "correlator/tools/allocator.hpp"
 #include "correlator/tools/correlate_options.hpp"
 
 int main(int argc, char** argv) {
@@ -15,5 +16,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "insert-correlate: %s\n", error.c_str());
         return parsed;
     }
+    if (!insert::correlate::is_live_run(options)) insert::correlate::tune_allocator_for_batch_run();
     return insert::correlate::run_correlate(options);
 }
