@@ -60,6 +60,7 @@ void IngestCounts::add(const IngestCounts& o) {
     truncated += o.truncated;
     bad_field += o.bad_field;
     unknown_type += o.unknown_type;
+    too_long += o.too_long;
     bytes += o.bytes;
 }
 

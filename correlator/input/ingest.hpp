@@ -24,10 +24,13 @@ struct IngestCounts {
     uint64_t truncated = 0;
     uint64_t bad_field = 0;
     uint64_t unknown_type = 0;
+    // Live streams: a line longer than --max-line, which ended its stream (a --listen
+    // connection is closed then).
+    uint64_t too_long = 0;
     uint64_t bytes = 0;
 
     void add(const IngestCounts& o);
-    uint64_t bad() const { return not_json + truncated + bad_field + unknown_type; }
+    uint64_t bad() const { return not_json + truncated + bad_field + unknown_type + too_long; }
 };
 
 struct BadLine {

@@ -121,6 +121,7 @@ void RecordSink::summary(const SummaryCounts& s) {
         .u("truncated", s.inputs.truncated)
         .u("bad_field", s.inputs.bad_field)
         .u("unknown_type", s.inputs.unknown_type)
+        .u("too_long", s.inputs.too_long)
         .close();
     JsonLine(evicted)
         .u("wrs", s.evicted_wrs)
@@ -128,10 +129,16 @@ void RecordSink::summary(const SummaryCounts& s) {
         .u("completions", s.evicted_completions)
         .close();
     JsonLine line(buffer_);
-    line.s("type", "summary")
-        .raw("inputs", inputs)
-        .raw("bad", bad)
-        .u("e2e", s.e2e)
+    line.s("type", "summary").raw("inputs", inputs).raw("bad", bad);
+    if (s.listen.listening) {
+        std::string listen;
+        JsonLine(listen)
+            .u("connections", s.listen.connections)
+            .u("refused", s.listen.refused)
+            .close();
+        line.raw("listen", listen);
+    }
+    line.u("e2e", s.e2e)
         .u("exact", s.e2e - s.resync)
         .u("resync", s.resync)
         .u("unmatched_wr", s.join.unmatched_wr)

@@ -21,9 +21,18 @@ namespace insert::correlate {
 
 class HostNames;
 
+// A live run's --listen socket (docs/correlation.md 7): connections accepted, and those
+// closed at once because the process had no descriptor left for them.
+struct ListenCounts {
+    bool listening = false;  // no --listen: not in the summary
+    uint64_t connections = 0;
+    uint64_t refused = 0;
+};
+
 // The `summary` record's counts (docs/correlation.md 6).
 struct SummaryCounts {
     IngestCounts inputs;
+    ListenCounts listen;
     JoinCounts join;
     uint64_t e2e = 0;
     uint64_t resync = 0;

@@ -4,18 +4,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <memory>
+#include <deque>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "correlator/input/ingest.hpp"
@@ -26,6 +25,8 @@
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/report/html_report.hpp"
 #include "correlator/run/correlate_run.hpp"
+#include "correlator/run/listen_socket.hpp"
+#include "correlator/run/stream_source.hpp"
 
 namespace insert::correlate {
 
@@ -38,39 +39,24 @@ int fail(const std::string& message) {
     return 2;
 }
 
-// One input stream: its descriptor and the bytes after its last complete line.
-struct Source {
-    std::string name;
-    int fd = -1;
-    uint64_t next_line = 1;
-    std::unique_ptr<char[]> buffer;
-    std::size_t capacity = 0;
-    std::size_t size = 0;
-};
-
-constexpr std::size_t kReadBytes = 1 << 20;
-
+// The live inputs: the streams given, the --listen socket and the connections it accepts,
+// and the signals that stop the run (INT, TERM), polled together.
 class LiveInputs {
   public:
     LiveInputs(const CorrelateOptions& options, LiveCorrelator& engine, HostNames& hosts)
         : parser_(hosts), options_(options), engine_(engine) {}
     ~LiveInputs() {
-        for (Source& s : sources_)
-            if (s.fd > 0) ::close(s.fd);
-        if (listener_ >= 0) {
-            ::close(listener_);
-            ::unlink(options_.listen.c_str());
-        }
+        for (StreamSource& s : sources_) s.close();
         if (signal_fd_ >= 0) ::close(signal_fd_);
     }
 
     bool open(std::string& error) {
-        sigset_t stop;
-        sigemptyset(&stop);
-        sigaddset(&stop, SIGINT);
-        sigaddset(&stop, SIGTERM);
-        sigprocmask(SIG_BLOCK, &stop, nullptr);
-        signal_fd_ = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+        sigset_t signals;
+        sigemptyset(&signals);
+        sigaddset(&signals, SIGINT);
+        sigaddset(&signals, SIGTERM);
+        sigprocmask(SIG_BLOCK, &signals, nullptr);
+        signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
         if (signal_fd_ < 0) {
             error = std::string("signalfd: ") + std::strerror(errno);
             return false;
@@ -82,129 +68,113 @@ class LiveInputs {
                 return false;
             }
             if (fd == 0) ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
-            add_source(in, fd);
+            add_source(in, fd, 0);
         }
-        if (!options_.listen.empty() && !listen(error)) return false;
+        if (!options_.listen.empty() &&
+            !listener_.open(options_.listen, options_.listen_gid, options_.listen_group, error))
+            return false;
         return true;
     }
 
     // Reads what is there until the next window is due; false when the run is over.
     bool pump(Clock::time_point until, bool& stop) {
+        const auto now = Clock::now();
         std::vector<pollfd> fds;
         fds.push_back({signal_fd_, POLLIN, 0});
-        if (listener_ >= 0) fds.push_back({listener_, POLLIN, 0});
+        const bool listening = listener_.fd() >= 0;
+        const bool accepting = listening && now >= listener_.resume_at();
+        if (accepting) fds.push_back({listener_.fd(), POLLIN, 0});
+        if (listening && !accepting) until = std::min(until, listener_.resume_at());
         const std::size_t first_source = fds.size();
-        std::vector<std::size_t> index;
-        for (std::size_t i = 0; i < sources_.size(); ++i)
-            if (sources_[i].fd >= 0) {
-                fds.push_back({sources_[i].fd, POLLIN, 0});
-                index.push_back(i);
-            }
-        if (listener_ < 0 && index.empty()) return false;  // every input ended
-        const auto wait =
-            std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+        const std::vector<std::size_t> index = open_;  // read_source() may close some
+        for (const std::size_t i : index) fds.push_back({sources_[i].fd(), POLLIN, 0});
+        if (!listening && index.empty()) return false;  // every input ended
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
         const int n =
             ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait.count())));
-        if (n < 0 && errno != EINTR) return false;
-        if (n <= 0) return true;
-        if (fds[0].revents) {
-            stop = true;
-            return false;
+        if (n < 0) {
+            // Only ENOMEM is possible here (the descriptors are this process's, fewer than
+            // its limit): said, and tried again after a rest.
+            if (errno != EINTR) poll_failed(errno);
+            return true;
         }
-        if (listener_ >= 0 && fds[1].revents & POLLIN) accept_one();
+        if (n == 0) return true;
+        if (fds[0].revents && take_signal(stop)) return false;
+        if (accepting && fds[1].revents & POLLIN) accept_one();
         for (std::size_t k = 0; k < index.size(); ++k)
             if (fds[first_source + k].revents) read_source(index[k]);
+        std::erase_if(open_, [this](std::size_t i) { return sources_[i].fd() < 0; });
         return true;
+    }
+
+    ListenCounts listen_counts() const {
+        ListenCounts c;
+        c.listening = listener_.fd() >= 0;
+        c.connections = listener_.connections();
+        c.refused = listener_.refused();
+        return c;
     }
 
   private:
-    bool listen(std::string& error) {
-        const std::string& path = options_.listen;
-        sockaddr_un addr{};
-        if (path.size() >= sizeof(addr.sun_path)) {
-            error = "--listen " + path + ": path too long for a Unix socket";
-            return false;
+    // INT/TERM: true (the run stops).
+    bool take_signal(bool& stop) {
+        signalfd_siginfo info{};
+        while (::read(signal_fd_, &info, sizeof(info)) == sizeof(info)) stop = true;
+        return stop;
+    }
+
+    void poll_failed(int err) {
+        const auto now = Clock::now();
+        if (now - last_poll_error_ >= std::chrono::seconds(10)) {
+            std::fprintf(stderr, "insert-correlate: poll: %s (trying again)\n", std::strerror(err));
+            last_poll_error_ = now;
         }
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0) {
-            if (!S_ISSOCK(st.st_mode)) {
-                error =
-                    "--listen " + path + ": exists and is not a socket (refusing to replace it)";
-                return false;
-            }
-            ::unlink(path.c_str());  // a stale socket of an earlier run
-        }
-        listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        addr.sun_family = AF_UNIX;
-        std::memcpy(addr.sun_path, path.c_str(), path.size());
-        if (listener_ < 0 ||
-            ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-            ::listen(listener_, 64) != 0) {
-            error = "--listen " + path + ": " + std::strerror(errno);
-            return false;
-        }
-        return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
 
     void accept_one() {
-        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) add_source(options_.listen + "#" + std::to_string(++connections_), fd);
+        pid_t peer = 0;
+        const int fd = listener_.accept(Clock::now(), open_.size(), peer);
+        if (fd >= 0)
+            add_source(options_.listen + "#" + std::to_string(listener_.connections()), fd, peer);
     }
 
-    void add_source(const std::string& name, int fd) {
-        Source s;
-        s.name = name;
-        s.fd = fd;
-        s.capacity = kReadBytes;
-        s.buffer.reset(new char[s.capacity + simdjson::SIMDJSON_PADDING]);
-        sources_.push_back(std::move(s));
-        names_.push_back(name);
+    void add_source(const std::string& name, int fd, pid_t peer) {
+        sources_.emplace_back(name, fd, options_.max_line, peer);
+        open_.push_back(sources_.size() - 1);
     }
 
     void read_source(std::size_t i) {
-        Source& s = sources_[i];
-        bool eof = false;
-        while (true) {
-            if (s.size == s.capacity) {  // a line longer than the buffer: grow it
-                auto bigger = std::make_unique<char[]>(s.capacity * 2 + simdjson::SIMDJSON_PADDING);
-                std::memcpy(bigger.get(), s.buffer.get(), s.size);
-                s.buffer = std::move(bigger);
-                s.capacity *= 2;
-            }
-            const ssize_t n = ::read(s.fd, s.buffer.get() + s.size, s.capacity - s.size);
-            if (n > 0) {
-                s.size += static_cast<std::size_t>(n);
-                if (s.size < s.capacity) break;  // drained for now
-                continue;
-            }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-            eof = true;  // 0, or an error: the stream is over
-            break;
-        }
-        const char* last = static_cast<const char*>(memrchr(s.buffer.get(), '\n', s.size));
-        std::size_t whole = last ? static_cast<std::size_t>(last - s.buffer.get()) + 1 : 0;
-        if (eof) whole = s.size;
-        if (whole > 0) deliver(i, whole, eof && s.buffer[whole - 1] != '\n');
-        std::memmove(s.buffer.get(), s.buffer.get() + whole, s.size - whole);
-        s.size -= whole;
-        if (eof) {
-            if (s.fd > 0) ::close(s.fd);
-            s.fd = -1;
-        }
+        StreamSource& s = sources_[i];
+        const StreamSource::Read r =
+            s.read([this, i](const char* data, std::size_t bytes, bool unterminated) {
+                deliver(i, data, bytes, unterminated);
+            });
+        if (r != StreamSource::Read::too_long) return;
+        ++counts_.too_long;
+        const bool connection = i >= options_.inputs.size();
+        const std::string what = !connection    ? "input"
+                                 : s.peer() > 0 ? "connection of " + describe_process(s.peer())
+                                                : "connection";
+        std::fprintf(stderr,
+                     "insert-correlate: %s:%llu: line longer than --max-line %llu bytes: %s "
+                     "closed\n",
+                     s.name().c_str(), static_cast<unsigned long long>(s.next_line()),
+                     static_cast<unsigned long long>(options_.max_line), what.c_str());
     }
 
     // Decodes the whole lines at the start of the buffer. What follows them (the start of
     // the next line) and the buffer's padding are what the parser may read past a line.
-    void deliver(std::size_t i, std::size_t bytes, bool unterminated) {
-        Source& s = sources_[i];
+    void deliver(std::size_t i, const char* data, std::size_t bytes, bool unterminated) {
+        StreamSource& s = sources_[i];
         Ingested block;
-        s.next_line += parse_block(parser_, s.buffer.get(), bytes, static_cast<uint32_t>(i),
-                                   s.next_line, unterminated, block, block.counts, block.first_bad);
+        s.advance(parse_block(parser_, data, bytes, static_cast<uint32_t>(i), s.next_line(),
+                              unterminated, block, block.counts, block.first_bad));
         counts_.add(block.counts);
         for (const BadLine& b : block.first_bad)
             if (reported_++ < kMaxReported)
-                std::fprintf(stderr, "insert-correlate: %s:%llu: %s\n", names_[b.input].c_str(),
+                std::fprintf(stderr, "insert-correlate: %s:%llu: %s\n",
+                             sources_[b.input].name().c_str(),
                              static_cast<unsigned long long>(b.line), b.reason.c_str());
         engine_.add(static_cast<uint32_t>(i), block);
     }
@@ -216,11 +186,13 @@ class LiveInputs {
     LineParser parser_;
     const CorrelateOptions& options_;
     LiveCorrelator& engine_;
-    std::vector<Source> sources_;
-    std::vector<std::string> names_;
-    int listener_ = -1;
+    // Every stream the run has had (its index is the engine's input), and those still open:
+    // a run with producers coming and going polls only the ones connected.
+    std::deque<StreamSource> sources_;
+    std::vector<std::size_t> open_;
+    ListenSocket listener_;
     int signal_fd_ = -1;
-    unsigned connections_ = 0;
+    Clock::time_point last_poll_error_{};
     std::size_t reported_ = 0;
 };
 
@@ -313,6 +285,7 @@ int run_live(const CorrelateOptions& options) {
         summary.alertmanager = alertmanager->counts();
     }
     summary.inputs = inputs.counts_;
+    summary.listen = inputs.listen_counts();
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     sink.summary(summary);
     if (!sink.flush() || (!out.close() && !out.reader_gone())) return fail(out.error());

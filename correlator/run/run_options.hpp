@@ -21,11 +21,14 @@ struct CorrelateOptions {
     bool quiet = false;     // no terminal report
     bool progress = false;  // progress lines on stderr even when it is not a terminal
     // Live input (docs/correlation.md 7).
-    std::string listen;        // Unix stream socket to accept producers on
-    double max_delay_s = 1.0;  // how late a record may arrive behind its stream
-    double ttl_s = 30.0;       // undecided items are decided after this
-    double interval_s = 1.0;   // app records and windows, wall clock
-    double duration_s = 0;     // 0: until SIGINT/SIGTERM (or every input ended)
+    std::string listen;           // Unix stream socket to accept producers on
+    std::string listen_group;     // its group (name as given), with its id:
+    int64_t listen_gid = -1;      // -1: the process's
+    uint64_t max_line = 1 << 20;  // live streams: a longer line closes its stream
+    double max_delay_s = 1.0;     // how late a record may arrive behind its stream
+    double ttl_s = 30.0;          // undecided items are decided after this
+    double interval_s = 1.0;      // app records and windows, wall clock
+    double duration_s = 0;        // 0: until SIGINT/SIGTERM (or every input ended)
     // Security alerts (docs/correlation.md 8).
     SecurityOptions security;
     CongestionOptions congestion;

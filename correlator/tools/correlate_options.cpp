@@ -5,6 +5,7 @@
 #include "correlator/usecases/security_rules.hpp"
 #include "dataplane/common/version.hpp"
 
+#include <grp.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace insert::correlate {
 
@@ -39,6 +41,31 @@ bool parse_offset(const std::string& text, ClockPolicy& policy, std::string& err
     }
     policy.offsets[host] = ns;
     return true;
+}
+
+// --listen-group NAME (or a number): the group's id, or an error naming it.
+bool resolve_group(CorrelateOptions& out, std::string& error) {
+    if (out.listen.empty()) {
+        error = "--listen-group: needs --listen PATH";
+        return false;
+    }
+    const std::string& name = out.listen_group;
+    std::vector<char> room(16384);
+    group entry{};
+    group* found = nullptr;
+    const int rc = ::getgrnam_r(name.c_str(), &entry, room.data(), room.size(), &found);
+    if (rc == 0 && found) {
+        out.listen_gid = found->gr_gid;
+        return true;
+    }
+    uint32_t gid = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), gid);
+    if (!name.empty() && ec == std::errc() && end == name.data() + name.size()) {
+        out.listen_gid = gid;
+        return true;
+    }
+    error = "--listen-group " + name + ": no such group";
+    return false;
 }
 
 // The security rules' table (usecases/security_rules.cpp) as docs/correlation.md shows it:
@@ -92,8 +119,14 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
                    "also write the records as a self-contained HTML report (charts and tables; "
                    "written at the end of a successful run)");
     app.add_option("--listen", out.listen,
-                   "accept producers (insert-trace --unix, insert-dp) on this Unix socket; "
-                   "runs live until SIGINT/SIGTERM or --duration");
+                   "accept producers (insert-trace --unix, insert-dp --records unix:PATH) on "
+                   "this Unix socket, mode 0660; runs live until SIGINT/SIGTERM or --duration");
+    app.add_option("--listen-group", out.listen_group,
+                   "the --listen socket's group (mode 0660: its members may connect; default: "
+                   "the process's group)");
+    app.add_option("--max-line", out.max_line,
+                   "live: a line longer than this many bytes closes its connection or stream, "
+                   "counted in summary.bad.too_long (default 1048576)");
     app.add_option("--max-delay", out.max_delay_s,
                    "live: seconds a record may arrive behind its stream (default 1)");
     app.add_option("--ttl", out.ttl_s,
@@ -147,6 +180,11 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     }
     if (out.inputs.empty() && out.listen.empty()) {
         error = "no input: give files, '-' or --listen PATH";
+        return 2;
+    }
+    if (app.count("--listen-group") && !resolve_group(out, error)) return 2;
+    if (out.max_line < 64 || out.max_line > (uint64_t{1} << 30)) {
+        error = "--max-line " + std::to_string(out.max_line) + ": from 64 to 1073741824";
         return 2;
     }
     const auto in_range = [&](const char* name, double v, double lo, double hi) {

@@ -7,7 +7,8 @@ and by `insert-correlate --listen` fed by scripts/stream-records.py - one produc
 connection per host and one for the observer, paced by data time (each scenario played in
 about two seconds of wall time), the second producer restarted halfway - then stopped with
 SIGTERM. The two outputs must hold the same records, order aside, except the interval `app`
-records (`"final": false`) and the summary's wall time and `late`/`evicted` counts (shown:
+records (`"final": false`) and the summary's wall time, `listen` connection counts and
+`late`/`evicted` counts (shown:
 insert-dp writes a message that never completed when it gives up on it, after later ones,
 so a few records of the attack scenarios arrive behind the watermark - they are joined in
 the next window all the same). Both runs take `--same-clock`: clock offsets estimated from the whole input
@@ -87,7 +88,7 @@ def comparable(path):
             if r["type"] == "summary":
                 summary = r
                 r = dict(r)
-                for k in ("wall_s", "late", "evicted"):
+                for k in ("wall_s", "late", "evicted", "listen"):
                     r.pop(k, None)
             out[json.dumps(r, sort_keys=True)] += 1
     return out, summary
