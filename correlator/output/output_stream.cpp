@@ -57,6 +57,22 @@ bool OutputStream::write(std::string_view text) {
     return true;
 }
 
+bool OutputStream::reopen(std::string& error) {
+    if (!file_ || file_ == stdout) {
+        error = file_ ? "is standard output" : "is not open";
+        return false;
+    }
+    if (std::fflush(file_) != 0 && error_.empty()) error_ = path_ + ": " + std::strerror(errno);
+    std::FILE* fresh = std::fopen(path_.c_str(), "a");
+    if (!fresh) {
+        error = path_ + ": " + std::strerror(errno);
+        return false;
+    }
+    if (std::fclose(file_) != 0 && error_.empty()) error_ = path_ + ": " + std::strerror(errno);
+    file_ = fresh;
+    return true;
+}
+
 bool OutputStream::close() {
     if (!file_) return error_.empty();
     const bool flushed = std::fflush(file_) == 0;

@@ -1,7 +1,8 @@
 // Where the records go: a file (opened only once the inputs were read, so that a failed
 // run leaves an existing file alone, and refused when it is one of the inputs) or
 // standard output. A reader that goes away (EPIPE: `| head`) ends the output quietly;
-// any other write error (a full disk, /dev/full) is reported.
+// any other write error (a full disk, /dev/full) is reported. SIGHUP reopens a file
+// (reopen()).
 #pragma once
 
 #include <cstdio>
@@ -26,6 +27,10 @@ class OutputStream {
     // Appends; false after a write error (error() says which).
     bool write(std::string_view text);
     bool close();
+    // SIGHUP (logrotate moved the file): what is written goes on in a file opened anew at
+    // the same path, appended to if it is still there. False with `error` for standard
+    // output or when the path cannot be opened; the records then go on to the open file.
+    bool reopen(std::string& error);
     bool reader_gone() const { return reader_gone_; }
     const std::string& error() const { return error_; }
 

@@ -71,6 +71,24 @@ bool check_report_path(const std::string& option, const std::string& path,
         error = option + " " + path + ": is a directory";
         return false;
     }
+    // The page is written next to its path and renamed into place: the directory must
+    // exist and take a new file, checked before any input is read.
+    const std::size_t slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path.substr(0, slash);
+    struct stat dir_st {};
+    int err = 0;
+    if (::stat(dir.c_str(), &dir_st) != 0)
+        err = errno;
+    else if (!S_ISDIR(dir_st.st_mode))
+        err = ENOTDIR;
+    else if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        err = errno;
+    if (err != 0) {
+        error = option + " " + path + ": directory " + dir + ": " + std::strerror(err);
+        return false;
+    }
     for (const auto& [other, what] : others) {
         if (other == path && other != "-") {
             error = option + " " + path + ": is " + what + " (refusing to overwrite it)";

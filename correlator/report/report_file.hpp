@@ -13,8 +13,9 @@ namespace insert::correlate::report {
 // (libjs-chart.js). False with `error` saying what to install.
 bool load_chart_library(const std::string& path, std::string& text, std::string& error);
 
-// False with `error` when `path` is empty, a directory, or the same file as one of
-// `others` (path, what it is: "the input", "the --records output").
+// False with `error` when `path` is empty, a directory, in a directory that does not exist
+// or cannot take a new file, or the same file as one of `others` (path, what it is: "the
+// input", "the --records output").
 bool check_report_path(const std::string& option, const std::string& path,
                        const std::vector<std::pair<std::string, std::string>>& others,
                        std::string& error);

@@ -40,7 +40,8 @@ int fail(const std::string& message) {
 }
 
 // The live inputs: the streams given, the --listen socket and the connections it accepts,
-// and the signals that stop the run (INT, TERM), polled together.
+// and the signals (INT and TERM stop the run, HUP asks for the outputs to be reopened),
+// polled together.
 class LiveInputs {
   public:
     LiveInputs(const CorrelateOptions& options, LiveCorrelator& engine, HostNames& hosts)
@@ -55,6 +56,7 @@ class LiveInputs {
         sigemptyset(&signals);
         sigaddset(&signals, SIGINT);
         sigaddset(&signals, SIGTERM);
+        sigaddset(&signals, SIGHUP);
         sigprocmask(SIG_BLOCK, &signals, nullptr);
         signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
         if (signal_fd_ < 0) {
@@ -107,6 +109,8 @@ class LiveInputs {
         return true;
     }
 
+    // A SIGHUP arrived since the last call.
+    bool take_hangup() { return std::exchange(hangup_, false); }
     ListenCounts listen_counts() const {
         ListenCounts c;
         c.listening = listener_.fd() >= 0;
@@ -116,10 +120,15 @@ class LiveInputs {
     }
 
   private:
-    // INT/TERM: true (the run stops).
+    // INT/TERM: true (the run stops). HUP: noted for the run, which reopens its outputs.
     bool take_signal(bool& stop) {
         signalfd_siginfo info{};
-        while (::read(signal_fd_, &info, sizeof(info)) == sizeof(info)) stop = true;
+        while (::read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+            if (info.ssi_signo == SIGHUP)
+                hangup_ = true;
+            else
+                stop = true;
+        }
         return stop;
     }
 
@@ -192,6 +201,7 @@ class LiveInputs {
     std::vector<std::size_t> open_;
     ListenSocket listener_;
     int signal_fd_ = -1;
+    bool hangup_ = false;
     Clock::time_point last_poll_error_{};
     std::size_t reported_ = 0;
 };
@@ -224,6 +234,26 @@ void tell_as_decided(LiveSettings& settings, const CorrelateOptions& options,
     settings.on_episode_closed = [&alertmanager](const CongestionEpisode& e) {
         if (alertmanager) alertmanager->resolve(alertmanager_alert(e, true));
     };
+}
+
+// SIGHUP: the records written so far go to the file open until now, the next ones to a
+// file opened anew at the same path (logrotate moved the old one: `create` or
+// `nocreate`, then `postrotate` sends the HUP). --html is written at the end anyway.
+void reopen_records(const CorrelateOptions& options, RecordSink& sink, OutputStream& out) {
+    std::string error;
+    if (options.records.empty() || out.to_stdout()) {
+        std::fprintf(stderr, "insert-correlate: SIGHUP: no --records file to reopen\n");
+        return;
+    }
+    sink.flush();
+    if (out.reopen(error))
+        std::fprintf(stderr, "insert-correlate: SIGHUP: --records %s reopened\n",
+                     options.records.c_str());
+    else
+        std::fprintf(stderr,
+                     "insert-correlate: SIGHUP: --records %s: cannot reopen (%s); the records "
+                     "go on to the file open before\n",
+                     options.records.c_str(), error.c_str());
 }
 
 }  // namespace
@@ -268,6 +298,7 @@ int run_live(const CorrelateOptions& options) {
     bool stop = false;
     while (!stop && Clock::now() < deadline) {
         const bool more = inputs.pump(std::min(next_window, deadline), stop);
+        if (inputs.take_hangup()) reopen_records(options, sink, out);
         if (Clock::now() >= next_window) {
             engine.window(false);
             engine.write_apps(false);

@@ -3,8 +3,8 @@
 // with poll() as they write, joined window after window (LiveCorrelator). Regular files
 // given beside them are read as streams that end. Stops on SIGINT/SIGTERM, --duration, or
 // when every input ended and nothing listens; the rest is then decided, and the final
-// records and the summary written. The --listen socket's
-// limits: listen_socket.hpp (descriptors, a second collector, its mode),
+// records and the summary written. SIGHUP reopens the --records file (logrotate). The
+// --listen socket's limits: listen_socket.hpp (descriptors, a second collector, its mode),
 // stream_source.hpp (--max-line).
 #pragma once
 

@@ -120,7 +120,8 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
                    "written at the end of a successful run)");
     app.add_option("--listen", out.listen,
                    "accept producers (insert-trace --unix, insert-dp --records unix:PATH) on "
-                   "this Unix socket, mode 0660; runs live until SIGINT/SIGTERM or --duration");
+                   "this Unix socket, mode 0660; runs live until SIGINT/SIGTERM or --duration "
+                   "(SIGHUP reopens --records)");
     app.add_option("--listen-group", out.listen_group,
                    "the --listen socket's group (mode 0660: its members may connect; default: "
                    "the process's group)");

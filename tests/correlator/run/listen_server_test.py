@@ -12,6 +12,10 @@
                  pid, and leaves the first's socket alone; a stale socket file is replaced
   socket_mode    the socket is 0660 under umask 0; --listen-group sets its group; an unknown
                  group exits 2 naming it
+  sighup         the records file renamed (logrotate), then SIGHUP: the records after it go
+                 to a new file at the path, one stderr line says so
+  html_checked   --html in a missing directory exits 2 naming it before any input is read,
+                 in a batch run and a live one
 
 usage: listen_server_test.py CASE"""
 import grp
@@ -283,8 +287,69 @@ def case_socket_mode(tmp):
     print(f"PASS socket_mode: 0660 under umask 0 and 077, group {group}; an unknown group refused")
 
 
+def case_sighup(tmp):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
+    import live_test  # its workload: 200 WRITEs with their host records, one post lost
+    lines = live_test.workload(200)
+    half = len(lines) // 2
+    c = Collector(tmp, extra=["--max-delay", "0.05"])
+    try:
+        s = connect(c.sock)
+        s.sendall("".join(lines[:half]).encode())
+        wait_for(lambda: '"type":"e2e"' in open(c.out).read(), 10, "e2e records before the HUP")
+        rotated = c.out + ".1"
+        os.rename(c.out, rotated)  # logrotate's move, then its postrotate HUP
+        c.p.send_signal(signal.SIGHUP)
+        wait_for(lambda: c.has("SIGHUP"), 10, "the SIGHUP line")
+        check(os.path.exists(c.out), "no new file at the path after SIGHUP")
+        s.sendall("".join(lines[half:]).encode())
+        s.close()
+        wait_for(lambda: '"type":"e2e"' in open(c.out).read(), 10, "e2e records after the HUP")
+        rc = c.stop()
+    finally:
+        c.kill()
+    check(rc == 0, f"exit status {rc}")
+    line = [l for l in c.lines if "SIGHUP" in l]
+    check(line == [f"insert-correlate: SIGHUP: --records {c.out} reopened"], f"{line}")
+    old, new = read_records(rotated), read_records(c.out)
+    check(all(r["type"] != "summary" for r in old), "the rotated file got the summary")
+    check(new[-1]["type"] == "summary" and new[-1]["inputs"]["lines"] == len(lines),
+          f"the summary goes to the new file: {new[-1]}")
+    e2e_old = sum(r["type"] == "e2e" for r in old)
+    e2e_new = sum(r["type"] == "e2e" for r in new)
+    check(e2e_old > 0 and e2e_new > 0 and e2e_old + e2e_new == 199,
+          f"e2e records {e2e_old} before, {e2e_new} after the HUP")
+    print(f"PASS sighup: {e2e_old} e2e records in the rotated file, {e2e_new} and the summary "
+          "in the new one")
+
+
+def case_html_checked(tmp):
+    missing = os.path.join(tmp, "no-such-dir", "report.html")
+    data = os.path.join(tmp, "in.jsonl")
+    with open(data, "wb") as f:
+        f.write(event(1))
+    fifo = os.path.join(tmp, "in.fifo")
+    os.mkfifo(fifo)
+    for argv, what in (([data], "batch"), (["--listen", os.path.join(tmp, "h.sock")], "live"),
+                       ([fifo], "live fifo")):
+        t0 = time.monotonic()
+        r = subprocess.run([CORRELATE, *argv, "--html", missing, "--quiet"], capture_output=True,
+                           text=True, timeout=30)
+        check(r.returncode == 2 and r.stderr.strip().endswith(
+            f"--html {missing}: directory {os.path.dirname(missing)}: No such file or directory"),
+              f"{what}: {r.returncode} {r.stderr}")
+        check(time.monotonic() - t0 < 5, f"{what}: took {time.monotonic() - t0:.1f} s")
+    check(not os.path.exists(os.path.join(tmp, "h.sock")), "the live run listened before the check")
+    not_dir = os.path.join(data, "report.html")
+    r = subprocess.run([CORRELATE, data, "--html", not_dir, "--quiet"], capture_output=True,
+                       text=True, timeout=30)
+    check(r.returncode == 2 and "Not a directory" in r.stderr, f"{r.stderr}")
+    print("PASS html_checked: a missing directory named before any input, batch and live")
+
+
 CASES = {"fd_limit": case_fd_limit, "long_line": case_long_line,
-         "second_listen": case_second_listen, "socket_mode": case_socket_mode}
+         "second_listen": case_second_listen, "socket_mode": case_socket_mode,
+         "sighup": case_sighup, "html_checked": case_html_checked}
 
 
 def main():
