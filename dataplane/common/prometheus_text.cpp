@@ -34,6 +34,51 @@ void append_int(std::string& out, Int v) {
     out.append(digits, r.ptr);
 }
 
+// The shortest digits that read back as `v`, laid out as Go's strconv 'g' does (what
+// Prometheus and its client libraries write: le="0.0002", le="1e-05", 2.5e+06): fixed for
+// decimal exponents from -4 to 5, scientific with a two-digit exponent otherwise.
+void append_shortest(std::string& out, double v) {
+    char sci[40];
+    const auto r = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
+    const std::string_view text(sci, static_cast<std::size_t>(r.ptr - sci));
+    const std::size_t e = text.find('e');
+    std::string_view mantissa = text.substr(0, e);
+    int exp = 0;
+    std::from_chars(text.data() + e + 1 + (text[e + 1] == '+'), text.data() + text.size(), exp);
+    if (!mantissa.empty() && mantissa.front() == '-') {
+        out += '-';
+        mantissa.remove_prefix(1);
+    }
+    std::string digits;
+    for (const char c : mantissa)
+        if (c != '.') digits += c;
+    if (exp < -4 || exp >= 6) {
+        out += digits.front();
+        if (digits.size() > 1) {
+            out += '.';
+            out.append(digits, 1);
+        }
+        out += exp < 0 ? "e-" : "e+";
+        const int a = exp < 0 ? -exp : exp;
+        if (a < 10) out += '0';
+        append_int(out, a);
+    } else if (exp < 0) {
+        out += "0.";
+        out.append(static_cast<std::size_t>(-exp - 1), '0');
+        out += digits;
+    } else {
+        const auto whole = static_cast<std::size_t>(exp) + 1;
+        if (digits.size() <= whole) {
+            out += digits;
+            out.append(whole - digits.size(), '0');
+        } else {
+            out.append(digits, 0, whole);
+            out += '.';
+            out.append(digits, whole);
+        }
+    }
+}
+
 }  // namespace
 
 void Histogram::observe(double v) {
@@ -87,9 +132,7 @@ void append_value(std::string& out, double v) {
     } else if (std::isinf(v)) {
         out += v > 0 ? "+Inf" : "-Inf";
     } else {
-        char digits[32];
-        const auto r = std::to_chars(digits, digits + sizeof digits, v);  // shortest exact form
-        out.append(digits, r.ptr);
+        append_shortest(out, v);
     }
 }
 

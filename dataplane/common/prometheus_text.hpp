@@ -2,7 +2,8 @@
 // family once, with its `# HELP` and `# TYPE` lines, then its samples; label values
 // escaped (backslash, double quote, line feed), HELP text too (backslash, line feed);
 // counters and gauges as integers when they are, floating-point values in their shortest
-// exact form (NaN, +Inf, -Inf as Prometheus writes them); histograms with fixed buckets,
+// exact form, laid out as Prometheus's own clients write them (0.0002, 1e-05, 2.5e+06; NaN,
+// +Inf, -Inf); histograms with fixed buckets,
 // cumulative `_bucket{le=...}` series, `_sum` and `_count`.
 //
 // The writer only formats: names and label names come from the program (checked in debug

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace insert::prometheus {
 namespace {
@@ -52,7 +53,23 @@ TEST(PrometheusText, values_in_shortest_exact_form) {
     append_value(out, -std::numeric_limits<double>::infinity());
     out += ' ';
     append_value(out, 1700000000.123);
-    EXPECT_EQ(out, "0.25 -1.5e-07 NaN +Inf -Inf 1700000000.123");
+    EXPECT_EQ(out, "0.25 -1.5e-07 NaN +Inf -Inf 1.700000000123e+09");
+}
+
+TEST(PrometheusText, values_laid_out_as_the_go_clients_do) {
+    // Go's strconv.FormatFloat(v, 'g', -1, 64), which Prometheus's clients write le with.
+    const std::pair<double, const char*> cases[] = {
+        {1e-6, "1e-06"},      {5e-6, "5e-06"},      {1e-5, "1e-05"}, {1e-4, "0.0001"},
+        {2e-4, "0.0002"},     {0.005, "0.005"},     {0.1, "0.1"},    {1.0, "1"},
+        {10.0, "10"},         {123456.0, "123456"}, {1e6, "1e+06"},  {2.5e6, "2.5e+06"},
+        {-0.0025, "-0.0025"}, {0.0, "0"},           {1.5, "1.5"},    {1e21, "1e+21"},
+        {12.375, "12.375"},   {1e-300, "1e-300"},
+    };
+    for (const auto& [v, want] : cases) {
+        std::string out;
+        append_value(out, v);
+        EXPECT_EQ(out, want) << v;
+    }
 }
 
 TEST(PrometheusText, histogram_buckets_are_cumulative_with_sum_and_count) {
