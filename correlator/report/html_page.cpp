@@ -41,7 +41,7 @@ void canvas(std::string& out, const std::string& id, bool wide) {
 }  // namespace
 
 std::string render_page(const ReportData& d, std::string_view chart_library,
-                        std::string_view source) {
+                        std::string_view source, double reload_s) {
     const ChartData charts = make_chart_data(d);
     std::string out;
     out.reserve(chart_library.size() + charts.json.size() + 65536);
@@ -56,7 +56,13 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
     out += kPageStyle;
     out += "</style><script>";
     out += kErrorCaptureScript;
-    out += "</script><script>\n";
+    out += "</script>";
+    if (reload_s > 0)  // a live page: the server makes it anew every interval
+        out += fmt::format(
+            "<script>if (location.hash !== \"#pause\") setTimeout(function () {{ "
+            "location.reload(); }}, {});</script>",
+            static_cast<long>(reload_s * 1000));
+    out += "<script>\n";
     out += chart_library;
     out += "\n</script></head>\n";
     out +=
@@ -75,7 +81,13 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
             utc(d.t_min_ns), d.t_min_ns, ns_between(d.t_min_ns, d.t_max_ns, 1e9));
     if (d.unreadable)
         out += fmt::format("; {} lines were not insert-correlate records", d.unreadable);
-    out += ".</p>\n";
+    out += ".";
+    if (reload_s > 0)
+        out += fmt::format(
+            " Live: the records written so far, made anew every {:g} s; this page reloads "
+            "itself as often (add #pause to its address to stop it).",
+            reload_s);
+    out += "</p>\n";
 
     section(out, "summary", "Summary", "The run's summary record (docs/correlation.md 6).");
     append_summary_table(out, d);

@@ -26,6 +26,7 @@
 #include "correlator/report/html_report.hpp"
 #include "correlator/run/correlate_run.hpp"
 #include "correlator/run/listen_socket.hpp"
+#include "correlator/run/run_service.hpp"
 #include "correlator/run/stream_source.hpp"
 
 namespace insert::correlate {
@@ -271,6 +272,11 @@ int run_live(const CorrelateOptions& options) {
             return fail(error);
         sink.set_observer([&html](std::string_view line) { html->add(line); });
     }
+    std::optional<RunService> service;  // --http: /metrics and the live page (run_service.hpp)
+    if (!options.http.empty()) {
+        if (!service.emplace(options, true).start(error)) return fail(error);
+        service->observe(sink, html);
+    }
     LiveSettings settings;
     settings.clock = options.clock;
     settings.max_delay_ns = static_cast<int64_t>(options.max_delay_s * 1e9);
@@ -281,6 +287,7 @@ int run_live(const CorrelateOptions& options) {
     std::optional<AlertmanagerClient> alertmanager;
     if (!options.alertmanager.url.empty()) alertmanager.emplace(options.alertmanager);
     tell_as_decided(settings, options, alertmanager);
+    if (service) service->watch(settings);
     LiveCorrelator engine(names, settings, sink);
     LiveInputs inputs(options, engine, names);
     if (!inputs.open(error)) return fail(error);
@@ -302,6 +309,7 @@ int run_live(const CorrelateOptions& options) {
         if (Clock::now() >= next_window) {
             engine.window(false);
             engine.write_apps(false);
+            if (service) service->window(engine, inputs.counts_, alertmanager);
             next_window += interval;
         }
         if (!more) break;
@@ -319,6 +327,7 @@ int run_live(const CorrelateOptions& options) {
     summary.listen = inputs.listen_counts();
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     sink.summary(summary);
+    if (service) service->finish(summary);
     if (!sink.flush() || (!out.close() && !out.reader_gone())) return fail(out.error());
     if (html && !html->write(report::run_source(options.inputs, options.listen), error))
         return fail(error);

@@ -34,6 +34,7 @@ struct CorrelateOptions {
     CongestionOptions congestion;
     AlertDeliveryOptions alertmanager;  // url http[s]://HOST:PORT: deliver alerts there too
     std::string html;  // also write the records as an HTML report (correlator/report)
+    std::string http;  // ADDR:PORT: serve /metrics and the live page (run/run_service.hpp)
 };
 
 }  // namespace insert::correlate

@@ -3,6 +3,7 @@
 #include "correlator/output/alert_delivery.hpp"
 #include "correlator/output/alertmanager.hpp"
 #include "correlator/usecases/security_rules.hpp"
+#include "dataplane/common/http_server.hpp"
 #include "dataplane/common/version.hpp"
 
 #include <grp.h>
@@ -68,6 +69,23 @@ bool resolve_group(CorrelateOptions& out, std::string& error) {
     return false;
 }
 
+// --http ADDR:PORT: the address's form, and a server built in.
+bool check_http(const std::string& address, std::string& error) {
+    std::string host;
+    uint16_t port = 0;
+    if (!http::parse_address(address, host, port, error)) {
+        error = "--http " + error;
+        return false;
+    }
+    if (!http::available()) {
+        error =
+            "--http: this insert-correlate was built without libmicrohttpd (install "
+            "libmicrohttpd-dev - scripts/setup.sh - and rebuild)";
+        return false;
+    }
+    return true;
+}
+
 // The security rules' table (usecases/security_rules.cpp) as docs/correlation.md shows it:
 // a test compares the two.
 std::string rules_markdown() {
@@ -99,7 +117,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         "  insert-correlate dp.jsonl trace.jsonl --records - --quiet | grep '\"type\":\"e2e\"'\n"
         "  insert-correlate dp.jsonl trace.jsonl --clock-offset node7=-2500 --threads 1\n"
         "  insert-correlate --listen /run/insert/correlator.sock --records live.jsonl\n"
-        "  insert-correlate dp.jsonl trace-*.jsonl --records c.jsonl --html report.html\n");
+        "  insert-correlate dp.jsonl trace-*.jsonl --records c.jsonl --html report.html\n"
+        "  insert-correlate --listen /run/insert/correlator.sock --http 127.0.0.1:9465\n"
+        "      # Prometheus /metrics and the live report page on port 9465\n");
     std::vector<std::string> offsets;
     int threads = 0;
     app.add_option("inputs", out.inputs, "input files ('-' for standard input)");
@@ -128,6 +148,10 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     app.add_option("--max-line", out.max_line,
                    "live: a line longer than this many bytes closes its connection or stream, "
                    "counted in summary.bad.too_long (default 1048576)");
+    app.add_option("--http", out.http,
+                   "serve Prometheus /metrics and the live report page (/) on ADDR:PORT "
+                   "(127.0.0.1:9465, [::1]:9465, :9465 for every address); a batch run serves "
+                   "until it ends");
     app.add_option("--max-delay", out.max_delay_s,
                    "live: seconds a record may arrive behind its stream (default 1)");
     app.add_option("--ttl", out.ttl_s,
@@ -245,6 +269,7 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         error = "--records: empty path (use '-' for standard output)";
         return 2;
     }
+    if (app.count("--http") && !check_http(out.http, error)) return 2;
     if (app.count("--html") && out.html.empty()) {
         error = "--html: empty path";
         return 2;
