@@ -219,6 +219,12 @@ void write_summary_object(char*& cursor, const SummaryCounts& s) {
         t.num("pkts", s.table_full_pkts);
         t.num("endpoints", s.table_full_endpoints);
     }
+    if (s.unix_socket) {
+        o.key("unix");
+        JsonObject u(o.cursor());
+        u.num("connects", s.unix_connects);
+        u.num("dropped", s.unix_dropped);
+    }
     o.boolean("interrupted", s.signal != nullptr);
     if (s.signal)
         o.str("signal", s.signal);

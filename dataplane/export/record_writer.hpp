@@ -32,6 +32,11 @@ struct SummaryCounts {
     uint64_t table_full_endpoints = 0;
     // The run was cut short by this signal ("SIGINT"...); null when it ran to its end.
     const char* signal = nullptr;
+    // --records unix:PATH (docs/live.md): connections made to the collector and records
+    // dropped while it was away or behind (`"unix": {...}`; absent for other outputs).
+    bool unix_socket = false;
+    uint64_t unix_connects = 0;
+    uint64_t unix_dropped = 0;
 };
 
 // Room one JSON object may need: a qp record with two IPv6 addresses and every number at

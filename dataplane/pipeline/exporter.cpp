@@ -108,6 +108,8 @@ void Exporter::loop() {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     auto next_progress = start + kProgressPeriod;
+    const auto flush_period = std::chrono::duration_cast<Clock::duration>(config_.flush_period);
+    auto next_flush = start + flush_period;
     for (;;) {
         // Read the flag before draining: if it was set, every record was pushed before it.
         const bool done = producers_done_.load(std::memory_order_acquire);
@@ -118,6 +120,11 @@ void Exporter::loop() {
             std::this_thread::sleep_for(kIdleSleep);
         }
         const auto now = Clock::now();
+        if (flush_period.count() > 0 && now >= next_flush) {
+            writer_.flush();
+            if (after_flush_) after_flush_();
+            next_flush = now + flush_period;
+        }
         if (now >= next_progress) {
             print_progress(std::chrono::duration<double>(now - start).count(), false);
             next_progress = now + kProgressPeriod;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -32,6 +34,10 @@ struct ExporterConfig {
     // Replay: a failed write (disk full, a closed pipe) stops the source, since no later
     // record can be written either. A live appliance keeps forwarding.
     bool stop_on_write_error = false;
+    // Live appliance: the writer's buffer goes out at least this often, so that the records
+    // of a quiet link reach a file, a pipe or the correlator's socket within it (0: when
+    // the buffer is full, as replay does).
+    std::chrono::nanoseconds flush_period{0};
 };
 
 class Exporter {
@@ -43,6 +49,11 @@ class Exporter {
 
     // The JSON Lines destination, if it was not known at construction (before start()).
     void set_records(std::FILE* records) { writer_.set_output(records); }
+    // Called on the exporter thread after each periodic flush (flush_period), even when no
+    // record came: a destination that must be looked after (a socket reconnecting).
+    void set_after_flush(std::function<void()> after_flush) {
+        after_flush_ = std::move(after_flush);
+    }
     void start();
     // Call once no worker will push again: drains what is left and joins the thread.
     void finish();
@@ -62,6 +73,7 @@ class Exporter {
     PacketSource* source_;
     exporter::RecordWriter writer_;
     exporter::HumanSummary summary_;
+    std::function<void()> after_flush_;
     std::atomic<bool> producers_done_{false};
     std::thread thread_;
     uint64_t records_ = 0;

@@ -26,6 +26,8 @@ Examples:
       two NIC ports through their PMD (needs hugepages); fail unless the NIC takes the rules
   insert-dp inline --vdev net_ring0 --vdev net_ring1 --duration 10
       any EAL virtual device
+  insert-dp inline --iface eth1 --iface eth2 --records unix:/run/insert/correlator.sock
+      records to insert-correlate --listen, reconnected when it restarts
 
 Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): receiving stops,
 workers and rings drain, every record is written whole, the summary (its "signal" names
@@ -46,6 +48,8 @@ Examples:
       the two directions of a link from two taps (connection affinity across ports)
   insert-dp monitor --iface span0 --http :9464 --telemetry-prefix mirror0
       Prometheus /metrics on every address, port 9464; DPDK telemetry under a fixed prefix
+  insert-dp monitor --iface span0 --records unix:/run/insert/correlator.sock
+      records to insert-correlate --listen, reconnected when it restarts
 
 Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): workers and rings
 drain, every record is written whole, the summary names the signal, exit 0.
@@ -125,8 +129,16 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
     app.add_option("--port", opt.pci, "PCI address of a NIC port (needs hugepages)");
     app.add_option("--workers", opt.workers, "worker lcores (default 1)")
         ->check(CLI::Range(1u, kMaxWorkers));
-    CLI::Option* records = app.add_option("--records", opt.records,
-                                          "write JSON Lines records to OUT, or - for stdout");
+    CLI::Option* records =
+        app.add_option("--records", opt.records,
+                       "write JSON Lines records to OUT, - for stdout, or unix:PATH for "
+                       "insert-correlate --listen PATH (started before it or not, reconnected "
+                       "when it restarts)");
+    CLI::Option* records_buffer =
+        app.add_option("--records-buffer", opt.records_buffer,
+                       "with --records unix:PATH: bytes of records kept while the collector is "
+                       "away or behind (default 16777216); more are dropped and counted")
+            ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
     app.add_option("--interval", opt.interval_s,
                    "periodic qp records every S seconds (default 1, at least 0.0001)")
         ->check(seconds_between(kMinInterval, kMaxDuration));
@@ -182,6 +194,8 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
         return 2;
     }
     std::string error;
+    if (records_buffer->count() && opt.records.rfind("unix:", 0) != 0)
+        error = "--records-buffer: needs --records unix:PATH";
     if (http->count() && opt.http.empty()) error = "--http needs ADDR:PORT (e.g. 127.0.0.1:9464)";
     if (prefix->count() && opt.telemetry_prefix.empty()) error = "--telemetry-prefix needs a name";
     if (!error.empty() || !check_service_options(opt, error)) {

@@ -15,7 +15,8 @@ struct LiveOptions {
     std::vector<std::string> pci;
     unsigned workers = 1;
     bool records_given = false;
-    std::string records;
+    std::string records;  // a file, "-" (stdout) or "unix:PATH" (insert-correlate --listen)
+    std::size_t records_buffer = 16u << 20;  // unix:PATH: kept while the collector is away
     double interval_s = 1;
     std::string offload = "auto";
     std::string shard = "ip-pair";

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "dataplane/tools/live_plan.hpp"
 #include "dataplane/tools/output_file.hpp"
 #include "dataplane/tools/pipeline_config.hpp"
+#include "dataplane/tools/records_socket.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
@@ -39,6 +41,9 @@ namespace insert::tools {
 namespace {
 
 constexpr uint64_t kMiB = 1u << 20;
+constexpr auto kRecordsFlush = std::chrono::milliseconds(100);
+// --records unix:PATH at the end: how long what waits may take to reach the collector.
+constexpr auto kSocketFinish = std::chrono::seconds(2);
 
 void on_alarm(int) {  // --duration: the run's planned end, not an interruption
     request_stop();
@@ -82,6 +87,9 @@ pipeline::PipelineConfig pipeline_config(const LiveOptions& opt, std::FILE* reco
     // link are not held for a sleep or another task's time slice (docs/live.md "Time").
     config.worker.idle = pipeline::kLivePollBackoff;
     config.exporter.bounded_memory = true;  // runs for months: nothing kept per gone endpoint
+    // A quiet link's records reach the file, pipe or socket within this, not when 64 KiB of
+    // them have come (the correlator waits --max-delay, 1 s, for a producer).
+    config.exporter.flush_period = kRecordsFlush;
     return config;
 }
 
@@ -109,16 +117,23 @@ void print_start(const char* name, bool is_inline, const LiveOptions& opt,
 // status so far (1 when an output failed).
 int report(const char* name, bool is_inline, const LiveOptions& opt,
            const ports::PortSource& source, pipeline::Pipeline& pipe, const live::LiveStats& stats,
-           const live::LiveTotals& t, double wall_s, int signal, std::FILE* summary_out) {
+           const live::LiveTotals& t, double wall_s, int signal, std::FILE* summary_out,
+           RecordsSocket* socket) {
     int status = 0;
     exporter::SummaryCounts totals = stats.summary(wall_s);
     totals.signal = signal_name(signal);
+    if (socket) {  // what the summary can say: the records it follows
+        totals.unix_socket = true;
+        totals.unix_connects = socket->counts().connects;
+        totals.unix_dropped = socket->counts().dropped;
+    }
     exporter::RecordWriter& writer = pipe.exporter().writer();
     writer.write_summary(totals);
     if (!writer.flush()) {
         std::fprintf(stderr, "%s: writing records failed: %s\n", name, std::strerror(errno));
         status = 1;
     }
+    if (socket) socket->finish(kSocketFinish);
     if (!opt.quiet) {
         exporter::RunInfo info = pipe.run_info();
         info.mode = is_inline ? "inline" : "monitor";
@@ -149,6 +164,13 @@ int report(const char* name, bool is_inline, const LiveOptions& opt,
                  static_cast<unsigned long long>(t.tx_dropped),
                  static_cast<unsigned long long>(t.rx_missed),
                  static_cast<unsigned long long>(t.records_dropped), worker_cpu_s);
+    if (socket)
+        std::fprintf(stderr,
+                     "%s: --records %s: %llu connections to the collector, %llu records dropped "
+                     "while it was away or behind\n",
+                     name, opt.records.c_str(),
+                     static_cast<unsigned long long>(socket->counts().connects),
+                     static_cast<unsigned long long>(socket->counts().dropped));
     return status;
 }
 
@@ -191,15 +213,19 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
     if (!plan_live(name, mode, opt, plan, error)) return fail(error);
     // Checked now, opened once the ports run: a failed start leaves an existing file alone.
     const bool records_to_stdout = opt.records_to_stdout();
-    if (opt.records_given && !records_to_stdout &&
+    const std::string socket_path = opt.records_given ? records_socket_path(opt.records) : "";
+    if (!socket_path.empty() && !UnixLineSender::valid_path(socket_path, error))
+        return fail("--records unix:" + error);
+    if (opt.records_given && !records_to_stdout && socket_path.empty() &&
         !check_output("--records", opt.records, "", error))
         return fail(error);
     std::FILE* records = records_to_stdout ? stdout : nullptr;
     std::FILE* summary_out = records_to_stdout ? stderr : stdout;
     http::HttpServer http_server(name);  // stopped when the run returns, after unpublishing
     if (!start_http(name, is_inline, opt, http_server, error)) return fail(error);
+    std::optional<RecordsSocket> socket;  // --records unix:PATH; outlives the pipeline
     auto close_records = [&] {
-        if (records && records != stdout) std::fclose(records);
+        if (records && records != stdout && !socket) std::fclose(records);
     };
 
     // EAL and ports.
@@ -234,7 +260,14 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
             std::fprintf(stderr, "%s: %s\n", name, error.c_str());
             return 1;
         }
-        if (opt.records_given && !records_to_stdout) {
+        if (!socket_path.empty()) {
+            socket.emplace(socket_path, std::string(name) + ": --records " + opt.records,
+                           opt.records_buffer);
+            if (!socket->open(error)) return fail(error);
+            records = socket->file();
+            pipe->exporter().set_records(records);
+            pipe->exporter().set_after_flush([&socket] { socket->after_flush(); });
+        } else if (opt.records_given && !records_to_stdout) {
             records = open_output("--records", opt.records, "", error);
             if (!records) return fail(error);
             pipe->exporter().set_records(records);
@@ -267,7 +300,7 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
         const live::LiveTotals t = stats.totals();
         live::publish(nullptr);
         status = std::max(status, report(name, is_inline, opt, *source, *pipe, stats, t, wall_s,
-                                         signal, summary_out));
+                                         signal, summary_out, socket ? &*socket : nullptr));
         pipe.reset();
         source.reset();
     }
