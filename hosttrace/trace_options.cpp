@@ -74,7 +74,14 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     uint32_t ringbuf_kb = out.ringbuf_bytes / 1024;
     int pid = 0;
     app.add_option("-o,--output", out.output, "JSON Lines destination file, '-' for stdout");
-    app.add_option("--unix", out.unix_socket, "write to this Unix stream socket instead");
+    app.add_option("--unix", out.unix_socket,
+                   "write to this Unix stream socket instead (insert-correlate --listen; "
+                   "started before it or not, reconnected when it restarts)");
+    CLI::Option* unix_buffer =
+        app.add_option("--unix-buffer", out.unix_buffer,
+                       "with --unix: bytes of records kept while the collector is away or "
+                       "behind (default 16777216); more are dropped and counted in trace_stats")
+            ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 30));
     CLI::Option* pid_option =
         app.add_option("-p,--pid", pid, "trace only this process (its mapped libibverbs)");
     app.add_option("--comm", out.comm, "trace only processes with this command name");
@@ -106,6 +113,10 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         return 0;
     } catch (const CLI::ParseError& e) {
         error = e.what();
+        return 2;
+    }
+    if (unix_buffer->count() && out.unix_socket.empty()) {
+        error = "--unix-buffer: needs --unix PATH";
         return 2;
     }
     if (!parse_datapath(datapath, out.datapath_sample)) {

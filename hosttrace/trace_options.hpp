@@ -12,6 +12,7 @@ namespace insert::hosttrace {
 struct TraceOptions {
     std::string output = "-";            // file or "-" (stdout)
     std::string unix_socket;             // connect and write there instead
+    uint64_t unix_buffer = 16u << 20;    // --unix: bytes kept while the collector is away
     pid_t pid = 0;                       // 0: every process
     std::string comm;                    // exact comm (16 bytes max) or empty
     uint64_t cgroup_id = 0;              // cgroup v2 id or 0

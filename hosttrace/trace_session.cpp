@@ -290,6 +290,11 @@ void Session::housekeeping(bool final) {
         j.u("read_errors", c.read_errors);
         j.u("sampled_out", c.sampled_out);
         j.u("probes", tracer_->links());
+        if (const UnixLineSender* u = out_.socket())  // --unix: what the collector missed
+            j.object("unix")
+                .u("connects", u->counts().connects)
+                .u("dropped", u->counts().dropped)
+                .end_object();
         end_record(j);
     }
     flush();
@@ -426,7 +431,7 @@ int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop
     }
 
     std::string error;
-    auto out = OutputSink::open(options.output, options.unix_socket, error);
+    auto out = OutputSink::open(options.output, options.unix_socket, options.unix_buffer, error);
     if (!out) return fail(error);
     Session session(options, *out);
     return session.run(libraries, stop);

@@ -11,6 +11,7 @@ Environment: INSERT_BUILD_ROOT (meson sets it).
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -609,6 +610,102 @@ def test_unix_socket(tmp):
                and r["verb"] == "create_qp"]) == 2, "create_qp events missing on the socket")
 
 
+class SocketReader:
+    """One connection of a stand-in collector: its records read on a thread, whole lines
+    only (a line cut by the peer would fail json.loads)."""
+
+    def __init__(self, srv):
+        srv.settimeout(DEADLINE_S)
+        self.conn, _ = srv.accept()
+        self.records, self.data = [], b""
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            chunk = self.conn.recv(65536)
+            if not chunk:
+                break
+            self.data += chunk
+            *lines, self.data = self.data.split(b"\n")
+            self.records += [json.loads(l) for l in lines]
+
+    def close(self):
+        """The collector goes away: its end of the connection shut, then closed."""
+        self.conn.shutdown(socket.SHUT_RDWR)
+        self.thread.join(DEADLINE_S)
+        self.conn.close()
+
+    def wait(self, predicate, what):
+        return wait_until(lambda: next((r for r in self.records if predicate(r)), None), what)
+
+
+def listen_at(path):
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    return srv
+
+
+def test_unix_reconnect(tmp):
+    """--unix before the collector is up, and across a restart of it: the tracer starts all
+    the same (one line says it retries), connects when the socket appears, reconnects after
+    the collector went away and came back; what was written meanwhile beyond --unix-buffer
+    is dropped and counted (the reconnection line, trace_stats' "unix"); every line that
+    arrives is a whole record."""
+    path = os.path.join(tmp, "correlator.sock")
+    err_path = os.path.join(tmp, "tracer.err")
+    with open(err_path, "w") as err:
+        proc = spawn([TRACER, "--unix", path, "--unix-buffer", "4096", "-l", SOFTVERBS_LIB,
+                      "--scan-ms", "0"], stdout=subprocess.DEVNULL, stderr=err)
+
+    def stderr():
+        with open(err_path) as f:
+            return f.read()
+
+    wait_until(lambda: "not up yet" in stderr() or proc.poll() is not None, "the retry line")
+    check(proc.poll() is None, f"the tracer ended: {stderr()}")
+    srv = listen_at(path)
+    first = SocketReader(srv)  # within the backoff (2 s at most)
+    first.wait(lambda r: r.get("type") == "trace_start", "trace_start on the first connection")
+    w1 = Workload(["run", "--ops", "2"], env=softverbs_env())
+    w1.finish()
+    first.wait(lambda r: r.get("verb") == "dereg_mr" and r["pid"] == w1.pid, "w1's records")
+    first.close()  # the collector stops: its socket goes
+    srv.close()
+    os.unlink(path)
+    w2 = Workload(["run", "--ops", "8"], env=softverbs_env())  # traced while none listens
+    w2.finish()
+    wait_until(lambda: "connection lost" in stderr(), "the tracer to find the collector gone")
+    time.sleep(0.5)  # w2's last records written out (every 250 ms), past the 4096 bytes
+    srv = listen_at(path)
+    second = SocketReader(srv)
+    wait_until(lambda: "connected again" in stderr().split("connection lost")[-1], "reconnection")
+    w3 = Workload(["run", "--ops", "2"], env=softverbs_env())
+    w3.finish()
+    second.wait(lambda r: r.get("verb") == "dereg_mr" and r["pid"] == w3.pid, "w3's records")
+    proc.send_signal(signal.SIGTERM)
+    check(proc.wait(timeout=DEADLINE_S) == 0, f"tracer exit status: {stderr()}")
+    second.thread.join(DEADLINE_S)
+    srv.close()
+    check(second.data == b"", f"a cut line at the end: {second.data[:100]!r}")
+    stats = [r for r in second.records if r.get("type") == "trace_stats"]
+    check(len(stats) == 1 and stats[0]["final"], f"trace_stats: {stats}")
+    unix = stats[0].get("unix", {})
+    w2_kept = [r for r in second.records if r.get("pid") == w2.pid]
+    check(unix.get("connects") == 2 and unix.get("dropped", 0) > 0, f"trace_stats.unix {unix}")
+    for w, reader, what in ((w1, first, "before"), (w3, second, "after")):
+        qps = [r for r in reader.records if r.get("verb") == "create_qp" and r["pid"] == w.pid]
+        check(len(qps) == 2, f"create_qp of the workload {what} the restart: {len(qps)}")
+    again = [l for l in stderr().splitlines() if "connected again" in l]
+    check(len(again) == 2, f"connection lines: {stderr()}")
+    meanwhile = re.search(r"\((\d+) lines dropped meanwhile", again[1])
+    check(meanwhile and int(meanwhile.group(1)) > 0, f"the reconnection line: {again[1]}")
+    print(f"unix_reconnect: {len(first.records)} records before the restart, "
+          f"{len(second.records)} after ({len(w2_kept)} of the process traced meanwhile), "
+          f"{unix['dropped']} dropped; '{again[1]}'")
+
+
 def test_errors(tmp):
     """Bad pid, bad library, bad option, not root: one line on stderr, exit 2, no output."""
     dead = subprocess.Popen(["true"])
@@ -622,7 +719,8 @@ def test_errors(tmp):
         (["--datapath", "sometimes"], "--datapath"),
         (["--ringbuf-kb", "1000"], "--ringbuf-kb"),
         (["--bogus"], "bogus"),
-        (["--unix", os.path.join(tmp, "nobody-listens")], "--unix"),
+        (["--unix", "x" * 200], "--unix"),
+        (["--unix-buffer", "65536"], "--unix-buffer: needs --unix"),
     ]
     for args, needle in cases:
         r = subprocess.run([TRACER, *args], capture_output=True, text=True, timeout=DEADLINE_S)
@@ -862,6 +960,7 @@ TESTS = {
     "killed_mid_run": test_killed_mid_run,
     "ringbuf_overflow": test_ringbuf_overflow,
     "unix_socket": test_unix_socket,
+    "unix_reconnect": test_unix_reconnect,
     "errors": test_errors,
     "perftest_netns": test_perftest_netns,
     "softverbs_ground_truth_entries": test_softverbs_ground_truth_entries,
