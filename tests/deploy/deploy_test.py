@@ -223,16 +223,24 @@ def case_units(inst, tmp):
     os.makedirs(state, exist_ok=True)
 
     dp = os.path.join(unitdir, "insert-dp-inline@.service")
-    env = dict(os.environ, STATE_DIRECTORY=state, INSERT_DP_OPTIONS="--workers 2  --quiet",
-               INSERT_DP_EAL_OPTIONS="-l 0-2")
-    r = run_shell_line(exec_start(dp, "eth1:eth2"), installed("insert-dp"), stub, env)
-    args = r.stdout.splitlines()
-    check(r.returncode == 0 and len(args) == 15
-          and args[:6] == ["inline", "--iface", "eth1", "--iface", "eth2", "--records"]
-          and re.fullmatch(re.escape(state) + r"/dp-eth1:eth2-\d{8}T\d{6}\.jsonl", args[6])
-          and args[7:] == ["--telemetry-prefix", "insert-dp-eth1:eth2", "--workers", "2",
-                           "--quiet", "--", "-l", "0-2"],
-          f"insert-dp-inline@eth1:eth2 runs insert-dp {args} ({r.returncode} {r.stderr})")
+    # Its records go to the correlator's socket unless INSERT_DP_RECORDS says "file".
+    socket_default = "INSERT_DP_RECORDS=unix:/run/insert/correlator.sock"
+    check(("Environment", socket_default) in unit_lines(dp),
+          f"{dp}: the records do not go to the correlator's socket by default")
+    for records, wanted in (("unix:/run/insert/correlator.sock",
+                             re.escape("unix:/run/insert/correlator.sock")),
+                            ("file", re.escape(state) + r"/dp-eth1:eth2-\d{8}T\d{6}\.jsonl")):
+        env = dict(os.environ, STATE_DIRECTORY=state, INSERT_DP_OPTIONS="--workers 2  --quiet",
+                   INSERT_DP_EAL_OPTIONS="-l 0-2", INSERT_DP_RECORDS=records)
+        r = run_shell_line(exec_start(dp, "eth1:eth2"), installed("insert-dp"), stub, env)
+        args = r.stdout.splitlines()
+        check(r.returncode == 0 and len(args) == 15
+              and args[:6] == ["inline", "--iface", "eth1", "--iface", "eth2", "--records"]
+              and re.fullmatch(wanted, args[6])
+              and args[7:] == ["--telemetry-prefix", "insert-dp-eth1:eth2", "--workers", "2",
+                               "--quiet", "--", "-l", "0-2"],
+              f"insert-dp-inline@eth1:eth2 (INSERT_DP_RECORDS={records}) runs insert-dp {args} "
+              f"({r.returncode} {r.stderr})")
     r = run_shell_line(exec_start(dp, "eth1"), installed("insert-dp"), stub, env)
     check(r.returncode == 2 and r.stdout == "" and "IFACE1:IFACE2" in r.stderr,
           f"insert-dp-inline@eth1: {r.returncode} {r.stdout!r} {r.stderr!r}")
