@@ -1,5 +1,6 @@
 #include "hosttrace/trace_session.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -31,6 +32,16 @@ using Clock = std::chrono::steady_clock;
 constexpr int kPollTimeoutMs = 20;
 // Housekeeping (drop counters, exited processes) interval.
 constexpr auto kHousekeeping = std::chrono::milliseconds(250);
+// The longest one read of the ring takes before the loop looks at the stop flag, the clock
+// and the output again: a reader behind producers that never pause would otherwise read on
+// forever (libbpf reads until the ring is empty).
+constexpr auto kReadSlice = std::chrono::milliseconds(100);
+// At a stop, what the ring holds is read for at most this long: a stop within 2 s of
+// SIGINT is the promise (docs/insert-trace.md, "Stopping"; scripts/demo.sh checks it), and
+// --unix may then wait 0.5 s for a slow collector and removing the probes take another
+// 0.1-0.5 s. A full 4 MiB ring (65000 records) took 70 ms here; five tracers may share two
+// cores. What producers still running add meanwhile is read as long as the deadline allows.
+constexpr auto kStopDrain = std::chrono::milliseconds(750);
 constexpr const char* kLibibverbsPrefix = "libibverbs.so";
 // Records wait in the session's string until the poll's events are decoded, or until this
 // much is there: one write per batch, and a bounded string when a poll brings many.
@@ -71,7 +82,9 @@ class Session {
   private:
     void on_event(const insert_trace_event& e);
     void resolve_context_ops(pid_t pid, uint64_t ctx);
-    void housekeeping(bool final);
+    // `read_until`: the ring is read for the processes found dead until then at most.
+    void housekeeping(bool final, Clock::time_point read_until);
+    void stop_tracing();
     void scan_processes();
     bool attach_library(const std::string& path, pid_t attach_pid, pid_t seen_in);
     // Ends a record written into batch_ (its `host` field, the newline); the batch goes to
@@ -250,11 +263,11 @@ void Session::resolve_context_ops(pid_t pid, uint64_t ctx) {
     end_record(j);
 }
 
-void Session::housekeeping(bool final) {
+void Session::housekeeping(bool final, Clock::time_point read_until) {
     // Processes found dead, then the ring read: whatever they submitted before dying (the
     // last trace records softverbs flushed at exit) is decoded before their process_exit.
     const std::vector<pid_t> dead = table_.exited();
-    if (!dead.empty()) tracer_->drain();
+    if (!dead.empty()) tracer_->drain(read_until);
     const Counters c = tracer_->counters();
     const uint64_t now = monotonic_ns();
     // wall_ns as on verb records: the correlator places these on the host's clock.
@@ -301,11 +314,19 @@ void Session::housekeeping(bool final) {
 }
 
 // Processes started after the tracer are covered when they map a probed file (uprobes
-// follow the inode); this finds the ones that map another libibverbs copy.
+// follow the inode); this finds the ones that map another libibverbs copy. With --netns,
+// only in that namespace: a copy only other namespaces use would be probed for nothing
+// (every call there trapped and filtered out), and each probe lengthens the stop.
 void Session::scan_processes() {
     const pid_t self = getpid();
     for (pid_t pid : list_pids()) {
         if (pid == self) continue;
+        if (opt_.netns_inode) {
+            struct stat ns {};
+            if (stat(fmt::format("/proc/{}/ns/net", pid).c_str(), &ns) != 0 ||
+                ns.st_ino != opt_.netns_inode)
+                continue;
+        }
         std::string error;
         auto maps = read_maps(pid, error);
         if (!maps) continue;
@@ -368,12 +389,12 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     auto next_housekeeping = started + kHousekeeping;
     auto next_scan = started + std::chrono::milliseconds(opt_.scan_ms);
     while (!stop.load(std::memory_order_relaxed) && !output_failed_) {
-        const int n = tracer_->poll(kPollTimeoutMs);
+        const int n = tracer_->poll(kPollTimeoutMs, Clock::now() + kReadSlice);
         if (n < 0 && n != -EINTR)
             return fail(std::string("reading the ring buffer: ") + std::strerror(-n));
         const auto now = Clock::now();
         if (now >= next_housekeeping) {
-            housekeeping(false);
+            housekeeping(false, now + kReadSlice);
             next_housekeeping = now + kHousekeeping;
         } else if (n > 0) {
             flush();
@@ -387,10 +408,32 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
         // With --pid, the run ends with the process.
         if (opt_.pid && !process_alive(opt_.pid)) break;
     }
-    tracer_->drain();
-    housekeeping(true);
+    stop_tracing();
     if (output_failed_) return fail("writing the output failed (reader gone or disk full)");
     return 0;
+}
+
+// What the ring holds (for kStopDrain at most), the final records, then the probes removed
+// - the part of a stop that takes time, timed on one line.
+void Session::stop_tracing() {
+    const auto started = Clock::now();
+    const auto read_until = started + kStopDrain;
+    bool cut = false;
+    tracer_->drain(read_until, cut);
+    housekeeping(true, read_until);
+    const auto written = Clock::now();
+    const size_t probes = tracer_->links();
+    tracer_->detach();
+    const auto ms = [](Clock::duration d) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    std::fprintf(
+        stderr,
+        "insert-trace: stopped: ring read and final records written in %lld ms%s, "
+        "%zu probes (%s) removed in %lld ms\n",
+        static_cast<long long>(ms(written - started)),
+        cut ? " (cut at the deadline: records left in the ring are not in the output)" : "", probes,
+        tracer_->link_kind(), static_cast<long long>(ms(Clock::now() - written)));
 }
 
 }  // namespace

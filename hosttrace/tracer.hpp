@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +55,7 @@ extern const std::vector<VerbProbeSpec> kControlVerbs;
 class VerbsTracer {
   public:
     using EventHandler = std::function<void(const insert_trace_event&)>;
+    using Clock = std::chrono::steady_clock;
 
     static std::unique_ptr<VerbsTracer> open(const TracerFilters& filters, EventHandler handler,
                                              std::string& error);
@@ -78,17 +80,41 @@ class VerbsTracer {
     bool attach_datapath(DatapathFn fn, const std::string& path, uint64_t offset, pid_t pid,
                          bool& already, bool& by_site, std::string& error);
 
-    // Waits up to `timeout_ms` for events and hands them to the handler. Returns the
-    // number of events, or a negative errno (-EINTR when a signal interrupted the wait).
-    int poll(int timeout_ms);
-    int drain();
+    // Waits up to `timeout_ms` for events and hands them to the handler, reading until the
+    // ring is empty or `until` has passed (producers that outrun the reader would otherwise
+    // keep it reading forever). Returns the number of ring records read, or a negative errno
+    // (-EINTR when a signal interrupted the wait).
+    int poll(int timeout_ms, Clock::time_point until);
+    // Reads what the ring holds, until it is empty or `until` has passed. Returns the number
+    // of records read, or a negative errno; `cut` says whether the deadline ended it.
+    int drain(Clock::time_point until, bool& cut);
+    int drain(Clock::time_point until) {
+        bool cut = false;
+        return drain(until, cut);
+    }
+
+    // Removes every probe (the destructor does it too). Probes are released together: each
+    // release waits for RCU grace periods, which concurrent releases share.
+    void detach();
 
     Counters counters() const;
-    size_t links() const { return links_.size(); }
+    size_t links() const { return probes_.size(); }
+    // How probes are attached: "uprobe_multi" (BPF links of their own, kernel >= 6.6) or
+    // "perf_event" (a perf event per probe, released one at a time under a kernel-wide lock).
+    const char* link_kind() const { return multi_ ? "uprobe_multi" : "perf_event"; }
 
   private:
+    // One attached probe: a libbpf link (perf event) or the fd of a uprobe_multi link.
+    struct Probe {
+        ::bpf_link* link = nullptr;
+        int fd = -1;
+    };
+
     VerbsTracer() = default;
     static int on_sample(void* self, void* data, size_t size);
+    int read_ring(int timeout_ms, Clock::time_point until, bool& cut);
+    static void release(Probe& p);
+    void release_from(size_t first);
     void expand_batch(const insert_trace_batch& b, size_t size);
     void expand_flush(const insert_trace_batch& b, size_t size);
     bool attach_one(::bpf_program* prog, bool retprobe, pid_t pid, const std::string& path,
@@ -97,7 +123,11 @@ class VerbsTracer {
     verbs_trace_bpf* skel_ = nullptr;
     ring_buffer* rb_ = nullptr;
     EventHandler handler_;
-    std::vector<bpf_link*> links_;
+    std::vector<Probe> probes_;
+    bool multi_ = false;
+    // Reading stops at the first record handled after this (on_sample's deadline).
+    Clock::time_point read_until_ = Clock::time_point::max();
+    uint64_t records_read_ = 0;
     std::set<std::pair<uint64_t, uint64_t>> libraries_;                 // (dev, inode)
     std::set<std::tuple<uint64_t, uint64_t, uint64_t, int>> datapath_;  // dev, inode, offset, fn
     std::set<std::pair<uint64_t, uint64_t>> site_libraries_;            // (dev, inode)

@@ -40,6 +40,10 @@ class Failure(Exception):
     pass
 
 
+class Skip(Exception):
+    """The test cannot make its point on this machine (exit 77: meson's skip)."""
+
+
 def check(cond, message):
     if not cond:
         raise Failure(message)
@@ -949,6 +953,75 @@ def test_netns_filter(tmp):
     check(stats["ringbuf_drops"] == 0, f"trace_stats {stats}")
 
 
+def test_five_tracers_stop_within_2s(tmp):
+    """Five tracers, one per network namespace as scripts/demo.sh runs them, each tracing a
+    live process (verbs_workload spin: posting and polling all along): SIGINT to all at
+    once, and each exits 0 within 2 s, its last record the final trace_stats and every line
+    whole. (Removing ~20 probes one perf event at a time, under one kernel-wide lock, once
+    kept five tracers over 20 s: docs/insert-trace.md, "Stopping".) A kernel without
+    uprobe_multi links (before 6.6) still works that way: skipped there, with the times."""
+    limit_s = 2.0
+    names = [f"trs{os.getpid()}-{i}" for i in range(5)]
+    try:
+        for ns in names:
+            for cmd in (["ip", "netns", "add", ns], ["ip", "-n", ns, "link", "set", "lo", "up"]):
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                check(r.returncode == 0, f"{' '.join(cmd)}: {r.stderr.strip()}")
+        tracers = [Tracer(tmp, "-l", SOFTVERBS_LIB, "--netns", ns) for ns in names]
+        # Each namespace has its own loopback: the same softverbs addresses in all five.
+        workloads = [Workload(["ip", "netns", "exec", ns, "env", f"LD_LIBRARY_PATH={SOFTVERBS_DIR}",
+                               f"SOFTVERBS_IPS={TEST_IPS}", WORKLOAD, "spin"], program=None)
+                     for ns in names]
+        for t, w in zip(tracers, workloads):
+            w.wait_phase("setup")
+            t.wait_record(lambda r, pid=w.pid: r.get("verb") == "poll_cq" and r["pid"] == pid,
+                          f"completions of {w.pid} traced")
+        check(all(w.proc.poll() is None for w in workloads), "a workload ended before the stop")
+        start = time.monotonic()
+        for t in tracers:
+            t.proc.send_signal(signal.SIGINT)
+        took = {}
+        while len(took) < len(tracers) and time.monotonic() - start < DEADLINE_S:
+            for i, t in enumerate(tracers):
+                if i not in took and t.proc.poll() is not None:
+                    took[i] = time.monotonic() - start
+            time.sleep(0.005)  # polling interval of the exits, under a deadline
+        print("stop times: " + ", ".join(f"{names[i]} {took[i]:.3f} s" if i in took else
+                                         f"{names[i]} still running" for i in range(len(names))))
+        check(all(w.proc.poll() is None for w in workloads), "a workload ended during the stop")
+        for i, (t, w) in enumerate(zip(tracers, workloads)):
+            check(i in took, f"tracer {i} did not stop within {DEADLINE_S} s")
+            t.err.close()
+            check(t.proc.returncode == 0, f"tracer {i} exit status {t.proc.returncode}: {t.stderr()}")
+            if "probes (perf_event) removed" in t.stderr():
+                # uprobe_multi links came with 6.6, their process filtering was right from
+                # 6.10: a newer kernel has them, and the tracer must have found them.
+                release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+                check(release < (6, 10), f"Linux {os.uname().release}, and the tracer attached "
+                                        f"perf events, not uprobe_multi links: {t.stderr()}")
+                raise Skip(f"no uprobe_multi links in Linux {os.uname().release}: stops took "
+                           f"{max(took.values()):.1f} s (docs/insert-trace.md, \"Stopping\")")
+            check(took[i] <= limit_s, f"tracer {i} took {took[i]:.3f} s to stop (limit {limit_s} s): "
+                                      f"{t.stderr()}")
+            with open(t.path) as f:
+                text = f.read()
+            check(text.endswith("\n"), f"tracer {i}: the last line is cut: {text[-200:]!r}")
+            recs = [json.loads(line) for line in text.splitlines()]
+            check(recs[-1].get("type") == "trace_stats" and recs[-1].get("final"),
+                  f"tracer {i}: last record {recs[-1]}")
+            check(sum(1 for r in recs if r.get("type") == "trace_stats") == 1,
+                  f"tracer {i}: more than one trace_stats record")
+            pids = {r["pid"] for r in recs if r.get("type") == "verb"}
+            check(pids == {w.pid}, f"tracer {i}: verbs of pids {pids}, its namespace ran {w.pid}")
+    finally:
+        for proc in SPAWNED:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for ns in names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 TESTS = {
     "netns_filter": test_netns_filter,
     "real_libibverbs": test_real_libibverbs,
@@ -969,6 +1042,7 @@ TESTS = {
     "idle_post_reported": test_idle_post_reported,
     "exit_flushes": test_exit_flushes,
     "scan_finds_library": test_scan_finds_library,
+    "five_tracers_stop_within_2s": test_five_tracers_stop_within_2s,
 }
 
 
@@ -985,6 +1059,9 @@ def main():
         except Failure as e:
             print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
             return 1
+        except Skip as e:
+            print(f"SKIP {sys.argv[1]}: {e}", file=sys.stderr)
+            return 77
         finally:
             for proc in SPAWNED:
                 if proc.poll() is None:
