@@ -366,7 +366,12 @@ def check_correlation(workload, correlated):
 def check_alertmanager(am, workload, by_type):
     summary = by_type["summary"][0]
     want = expected_alerts(workload)
-    check(summary["alertmanager"] == {"sent": len(want), "failed": 0}, f"summary {summary['alertmanager']}")
+    # Every alert accepted, none failed (rejected or dropped). `sent` counts an alert each time
+    # it is sent (a firing alert is re-sent, and sent again when it ends: docs/correlation.md
+    # 8), so at least once per alert; which alerts arrived is checked below.
+    delivery = summary["alertmanager"]
+    check(delivery["sent"] >= len(want) and delivery["failed"] == 0 and delivery["rejected"] == 0
+          and delivery["dropped"] == 0, f"summary {delivery}, {len(want)} alerts expected")
     got = sorted((a["labels"]["alertname"], int(a["labels"]["victim_pid"]), a["labels"]["victim_ip"],
                   int(a["labels"]["victim_qpn"]), a["labels"]["source_ip"]) for a in am.alerts())
     check(got == sorted(("insert_" + k, pid, ip, qpn, src) for k, pid, ip, qpn, src, _ in want),
