@@ -90,7 +90,10 @@ uint64_t dedupe(WireMsgs& msgs) {
     for (std::size_t i = 0; i < msgs.size(); ++i) {
         const bool duplicate = kept > 0 && same_key(msgs[kept - 1], msgs[i]) &&
                                msgs[i].t_first - msgs[kept - 1].t_first < kDuplicateWindowNs;
-        if (!duplicate) msgs[kept++] = msgs[i];
+        if (!duplicate)
+            msgs[kept++] = msgs[i];
+        else  // live: a copy that arrived later must not be checked again
+            msgs[kept - 1].checked |= msgs[i].checked;
     }
     const uint64_t removed = msgs.size() - kept;
     msgs.resize(kept);
