@@ -14,6 +14,9 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 // Offences kept for the alerts of the end of the run: a flood beyond this is counted only.
 constexpr std::size_t kMaxOffences = 1'000'000;
+// Alerts and episodes kept for the terminal report at the end of a run that may last days
+// (it shows 20 of each); all are written and counted as they come.
+constexpr std::size_t kKeptForReport = 64;
 
 int64_t saturating_sub(int64_t a, int64_t b) {
     if (a == kMax) return kMax;
@@ -274,7 +277,8 @@ void LiveCorrelator::check_security(Window& win) {
     for (Alert& a : tracker_.settle(settled, injected_settled)) {
         sink_.alert(a);
         if (settings_.on_alert_closed) settings_.on_alert_closed(a);
-        alerts_.push_back(std::move(a));
+        ++alert_counts_[static_cast<std::size_t>(a.kind)];
+        if (alerts_.size() < kKeptForReport) alerts_.push_back(std::move(a));
     }
 }
 
@@ -306,7 +310,8 @@ void LiveCorrelator::close_episode(CongestionEpisode e) {
         return fired.first == e.node && fired.second <= e.t_end_ns;
     });
     if (settings_.on_episode_closed) settings_.on_episode_closed(e);
-    episodes_.push_back(std::move(e));
+    ++episode_count_;
+    if (episodes_.size() < kKeptForReport) episodes_.push_back(std::move(e));
 }
 
 // Dataplane counters: final records (all at the end) go to their applications. A QP's
@@ -385,9 +390,9 @@ std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() cons
 }
 
 void LiveCorrelator::finish(SummaryCounts& s) {
-    for (const Alert& a : alerts_) ++s.alerts[static_cast<std::size_t>(a.kind)];
+    for (std::size_t k = 0; k < alert_counts_.size(); ++k) s.alerts[k] = alert_counts_[k];
     for (CongestionEpisode& e : congestion_.episodes()) close_episode(std::move(e));
-    s.congestion = episodes_.size();
+    s.congestion = episode_count_;
     if (offences_dropped_)
         std::fprintf(stderr,
                      "insert-correlate: %llu offences beyond %zu held at once were not kept "

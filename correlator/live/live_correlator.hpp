@@ -7,6 +7,7 @@
 // bounded by the traffic of --max-delay + --ttl of data time, whatever the run's length.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -57,6 +58,8 @@ class LiveCorrelator {
     void finish(SummaryCounts& summary);
 
     const AppAggregator& apps() const { return apps_; }
+    // The first alerts and episodes of the run (for the terminal report; the summary counts
+    // them all).
     const std::vector<Alert>& alerts() const { return alerts_; }
     const std::vector<CongestionEpisode>& episodes() const { return episodes_; }
     std::vector<std::pair<std::string, ClockEstimate>> clocks() const;
@@ -110,9 +113,11 @@ class LiveCorrelator {
     // Offences into alerts as their episodes end (docs/correlation.md 8), and the alerts.
     AlertTracker tracker_;
     std::vector<Alert> alerts_;
+    std::array<uint64_t, kAlertKinds> alert_counts_{};
     uint64_t offences_dropped_ = 0;
     CongestionTracker congestion_;
     std::vector<CongestionEpisode> episodes_;
+    uint64_t episode_count_ = 0;
     std::set<std::pair<std::string, int64_t>> episodes_fired_;  // (node, t_start) still going
     int64_t last_watermark_ = INT64_MIN;
     // Summary counts, cumulative.

@@ -109,9 +109,13 @@ std::string terminal_report(const SummaryCounts& s, const AppAggregator& app_vie
     }
     for (std::size_t i = 0; i < alerts.size() && i < kTopAlerts; ++i)
         out += alert_line(alerts[i]) + "\n";
-    if (alerts.size() > kTopAlerts)
-        out += fmt::format("... and {} more alerts (see the alert records)\n",
-                           alerts.size() - kTopAlerts);
+    // A live run keeps only its first alerts: the summary counts them all.
+    uint64_t all_alerts = 0;
+    for (const uint64_t n : s.alerts) all_alerts += n;
+    all_alerts = std::max<uint64_t>(all_alerts, alerts.size());
+    const uint64_t shown = std::min<uint64_t>(alerts.size(), kTopAlerts);
+    if (all_alerts > shown)
+        out += fmt::format("... and {} more alerts (see the alert records)\n", all_alerts - shown);
     for (std::size_t i = 0; i < episodes.size() && i < kTopAlerts; ++i)
         out += episode_lines(episodes[i]);
     std::vector<const AppView*> apps = app_views.apps();
