@@ -85,8 +85,19 @@ void RunMetrics::add_e2e(simdjson::dom::element r) {
     ++e2e_;
     std::string label = app_label(r);
     auto it = apps_.find(label);
+    if (it == apps_.end() && apps_.size() >= kMetricsApps) {
+        // Full: an application that has ended gives its place, its counts going to "other"
+        // (counters never go down: the sum over the series stays every joined message).
+        const auto ended =
+            std::find_if(apps_.begin(), apps_.end(), [](const auto& a) { return a.second.ended; });
+        if (ended != apps_.end()) {
+            for (std::size_t p = 0; p < kParts; ++p) other_.parts[p].merge(ended->second.parts[p]);
+            apps_.erase(ended);
+        }
+    }
     if (it == apps_.end() && apps_.size() < kMetricsApps)
         it = apps_.emplace(std::move(label), AppSeries{}).first;
+    if (it != apps_.end()) it->second.ended = false;
     AppSeries& series = it == apps_.end() ? other_ : it->second;
     // ns / 1e9 (not * 1e-9): a part of exactly 5000 ns is then the bucket bound 5e-06.
     for (std::size_t p = 0; p < kParts; ++p)
@@ -103,11 +114,12 @@ void RunMetrics::add_alert(simdjson::dom::element r) {
         }
 }
 
-// A live run's application whose process exited --ttl ago: its series go (a slot for
-// another); one that shows up again starts anew.
+// A live run's application whose process exited --ttl ago: its series stay until a new
+// application needs the place (add_e2e).
 void RunMetrics::add_app(simdjson::dom::element r) {
     if (!live_) return;
-    apps_.erase(app_label(r));
+    const auto it = apps_.find(app_label(r));
+    if (it != apps_.end()) it->second.ended = true;
 }
 
 void RunMetrics::add_clock(simdjson::dom::element r) {
@@ -219,7 +231,8 @@ std::string RunMetrics::text(const RunState& s) const {
 
     w.family("insert_correlate_latency_seconds", MetricType::histogram,
              "Latency of joined messages per application (app=comm[pid]@host of the requester; "
-             "app=other: the applications beyond the first 32) and part: host (post to the "
+             "at most 32 at once, an ended one giving its place to a new one; app=other: the "
+             "rest, and the ended ones that gave their place) and part: host (post to the "
              "first packet), network (first packet to acknowledgement), completion "
              "(acknowledgement to poll), total (post to poll). Negative parts (inconsistent "
              "clock bounds) count in the lowest bucket.");

@@ -27,7 +27,10 @@ namespace insert::correlate {
 
 // Applications with a latency histogram of their own (label app="comm[pid]@host"); the
 // e2e records of the others go to app="other", and insert_correlate_apps says how many
-// there are in all. 32 x 4 parts x 25 series keep a scrape near 3,000 lines.
+// there are in all. One whose final record was written (its process exited) keeps its
+// series until a new application needs the place; its counts then go to app="other", so
+// that the series always add up to every joined message. 32 x 4 parts x 25 series keep a
+// scrape near 3,000 lines.
 inline constexpr std::size_t kMetricsApps = 32;
 
 // The run's state the records do not carry, as of the last window (or the end).
@@ -67,6 +70,7 @@ class RunMetrics {
     static constexpr std::size_t kParts = 4;  // host, network, completion, total
     struct AppSeries {
         std::array<prometheus::Histogram, kParts> parts;
+        bool ended = false;  // its final app record was written (live: its process exited)
         AppSeries();
     };
     struct HostClock {

@@ -59,15 +59,24 @@ TEST(RunMetrics, apps_beyond_the_cap_are_other_and_a_final_record_frees_a_slot) 
     EXPECT_EQ(value(t, "insert_correlate_latency_seconds_count{app=\"other\",part=\"host\"}"), 5);
     EXPECT_EQ(t.find(std::string("app=\"p") + std::to_string(kMetricsApps) + "["),
               std::string::npos);
-    // p0's process exited: its final app record; the next new application takes its place.
+    // p0's process exited: its final app record. It keeps its series until the next new
+    // application takes its place; its counts then go to "other".
     m.record("{\"type\":\"app\",\"host\":\"h\",\"pid\":0,\"comm\":\"p0\",\"final\":true}");
     m.record("{\"type\":\"app\",\"host\":\"h\",\"pid\":1,\"comm\":\"p1\",\"final\":false}");
+    t = m.text(RunState{});
+    EXPECT_NE(t.find("app=\"p0[0]@h\""), std::string::npos);
     m.record(e2e("new", 99, "h", 1000, 1000, 1000));
     t = m.text(RunState{});
     EXPECT_EQ(t.find("app=\"p0[0]@h\""), std::string::npos);
     EXPECT_NE(t.find("app=\"p1[1]@h\""), std::string::npos);
     EXPECT_NE(t.find("app=\"new[99]@h\""), std::string::npos);
     EXPECT_EQ(value(t, "insert_correlate_latency_apps"), static_cast<double>(kMetricsApps));
+    EXPECT_EQ(value(t, "insert_correlate_latency_seconds_count{app=\"other\",part=\"host\"}"), 6);
+    // Without an ended one, a new application goes to "other".
+    m.record(e2e("newer", 100, "h", 1000, 1000, 1000));
+    t = m.text(RunState{});
+    EXPECT_EQ(t.find("app=\"newer[100]@h\""), std::string::npos);
+    EXPECT_EQ(value(t, "insert_correlate_latency_seconds_count{app=\"other\",part=\"host\"}"), 7);
 }
 
 TEST(RunMetrics, alerts_fired_written_and_firing) {
