@@ -63,7 +63,8 @@ def _run_once(argv):
 
 
 def load(page):
-    """Runs Chromium on the page; returns (dumped DOM text, parsed _Dom, console lines).
+    """Runs Chromium on the page (a file, or a URL such as insert-correlate --http's live
+    page); returns (dumped DOM text, parsed _Dom, console lines).
     Headless Chromium now and then never exits after dumping a page on this 2-vCPU machine
     while other tests load it (once in ~20 CI runs, the same page loading in 2 s otherwise):
     a run that does not finish is tried again, with a fresh profile, up to ATTEMPTS times.
@@ -78,7 +79,7 @@ def load(page):
                     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
                     "--disable-extensions", "--enable-logging=stderr", "--v=0",
                     f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--dump-dom",
-                    "file://" + os.path.abspath(page)]
+                    page if "://" in page else "file://" + os.path.abspath(page)]
             result = _run_once(argv)
         finally:
             shutil.rmtree(profile, ignore_errors=True)
