@@ -19,8 +19,8 @@ packages=(
     # tests and demos
     python3 tshark tcpreplay tcpdump iproute2 perftest iputils-ping ethtool
     # the HTML report (Chart.js, inlined into the page) and its checks: a real headless
-    # browser, a real Alertmanager to deliver alerts to
-    libjs-chart.js chromium prometheus-alertmanager
+    # browser, a real Alertmanager to deliver alerts to, a real Prometheus to scrape --http
+    libjs-chart.js chromium prometheus-alertmanager prometheus
 )
 hugepages_wanted=${INSERT_HUGEPAGES:-1024}
 
