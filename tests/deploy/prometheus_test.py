@@ -15,6 +15,7 @@ HTTP API (/api/v1/query):
   insert_correlate_e2e_total                          the truth's e2e count, and the e2e
                                                       records written
   sum(insert_correlate_latency_seconds_count{part="total"})  the e2e records with a total
+  (and every family of both as docs/correlation.md and docs/live.md list them)
   insert_dp_frames_total                              the frames of the capture, and (as RoCE,
                                                       malformed, messages) what /insert/stats
                                                       says on the DPDK telemetry socket under
@@ -24,6 +25,7 @@ usage: prometheus_test.py"""
 import collections
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -272,6 +274,16 @@ def run(tmp):
                        "sum(insert_dp_roce_frames_total) + sum(insert_dp_malformed_frames_total)"):
             value = prometheus.scalar(promql)
             check(value == truth["frames"], f"{promql} = {value}, not {truth['frames']}")
+        # Every family as docs/live.md's table lists it (name and type).
+        exposed = {}
+        for line in get(f"http://127.0.0.1:{ports['dp']}/metrics").splitlines():
+            if line.startswith("# TYPE "):
+                exposed[line.split()[2]] = line.split()[3]
+        table = open(os.path.join(SRC, "docs", "live.md")).read()
+        table = table.split("<!-- dp metrics: begin -->")[1].split("<!-- dp metrics: end -->")[0]
+        listed = {m.group(1): m.group(2)
+                  for m in re.finditer(r"^\| `(\w+)` \| (\w+) \|", table, re.M)}
+        check(exposed == listed, f"insert-dp's families {exposed} differ from docs/live.md's")
         stats = telemetry(prefix, "/insert/stats")
         promql = {"frames": "insert_dp_frames_total", "roce_pkts": "insert_dp_roce_frames_total",
                   "malformed_pkts": "sum(insert_dp_malformed_frames_total)",

@@ -6,7 +6,8 @@ fixed records of tests/correlator/report/fixture.py, streamed into --listen:
             alerts fired (rkey_unknown, peer_mismatch), the latency histograms of the two
             applications (client 1's 300 network parts of 5 us in le="5e-06", its 20 of
             205 us above le="0.0002"), the hosts' clock offsets (same_clock), accepted by
-            promtool when installed; after a later record moves the watermark past the
+            promtool when installed, every family as docs/correlation.md's table lists it
+            (name and type); after a later record moves the watermark past the
             alerts, alerts_total says 2 and the run's records hold exactly those; / is the
             report page with its policy as a header and the reload script; 404, HEAD; a
             batch run with --http writes the records a run without it writes; bad --http
@@ -148,6 +149,18 @@ class Correlator:
         return self.proc.returncode
 
 
+def families(text):
+    """{name: type} of an exposition's # TYPE lines."""
+    return dict(line.split()[2:4] for line in text.splitlines() if line.startswith("# TYPE "))
+
+
+def documented(path, marker):
+    """{name: type} of the table between <!-- MARKER: begin --> and <!-- MARKER: end -->."""
+    text = open(path).read()
+    table = text.split(f"<!-- {marker}: begin -->")[1].split(f"<!-- {marker}: end -->")[0]
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| (\w+) \|", table, re.M)}
+
+
 def case_metrics(tmp):
     dp1, trace1, dp2, trace2 = inputs(tmp)
     c = Correlator(tmp)
@@ -181,6 +194,8 @@ def case_metrics(tmp):
             check(m.get(f'insert_correlate_clock_offset_seconds{{host="{host}",source="same_clock"}}')
                   == 0, f"clock of {host}")
         _, _, text = c.get("/metrics")
+        check(families(text) == documented(os.path.join(SRC, "docs", "correlation.md"), "metrics"),
+              f"/metrics families {families(text)} differ from docs/correlation.md's table")
         promtool = shutil.which("promtool")
         if promtool:
             r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
