@@ -399,18 +399,50 @@ def case_bad_config():
             ([INSERT_DP, "monitor", "--port", "0000:00:1f.7"], "no PCI device 0000:00:1f.7"),
             ([INSERT_DP, "inline", "--port", "eth0", "--port", "0000:00:1f.7"],
              "--port eth0 is not a PCI address"),
+            ([INSERT_DP, "monitor", "--vdev", "net_null0", "--http", "9464"],
+             "--http 9464: expected ADDR:PORT"),
+            ([INSERT_DP, "monitor", "--vdev", "net_null0", "--telemetry-prefix", "a/b"],
+             "--telemetry-prefix 'a/b'"),
+            ([INSERT_DP, "monitor", "--vdev", "net_null0", "--telemetry-prefix", "p", "--",
+              "--file-prefix=q"], "give one of them"),
         ]
-        for argv, text in checks:
-            t0 = time.monotonic()
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-            lines = [l for l in r.stderr.splitlines() if l.strip()]
-            if r.returncode != 2:
-                fail(f"{argv}: exit {r.returncode}, expected 2; stderr: {r.stderr}")
-            if len(lines) != 1 or text not in lines[0]:
-                fail(f"{argv}: expected one line with '{text}', got: {lines}")
-            if r.stdout:
-                fail(f"{argv}: wrote to stdout: {r.stdout!r}")
-            print(f"ok ({time.monotonic() - t0:.1f} s): {lines[0]}")
+        # An address in use, and a telemetry prefix a running insert-dp serves.
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        checks.append(([INSERT_DP, "monitor", "--vdev", "net_null0", "--http",
+                        f"127.0.0.1:{busy.getsockname()[1]}"], "Address already in use"))
+        prefix = f"insert-live-test-{os.getpid()}"
+        running = subprocess.Popen([INSERT_DP, "monitor", "--vdev", "net_ring0", "--quiet",
+                                    "--max-endpoints", "1024", "--telemetry-prefix", prefix,
+                                    "--", "--no-huge"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"), 30,
+                 "the telemetry socket of --telemetry-prefix")
+        checks.append(([INSERT_DP, "monitor", "--vdev", "net_ring1", "--telemetry-prefix", prefix],
+                       f"--telemetry-prefix {prefix}: in use by a running process"))
+        try:
+            run_checks(checks)
+        finally:
+            busy.close()
+            running.send_signal(signal.SIGTERM)
+            running.wait(timeout=30)
+        if running.returncode != 0 or os.path.exists(f"/var/run/dpdk/{prefix}"):
+            fail(f"the first insert-dp: exit {running.returncode}, its directory left")
+
+
+def run_checks(checks):
+    for argv, text in checks:
+        t0 = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        if r.returncode != 2:
+            fail(f"{argv}: exit {r.returncode}, expected 2; stderr: {r.stderr}")
+        if len(lines) != 1 or text not in lines[0]:
+            fail(f"{argv}: expected one line with '{text}', got: {lines}")
+        if r.stdout:
+            fail(f"{argv}: wrote to stdout: {r.stdout!r}")
+        print(f"ok ({time.monotonic() - t0:.1f} s): {lines[0]}")
 
 
 if __name__ == "__main__":
