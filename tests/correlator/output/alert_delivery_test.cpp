@@ -192,10 +192,15 @@ TEST(AlertDelivery, retries_5xx_until_accepted) {
     for (const char* n : {"10.0.0.1", "10.0.0.2", "10.0.0.3"})
         EXPECT_TRUE(client.enqueue(alert(n)));
     EXPECT_TRUE(client.flush(Clock::now() + 10s));
+    // Two POSTs refused, then every alert accepted, in order. The client's thread may take
+    // the first alert before the others are queued: the batches are not fixed, the order is.
     const auto bodies = am.bodies();
-    ASSERT_EQ(bodies.size(), 3u);  // two refused, the third accepted: the same three alerts
-    for (const json& b : bodies) ASSERT_EQ(b.size(), 3u) << b;
-    EXPECT_EQ(label(bodies[2][0], "victim_ip"), "10.0.0.1");
+    ASSERT_GE(bodies.size(), 3u);
+    std::vector<std::string> accepted;
+    for (std::size_t i = 2; i < bodies.size(); ++i)
+        for (const json& a : bodies[i]) accepted.push_back(label(a, "victim_ip"));
+    EXPECT_EQ(accepted, (std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"}));
+    EXPECT_EQ(label(bodies[0][0], "victim_ip"), "10.0.0.1");
     const DeliveryCounts c = client.counts();
     EXPECT_EQ(c.sent, 3u);
     EXPECT_EQ(c.failed_posts, 2u);
@@ -231,10 +236,13 @@ TEST(AlertDelivery, retries_429_and_backs_off_exponentially) {
     EXPECT_FALSE(client.flush(start + 1s));
     EXPECT_LT(Clock::now() - start, 4s);
     const std::size_t attempts = am.requests();
-    EXPECT_GE(attempts, 3u);
+    EXPECT_GE(attempts, 2u);  // a loaded machine may start few
     EXPECT_LE(attempts, 9u);
     const DeliveryCounts c = client.counts();
-    EXPECT_EQ(c.failed_posts, attempts);
+    // The POST under way at the deadline is aborted: it may have reached the server without
+    // being counted as failed.
+    EXPECT_LE(c.failed_posts, attempts);
+    EXPECT_GE(c.failed_posts + 1, attempts);
     EXPECT_EQ(c.retries, attempts - 1);
     EXPECT_EQ(c.dropped, 2u);  // left at the deadline
     EXPECT_EQ(c.sent + c.queued, 0u);
@@ -274,8 +282,8 @@ TEST(AlertDelivery, times_out_a_post_nobody_answers_and_drops_at_the_deadline) {
     client.enqueue(alert("10.0.0.1"));
     client.enqueue(alert("10.0.0.2"));
     const auto start = Clock::now();
-    EXPECT_FALSE(client.flush(start + 1s));
-    EXPECT_LT(Clock::now() - start, 3s);  // a POST under way is aborted at the deadline
+    EXPECT_FALSE(client.flush(start + 2s));
+    EXPECT_LT(Clock::now() - start, 4s);  // a POST under way is aborted at the deadline
     const DeliveryCounts c = client.counts();
     EXPECT_GE(am.requests(), 2u);
     EXPECT_GE(c.failed_posts, 2u);
@@ -369,7 +377,7 @@ TEST(AlertDelivery, unreachable_is_logged_once_and_retried) {
     AlertDeliveryOptions o = options("http://user:secret@127.0.0.1:" + std::to_string(port), lines);
     AlertmanagerClient client(o);
     client.enqueue(alert("10.0.0.1"));
-    EXPECT_FALSE(client.flush(Clock::now() + 500ms));
+    EXPECT_FALSE(client.flush(Clock::now() + 2s));  // room for retries on a loaded machine
     EXPECT_GE(client.counts().retries, 2u);
     const std::vector<std::string> all = lines.all();
     ASSERT_EQ(all.size(), 2u);
