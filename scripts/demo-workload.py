@@ -1,16 +1,48 @@
 #!/usr/bin/env python3
-"""Writes workload.json, the ground truth of a cluster demo run (scripts/demo.sh): which pid
-ran which tool in which role on which host and address, what perftest printed about its QP
-(QPN, PSN, rkey, VA, as exchanged with its peer), which processes formed the traffic pairs,
-the incast and the attacks, and what each attack should raise (SPEC.md section 10).
+"""The cluster demo's helpers (scripts/demo.sh, docs/demo.md).
 
-usage: demo-workload.py OUT_DIR    (reads OUT_DIR/logs/procs.tsv, phases.tsv, meta.tsv, the
-                                    processes' logs and OUT_DIR/attacks.jsonl)
+demo-workload.py OUT_DIR
+    Writes workload.json, the ground truth of a run: which pid ran which tool in which role
+    on which host and address, what perftest printed about its QP (QPN, PSN, rkey, VA, as
+    exchanged with its peer), which processes formed the traffic pairs, the incast and the
+    attacks, and what each attack should raise (SPEC.md section 10). Reads
+    OUT_DIR/logs/procs.tsv, phases.tsv, meta.tsv, the processes' logs and
+    OUT_DIR/attacks.jsonl.
+
+demo-workload.py tee UPSTREAM SOCKET=FILE...
+    The producers' records both to the live correlator and to files: listens on each SOCKET
+    (a producer's `--records unix:SOCKET` or `--unix SOCKET`), appends what a connection
+    sends to FILE and forwards it, as it comes, on a connection of its own to UPSTREAM
+    (insert-correlate --listen UPSTREAM): the correlator sees one stream per producer, as
+    if it were connected directly. SIGTERM: stops accepting, reads every connection to its
+    end, forwards the rest, closes the upstream connections and waits (10 s at most) until
+    the correlator has closed each one - which it does once it has read it to its end -
+    then exits 0: every record sent was read.
+
+demo-workload.py watch-alertmanager URL OUT_FILE T0_NS
+    Polls the Alertmanager's GET /api/v2/alerts every 100 ms and writes a JSON line to
+    OUT_FILE when an alert is first listed (`seen_ns`: CLOCK_REALTIME when the answer that
+    listed it arrived) and when it is no longer listed (`gone_ns`), and a progress line
+    on stdout for each (seconds since T0_NS). SIGTERM: one last poll, then exit.
+
+demo-workload.py alert-delays OUT_DIR
+    For every security alert the Alertmanager listed (logs/alertmanager.jsonl; without that
+    file, every one the correlator told), the attack it names (attacks.jsonl: its source and
+    victim addresses), that attack's first packet at insert-dp (the earliest t_first_ns of
+    its messages in dp.jsonl), the time the live correlator told it on stderr
+    (logs/insert-correlate-times.tsv) and the delays: one line each on stdout, and
+    OUT_DIR/alert-delays.jsonl. Exit 1 when an attack's alert was never listed (told).
 """
 import json
 import os
 import re
+import selectors
+import signal
+import socket
 import sys
+import time
+import urllib.error
+import urllib.request
 
 # perftest's description of a QP: "local address: LID 0000 QPN 0x290100 PSN 0x6d28e6
 # RKey 0x0001b7 VAddr 0x005559bcd36000" (RKey/VAddr for RDMA tests only), and the next
@@ -58,8 +90,7 @@ def as_int(text):
     return int(text) if text not in ("", "-") else None
 
 
-def main():
-    out_dir = sys.argv[1]
+def write_workload(out_dir):
     logs = os.path.join(out_dir, "logs")
     meta = {r["key"]: r["value"] for r in read_tsv(os.path.join(logs, "meta.tsv"), ["key", "value"])}
     procs = read_tsv(os.path.join(logs, "procs.tsv"),
@@ -195,6 +226,18 @@ def main():
         "t_end_ns": as_int(meta.get("t_end_ns", "")),
         "phases": [{"name": ph["name"], "t_start_ns": as_int(ph["t_start_ns"]),
                     "t_end_ns": as_int(ph["t_end_ns"])} for ph in phases],
+        # The live correlator (scripts/demo.sh): when it started, when the producers were
+        # told to stop, when it had read every record, when it ended; its window interval
+        # and --max-delay; the Alertmanager it delivered to. None with --no-correlate.
+        "live": None if "live_start_ns" not in meta else {
+            "t_start_ns": as_int(meta["live_start_ns"]),
+            "t_producers_stop_ns": as_int(meta.get("live_producers_stop_ns", "")),
+            "t_inputs_read_ns": as_int(meta.get("live_inputs_read_ns", "")),
+            "t_end_ns": as_int(meta.get("live_end_ns", "")),
+            "interval_s": float(meta.get("live_interval_s", "1")),
+            "max_delay_s": float(meta.get("live_max_delay_s", "1")),
+            "alertmanager": meta.get("alertmanager") or None,
+        },
         "processes": processes,
         "pairs": pairs,
         "incast": incast,
@@ -205,5 +248,302 @@ def main():
         f.write("\n")
 
 
+# ---- tee: producers -> files and the live correlator ----------------------------------------
+
+TIME_RE = re.compile(rb'"type":"msg".*?"t_first_ns":(\d+)|"wall_ns":(\d+)')
+
+
+class Stopping:
+    """SIGTERM/SIGINT noted, for a loop that polls."""
+
+    def __init__(self):
+        self.stop = False
+        signal.signal(signal.SIGTERM, self.note)
+        signal.signal(signal.SIGINT, self.note)
+
+    def note(self, *_):
+        self.stop = True
+
+
+def tee(upstream, pairs):
+    stopping = Stopping()
+    sel = selectors.DefaultSelector()
+    listeners = []
+    for pair in pairs:
+        path, _, out = pair.partition("=")
+        if not out:
+            print(f"demo tee: '{pair}' is not SOCKET=FILE", file=sys.stderr)
+            return 2
+        if os.path.exists(path):
+            os.unlink(path)
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind(path)
+        os.chmod(path, 0o600)
+        ls.listen(16)
+        f = open(out, "ab", buffering=0)
+        listeners.append((ls, path))
+        sel.register(ls, selectors.EVENT_READ, ("listen", f, os.path.basename(out)))
+    # DEMO_TEE_TIMES=FILE: per chunk received, the stream, when it arrived and the newest
+    # data time in it (t_first_ns of a message, wall_ns of a host record): how far behind
+    # its data each producer delivers.
+    arrivals = open(os.environ["DEMO_TEE_TIMES"], "w", buffering=1) if os.environ.get("DEMO_TEE_TIMES") else None
+    stats = {}   # name -> [bytes, lines, connections]
+    warned = set()
+    conns = {}   # producer socket -> (file, name, upstream socket or None)
+    closing = {}  # upstream socket -> name: write side shut, waiting for the correlator to close
+
+    def finish(c):
+        f, name, up = conns.pop(c)
+        sel.unregister(c)
+        c.close()
+        if up is not None:
+            try:
+                up.shutdown(socket.SHUT_WR)
+                sel.register(up, selectors.EVENT_READ, ("upstream", None, name))
+                closing[up] = name
+            except OSError:
+                up.close()
+
+    def forward(c):
+        f, name, up = conns[c]
+        try:
+            data = c.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            finish(c)
+            return
+        if up is not None:
+            try:
+                up.sendall(data)
+            except OSError as e:
+                if name not in warned:
+                    print(f"demo tee: {name}: the correlator went away ({e}); the file only",
+                          file=sys.stderr)
+                    warned.add(name)
+                up.close()
+                conns[c] = (f, name, None)
+        f.write(data)
+        if arrivals:
+            times = [int(a or b) for a, b in TIME_RE.findall(data)]
+            if times:
+                arrivals.write(f"{name}\t{time.time_ns()}\t{max(times)}\t{min(times)}\n")
+        s = stats[name]
+        s[0] += len(data)
+        s[1] += data.count(b"\n")
+
+    deadline = None
+    while True:
+        if stopping.stop and deadline is None:
+            deadline = time.monotonic() + 10
+            for ls, path in listeners:
+                sel.unregister(ls)
+                ls.close()
+                os.unlink(path)
+            listeners = []
+        if deadline is not None and (not conns and not closing or time.monotonic() > deadline):
+            break
+        for key, _ in sel.select(timeout=0.2):
+            kind, f, name = key.data
+            if kind == "listen":
+                c, _ = key.fileobj.accept()
+                up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    up.connect(upstream)
+                except OSError as e:
+                    print(f"demo tee: {name}: cannot connect to {upstream} ({e}); the file only",
+                          file=sys.stderr)
+                    up.close()
+                    up = None
+                conns[c] = (f, name, up)
+                stats.setdefault(name, [0, 0, 0])[2] += 1
+                sel.register(c, selectors.EVENT_READ, ("producer", f, name))
+            elif kind == "producer":
+                forward(key.fileobj)
+            else:  # the correlator closed its end: it read this stream to its end
+                up = key.fileobj
+                try:
+                    more = up.recv(4096)
+                except OSError:
+                    more = b""
+                if not more:
+                    sel.unregister(up)
+                    up.close()
+                    del closing[up]
+    left = sorted(n for _, n, _ in conns.values()) + sorted(closing.values())
+    print("demo tee: " + ", ".join(f"{n} {s[1]} lines in {s[2]} connection(s)"
+                                   for n, s in sorted(stats.items())) +
+          (f"; not confirmed read by the correlator: {left}" if left else "; all read by the correlator"),
+          file=sys.stderr)
+    return 1 if left else 0
+
+
+# ---- the Alertmanager's view -------------------------------------------------------------------
+
+def alert_text(labels):
+    name = labels.get("alertname", "?")
+    if name == "insert_congestion":
+        return f"{name} toward {labels.get('node', '?')}"
+    victim = f"{labels.get('victim_comm', '')}[{labels['victim_pid']}] " if "victim_pid" in labels else ""
+    return (f"{name}: victim {victim}{labels.get('victim_ip', '?')} QP {labels.get('victim_qpn', '?')}, "
+            f"source {labels.get('source_ip', '?')}")
+
+
+def watch_alertmanager(url, out_path, t0_ns):
+    stopping = Stopping()
+    query = url.rstrip("/") + "/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true"
+    listed = {}   # fingerprint -> labels, listed at the last poll
+    seen = set()
+    failures = 0
+    with open(out_path, "a") as out:
+        def say(text, ns):
+            print(f"demo: [{(ns - t0_ns) / 1e9:5.1f}s] Alertmanager: {text}", flush=True)
+
+        last = False
+        while True:
+            last = stopping.stop
+            try:
+                with urllib.request.urlopen(query, timeout=2) as r:
+                    alerts = json.loads(r.read())
+                now = time.time_ns()
+                failures = 0
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                failures += 1
+                if failures == 1:
+                    print(f"demo: Alertmanager {url}: {e}", file=sys.stderr, flush=True)
+                alerts = None
+            if alerts is not None:
+                current = {}
+                for a in alerts:
+                    fp = a.get("fingerprint")
+                    labels = a.get("labels", {})
+                    current[fp] = labels
+                    if fp in seen:
+                        continue
+                    seen.add(fp)
+                    try:
+                        record = json.loads(a.get("annotations", {}).get("record", "null"))
+                    except ValueError:
+                        record = None
+                    out.write(json.dumps({"event": "listed", "seen_ns": now, "fingerprint": fp,
+                                          "labels": labels, "startsAt": a.get("startsAt"),
+                                          "endsAt": a.get("endsAt"), "record": record}) + "\n")
+                    out.flush()
+                    say(f"lists {alert_text(labels)}", now)
+                for fp, labels in listed.items():
+                    if fp not in current:
+                        out.write(json.dumps({"event": "gone", "gone_ns": now, "fingerprint": fp,
+                                              "labels": labels}) + "\n")
+                        out.flush()
+                        say(f"no longer lists {alert_text(labels)} (resolved)", now)
+                listed = current
+            if last:
+                return 0
+            time.sleep(0.1)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+# "insert-correlate: ALERT rkey_unknown (warning) x1: victim 10.88.0.5 QP 7102720 ...;
+# source 10.88.0.3 ..." (correlator/output/terminal_report.cpp, alert_line)
+TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (\d+) .*; source (\S+)")
+
+
+def alert_delays(out_dir):
+    logs = os.path.join(out_dir, "logs")
+    am_path = os.path.join(logs, "alertmanager.jsonl")
+    with_am = os.path.exists(am_path)
+    attacks = read_jsonl(os.path.join(out_dir, "attacks.jsonl"))
+    msgs = []
+    with open(os.path.join(out_dir, "dp.jsonl")) as f:
+        for line in f:
+            if '"type":"msg"' in line:
+                msgs.append(json.loads(line))
+    # Each attack's first packet at insert-dp: the earliest of its messages (the ones the
+    # attacker reports sending: its guesses' PSNs, or the injected PSN).
+    firsts = []
+    for a in attacks:
+        psns = {g["psn"] for g in a.get("guesses", [])} if a.get("attack") == "rkey_guess" \
+            else {a.get("psn_first")}
+        mine = [m["t_first_ns"] for m in msgs if m["src_ip"] == a.get("src_ip") and
+                m["dst_ip"] == a.get("dst_ip") and m["dst_qpn"] == a.get("dst_qpn") and
+                m["psn_first"] in psns]
+        firsts.append(min(mine) if mine else None)
+    # (kind, victim ip, victim QPN, source ip) -> when the correlator's line was printed,
+    # and when the Alertmanager first listed it (with the pid and record it had there).
+    told = {}
+    times = os.path.join(logs, "insert-correlate-times.tsv")
+    if os.path.exists(times):
+        for line in open(times, errors="replace"):
+            ns, _, text = line.rstrip("\n").partition("\t")
+            m = TOLD_RE.search(text)
+            if m and "(firing)" in text:
+                told.setdefault((m.group(1), m.group(2), int(m.group(3)), m.group(4)), int(ns))
+    listed = {}
+    for e in read_jsonl(am_path) if with_am else []:
+        labels = e.get("labels", {})
+        if e.get("event") != "listed" or labels.get("kind") in (None, "congestion"):
+            continue
+        key = (labels["kind"], labels.get("victim_ip"), int(labels.get("victim_qpn", -1)),
+               labels.get("source_ip"))
+        listed.setdefault(key, (e["seen_ns"], labels, e.get("record") or {}))
+    rows = []
+    for key in (listed if with_am else told):
+        kind, victim_ip, victim_qpn, source_ip = key
+        idx = next((i for i, a in enumerate(attacks) if a.get("src_ip") == source_ip and
+                    a.get("dst_ip") == victim_ip), None)
+        first = firsts[idx] if idx is not None else None
+        seen_ns, labels, record = listed.get(key, (None, {}, {}))
+
+        def since(ns):
+            return (ns - first) / 1e9 if first is not None and ns is not None else None
+
+        rows.append({"kind": kind, "victim_ip": victim_ip, "victim_qpn": victim_qpn,
+                     "victim_pid": int(labels["victim_pid"]) if "victim_pid" in labels else None,
+                     "source_ip": source_ip, "attack": attacks[idx].get("attack") if idx is not None else None,
+                     "attack_index": idx, "first_packet_ns": first, "alert_t_ns": record.get("t_ns"),
+                     "told_ns": told.get(key), "alertmanager_ns": seen_ns,
+                     "delay_s": since(seen_ns), "told_delay_s": since(told.get(key))})
+    rows.sort(key=lambda r: (r["first_packet_ns"] or 0, r["kind"]))
+    with open(os.path.join(out_dir, "alert-delays.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    for r in rows:
+        what = f"alert {r['kind']} (victim {r['victim_ip']} QP {r['victim_qpn']}, source {r['source_ip']}"
+        if r["first_packet_ns"] is None:
+            print(f"{what}): no attack of attacks.jsonl with its packets in dp.jsonl matches it")
+            continue
+        told_s = f"told by insert-correlate after {r['told_delay_s']:.1f} s" \
+            if r["told_delay_s"] is not None else "not told on insert-correlate's stderr"
+        if with_am:
+            print(f"{what}, {r['attack']}) at Alertmanager {r['delay_s']:.1f} s after the attack's "
+                  f"first packet; {told_s}")
+        elif r["told_delay_s"] is not None:
+            print(f"{what}, {r['attack']}) told by insert-correlate {r['told_delay_s']:.1f} s after the "
+                  "attack's first packet (no Alertmanager)")
+    missing = [f"{a.get('attack')} from {a.get('src_ip')}" for i, a in enumerate(attacks)
+               if not any(r["attack_index"] == i for r in rows)]
+    for m in missing:
+        print(f"attack {m}: no alert of it " + ("listed by the Alertmanager" if with_am else "told"))
+    return 1 if missing else 0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "tee":
+        return tee(argv[2], argv[3:])
+    if len(argv) == 5 and argv[1] == "watch-alertmanager":
+        return watch_alertmanager(argv[2], argv[3], int(argv[4]))
+    if len(argv) == 3 and argv[1] == "alert-delays":
+        return alert_delays(argv[2])
+    if len(argv) == 2 and not argv[1].startswith("-"):
+        write_workload(argv[1])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # scripts/demo.sh: INSERT's main job on one machine (docs/demo.md). With no arguments (as
-# root): installs what is missing, builds what is missing, and runs an emulated cluster
-# (scripts/cluster.sh: five host namespaces, insert-dp inline as the only path between the
-# left hosts h1-h3 and the right hosts h4-h5, tbf toward h4) with
-#   - insert-dp inline in the middle writing its records (dp.jsonl),
+# root): installs what is missing, builds what is missing, starts a Prometheus Alertmanager
+# (when installed) and the live correlator (insert-correlate --listen, delivering to it),
+# and runs an emulated cluster (scripts/cluster.sh: five host namespaces, insert-dp inline
+# as the only path between the left hosts h1-h3 and the right hosts h4-h5, tbf toward h4)
+# with
+#   - insert-dp inline in the middle sending its records to the correlator's socket
+#     (--records unix:), kept in dp.jsonl on the way,
 #   - one insert-trace per host namespace (--netns, --host hN: each host its own clock
-#     domain) writing trace-hN.jsonl,
+#     domain) sending its records there too (--unix), kept in trace-hN.jsonl,
 #   - unmodified perftest over softverbs, each application in its tenant's cgroup:
 #     ib_write_bw, ib_read_bw and ib_send_bw pairs across the box; an incast (h1, h2, h3
 #     -> h4 at once through the tbf bottleneck, softverbs marking 5% of the senders'
@@ -14,19 +17,27 @@
 #     attacked by insert-attack rkey-guess, and another one whose QP, after its client's
 #     writes, receives packets injected by insert-attack inject from h2, first from h2's
 #     own address, then spoofed as its client's,
-# then stops everything, deletes the cluster and leaves in the output directory dp.jsonl,
-# trace-h1..h5.jsonl, attacks.jsonl (one line per attacker run), workload.json (which pid
-# ran what where: the ground truth) and logs/. Finally insert-correlate joins them into
-# correlated.jsonl and report.html (charts, tables; self-contained) and prints its report.
-# About 20-30 s on a 2-core machine; the first time, ~2.5 min more to build what it runs.
+# while the correlator joins everything live: its alerts and congestion episodes are printed
+# as it tells them, and the Alertmanager's listings as the demo sees them (polled every
+# 100 ms). Then it stops everything, deletes the cluster, prints the correlator's report and
+# how long each attack's alert took from the attack's first packet to the Alertmanager,
+# and leaves in the output directory dp.jsonl, trace-h1..h5.jsonl, correlated.jsonl and
+# report.html (the live correlator's records and page: charts, tables; self-contained),
+# attacks.jsonl (one line per attacker run), alert-delays.jsonl, workload.json (which pid
+# ran what where: the ground truth) and logs/. About 25-35 s on a 2-core machine; the
+# first time, ~2.5 min more to build what it runs.
 #
-#   scripts/demo.sh [--out DIR] [--no-correlate] [--alertmanager URL]
-#                            the cluster (root); DIR default out/demo-TIME; URL: also deliver
-#                            the alerts to this Prometheus Alertmanager (http://HOST:PORT)
+#   scripts/demo.sh [--out DIR] [--no-correlate] [--alertmanager URL | --no-alertmanager]
+#                            the cluster (root); DIR default out/demo-TIME; URL: deliver the
+#                            alerts to this Prometheus Alertmanager (http://HOST:PORT)
+#                            instead of one the demo starts; --no-correlate: the producers
+#                            write their files, nothing is correlated
 #   scripts/demo.sh --replay [FILE.pcap]           the offline pipeline over a capture
 #                                                  (default pcaps/rc_mixed.pcap; no root)
 # INSERT_BUILD_ROOT: the build directory. Default: build/ when it has every binary the demo
 # runs, else build-demo/: those binaries only, plain (no LTO, no profile feedback, no tests).
+# INSERT_ALERTMANAGER: the Alertmanager the demo starts (/usr/bin/prometheus-alertmanager).
+# DEMO_TEE_TIMES=FILE: per chunk a producer sent, when it came and its data times (docs/demo.md).
 set -uo pipefail
 
 caller_dir=$PWD
@@ -34,9 +45,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${INSERT_BUILD_ROOT:-${INSERT_BUILD_DIR:-}}
 
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 
-mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1 alertmanager=
+mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1 alertmanager="" own_alertmanager=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --replay)
@@ -58,8 +69,10 @@ while [ $# -gt 0 ]; do
             [ $# -gt 1 ] && [ "${2#http://}" != "$2" ] ||
                 { echo "demo: --alertmanager needs a URL http://HOST:PORT" >&2; exit 2; }
             alertmanager=$2
+            own_alertmanager=0
             shift
             ;;
+        --no-alertmanager) own_alertmanager=0 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "demo: unknown option '$1' (scripts/demo.sh --help)" >&2; exit 2 ;;
     esac
@@ -67,7 +80,7 @@ while [ $# -gt 0 ]; do
 done
 
 die() { echo "demo: $*" >&2; exit 1; }
-now_ns() { date +%s%N; }
+now_ns() { local t=${EPOCHREALTIME/[.,]/}; echo "${t}000"; }  # CLOCK_REALTIME ns, no fork of date
 T0=$(now_ns)
 # Progress lines carry the seconds since the start.
 say() { printf 'demo: [%5.1fs] %s\n' "$(( ($(now_ns) - T0) / 1000000 ))e-3" "$*"; }
@@ -396,9 +409,12 @@ phase_attacks() {
 # own (--host hN), as on a real cluster; softverbs' library is probed from the start.
 declare -A TRACE_PIDS
 start_tracers() {
-    local h
+    local h output
     for h in $(cluster_hosts); do
-        "$TRACE_BIN" -o "$OUT/trace-$h.jsonl" --netns "$NAME-$h" --host "$h" \
+        # Live: to the correlator's socket through the tee, which keeps trace-hN.jsonl.
+        output=(-o "$OUT/trace-$h.jsonl")
+        [ "$correlate" -eq 1 ] && output=(--unix "$SOCK_DIR/$h.sock")
+        "$TRACE_BIN" "${output[@]}" --netns "$NAME-$h" --host "$h" \
             -l "$SV_DIR/libibverbs.so.1" > "$LOGS/insert-trace-$h.log" 2>&1 &
         TRACE_PIDS[$h]=$!
     done
@@ -487,30 +503,154 @@ check_tracers_stopped() {
         die "insert-trace did not stop cleanly within $TRACE_STOP_LIMIT_MS ms on ${failed[*]}"
 }
 
-# ---- the correlator ---------------------------------------------------------------------------
-# insert-correlate joins the dataplane's and the hosts' records: correlated.jsonl (e2e, app,
-# clock, alert, congestion, summary), report.html (the same as a page with charts), and its
-# terminal report (report.txt). --alertmanager also delivers the alerts.
-run_correlator() {
-    local dir=$1 h traces=()
-    for h in $(cluster_hosts); do traces+=("$dir/trace-$h.jsonl"); done
-    local extra=()
+# ---- the live correlator -----------------------------------------------------------------------
+# insert-correlate --listen runs for the whole cluster run: insert-dp inline and the five
+# insert-trace send their records to it as they go (docs/correlation.md 7), and it tells
+# alerts and congestion episodes as it decides them - on stderr, which the demo prints with
+# the time since its start, and to the Alertmanager. Between the producers and its socket,
+# `demo-workload.py tee` keeps what each one sent in its file (dp.jsonl, trace-hN.jsonl: a
+# producer has one output) and forwards it on a connection of its own, so that the
+# correlator sees one stream per producer, as with producers connected to it directly. At
+# the end its records are correlated.jsonl, its page report.html and its terminal report
+# report.txt; insert-correlate.log is its stderr (insert-correlate-times.tsv: each line with
+# the wall time it was printed at).
+#
+# The live run's timing (docs/correlation.md 7; docs/demo.md, "Alert delays"): a window
+# every LIVE_INTERVAL_S (0.5 s, not the default 1 s: half the wait for the next window after
+# the watermark passed an attack), and a record may arrive LIVE_MAX_DELAY_S behind its
+# stream (the default: the producers delivered records up to ~0.6 s behind their data on
+# two cores at load 16-18, and a record behind a watermark that passed it stays unmatched).
+LIVE_INTERVAL_S=0.5
+LIVE_MAX_DELAY_S=1
+SOCK_DIR="" CORR_PID="" CORR_LOG_PID="" TEE_PID="" WATCH_PID="" AM_PID="" AM_DIR=""
+declare -A LIVE_T
+
+# Waits (at most SECONDS) for PID to exit, then kills it; returns its status.
+wait_pid() {
+    local pid=$1 limit=$2
+    for _ in $(seq $((limit * 10))); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid" 2>/dev/null; echo "demo: pid $pid killed after $limit s" >&2; }
+    wait "$pid" 2>/dev/null
+}
+
+# The correlator's stderr: logged, timed, and printed with the demo's time.
+correlator_lines() {
+    local line
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >> "$LOGS/insert-correlate.log"
+        printf '%s000\t%s\n' "${EPOCHREALTIME/[.,]/}" "$line" >> "$LOGS/insert-correlate-times.tsv"
+        say "$line"
+    done
+}
+
+# A Prometheus Alertmanager on a free loopback port (as tests/correlator/output/
+# alertmanager_test.py starts one): a minimal configuration without receivers, gossip off,
+# its data in a temporary directory; stopped at the end. Started in the background: it is
+# waited for before the correlator starts.
+AM_BIN=${INSERT_ALERTMANAGER:-/usr/bin/prometheus-alertmanager}
+alertmanager_start() {
+    local port
+    AM_DIR=$(mktemp -d /tmp/insert-demo-am.XXXXXX) || die "mktemp failed"
+    printf 'route:\n  receiver: none\n  group_wait: 1h\nreceivers:\n  - name: none\n' > "$AM_DIR/am.yml"
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$AM_BIN" --config.file="$AM_DIR/am.yml" --storage.path="$AM_DIR/data" \
+        --web.listen-address="127.0.0.1:$port" --cluster.listen-address= > "$LOGS/alertmanager.log" 2>&1 &
+    AM_PID=$!
+    alertmanager=http://127.0.0.1:$port
+}
+alertmanager_ready() {
+    python3 - "$alertmanager" "$AM_PID" <<'PY' || die "the Alertmanager did not start ($LOGS/alertmanager.log)"
+import os, sys, time, urllib.request
+url, pid = sys.argv[1], int(sys.argv[2])
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(1)
+    try:
+        with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}
+alertmanager_stop() {
+    [ -n "$AM_PID" ] && { kill -TERM "$AM_PID" 2>/dev/null; wait_pid "$AM_PID" 10; }
+    AM_PID=""
+    [ -n "$AM_DIR" ] && rm -rf "$AM_DIR"
+    AM_DIR=""
+}
+
+live_start() {
+    local h extra=() tees=("$SOCK_DIR/dp.sock=$OUT/dp.jsonl")
     [ -n "$alertmanager" ] && extra=(--alertmanager "$alertmanager")
-    say "insert-correlate dp.jsonl trace-h1..h5.jsonl --records correlated.jsonl --html report.html" \
-        "--congestion-bin $CONGESTION_BIN_MS ${extra[*]}"
-    echo
+    mkfifo "$SOCK_DIR/stderr" || die "mkfifo failed"
+    correlator_lines < "$SOCK_DIR/stderr" &
+    CORR_LOG_PID=$!
     # 50 ms congestion bins (default 10): here the observer shares two cores with the whole
     # cluster, and its timestamps stall for tens of milliseconds now and then (no message in
     # a bin); episodes end only after two bins without congestion.
-    "$CORRELATE_BIN" "$dir/dp.jsonl" "${traces[@]}" --records "$dir/correlated.jsonl" \
-        --html "$dir/report.html" --congestion-bin "$CONGESTION_BIN_MS" "${extra[@]}" \
-        2> "$dir/logs/insert-correlate.log" |
-        tee "$dir/report.txt"
-    local rc=${PIPESTATUS[0]}
-    echo
-    cat "$dir/logs/insert-correlate.log" >&2
-    [ "$rc" -eq 0 ] || die "insert-correlate exited $rc: $dir/logs/insert-correlate.log"
-    say "report: $dir/report.html (open it in a browser; it loads nothing from anywhere)"
+    say "insert-correlate --listen SOCKET --records correlated.jsonl --html report.html" \
+        "--congestion-bin $CONGESTION_BIN_MS --interval $LIVE_INTERVAL_S --max-delay $LIVE_MAX_DELAY_S ${extra[*]}"
+    LIVE_T[start]=$(now_ns)
+    "$CORRELATE_BIN" --listen "$SOCK_DIR/correlator.sock" --records "$OUT/correlated.jsonl" \
+        --html "$OUT/report.html" --congestion-bin "$CONGESTION_BIN_MS" --interval "$LIVE_INTERVAL_S" \
+        --max-delay "$LIVE_MAX_DELAY_S" "${extra[@]}" > "$OUT/report.txt" 2> "$SOCK_DIR/stderr" &
+    CORR_PID=$!
+    for _ in $(seq 100); do
+        [ -S "$SOCK_DIR/correlator.sock" ] && break
+        kill -0 "$CORR_PID" 2>/dev/null || die "insert-correlate exited at start ($LOGS/insert-correlate.log)"
+        sleep 0.1
+    done
+    [ -S "$SOCK_DIR/correlator.sock" ] || die "insert-correlate --listen made no socket within 10 s"
+    for h in $(cluster_hosts); do tees+=("$SOCK_DIR/$h.sock=$OUT/trace-$h.jsonl"); done
+    python3 scripts/demo-workload.py tee "$SOCK_DIR/correlator.sock" "${tees[@]}" 2> "$LOGS/tee.log" &
+    TEE_PID=$!
+    for h in dp $(cluster_hosts); do
+        for _ in $(seq 100); do
+            [ -S "$SOCK_DIR/$h.sock" ] && continue 2
+            kill -0 "$TEE_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        die "the tee did not start: $(tail -2 "$LOGS/tee.log" | tr '\n' ' ')"
+    done
+    if [ -n "$alertmanager" ]; then
+        python3 scripts/demo-workload.py watch-alertmanager "$alertmanager" "$LOGS/alertmanager.jsonl" "$T0" &
+        WATCH_PID=$!
+    fi
+}
+
+# After the producers stopped: the tee reads them to their end and waits until the
+# correlator has read every stream; then the correlator stops (SIGTERM: the rest is decided
+# as in a batch run, its Alertmanager queue gets --alertmanager-wait, 5 s), and the
+# Alertmanager is polled once more.
+live_stop() {
+    [ -n "$TEE_PID" ] || return 0
+    kill -TERM "$TEE_PID" 2>/dev/null
+    wait_pid "$TEE_PID" 20
+    TEE_RC=$?
+    TEE_PID=""
+    [ "$TEE_RC" -eq 0 ] || say "the tee could not hand everything to the correlator: $(tail -1 "$LOGS/tee.log")"
+    LIVE_T[inputs_read]=$(now_ns)
+    kill -TERM "$CORR_PID" 2>/dev/null
+    wait_pid "$CORR_PID" 60
+    CORR_RC=$?
+    CORR_PID=""
+    LIVE_T[end]=$(now_ns)
+    wait "$CORR_LOG_PID" 2>/dev/null
+    CORR_LOG_PID=""
+    if [ -n "$WATCH_PID" ]; then
+        kill -TERM "$WATCH_PID" 2>/dev/null
+        wait_pid "$WATCH_PID" 10
+        WATCH_PID=""
+    fi
 }
 
 # ---- run ----------------------------------------------------------------------------------------
@@ -527,31 +667,58 @@ mkdir -p "$OUT/logs" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 LOGS=$OUT/logs
 : > "$OUT/attacks.jsonl"
+rm -f "$LOGS/insert-correlate.log" "$LOGS/insert-correlate-times.tsv" "$LOGS/alertmanager.jsonl" \
+    "$OUT/alert-delays.jsonl"
+CORR_RC=0 TEE_RC=0
 
 CLEANED=""
 cleanup() {
     [ -n "$CLEANED" ] && return
     CLEANED=1
-    local key
+    local key pid
     for key in "${KEYS[@]}"; do kill -KILL "${P_PID[$key]}" 2>/dev/null; done
     for key in "${KEYS[@]}"; do wait "${P_PID[$key]}" 2>/dev/null; done  # quietly: no "Killed"
     stop_tracers
     cluster_dp_stop
+    for pid in "$TEE_PID" "$CORR_PID" "$WATCH_PID"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; done
+    for pid in "$TEE_PID" "$CORR_PID" "$WATCH_PID" "$CORR_LOG_PID"; do [ -n "$pid" ] && wait_pid "$pid" 10; done
+    alertmanager_stop
+    [ -n "$SOCK_DIR" ] && rm -rf "$SOCK_DIR"
     cluster_down "$NAME"
     tenants_down
 }
 trap cleanup EXIT
 trap 'echo "demo: interrupted" >&2; exit 130' INT TERM
 
+if [ "$correlate" -eq 1 ]; then
+    [ "$own_alertmanager" -eq 1 ] && [ ! -x "$AM_BIN" ] &&
+        say "no Alertmanager at $AM_BIN (prometheus-alertmanager, scripts/setup.sh): alerts on the terminal only"
+    [ "$own_alertmanager" -eq 1 ] && [ -x "$AM_BIN" ] && alertmanager_start
+    SOCK_DIR=$(mktemp -d /tmp/insert-demo.XXXXXX) || die "mktemp failed"
+fi
 cluster_exists "$NAME" && cluster_down "$NAME"
 cluster_up "$NAME" || die "could not create the cluster"
 say "cluster $NAME: h1 h2 h3 = [insert-dp inline] = h4 h5 (tbf $CLUSTER_TBF_RATE toward h4); output $OUT"
-cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$OUT/dp.jsonl" --interval 1 ||
+dp_records=$OUT/dp.jsonl
+if [ "$correlate" -eq 1 ]; then
+    if [ -n "$AM_PID" ]; then
+        alertmanager_ready
+        say "Alertmanager $alertmanager (prometheus-alertmanager, its log in logs/alertmanager.log)"
+    fi
+    live_start
+    dp_records=unix:$SOCK_DIR/dp.sock
+fi
+cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$dp_records" --interval 1 ||
     die "insert-dp inline did not start ($LOGS/insert-dp.log)"
 cluster_wait_reach "$NAME" h1 "$(cluster_ip h4)" "$(cluster_ip h5)" || die "no path through insert-dp"
 tenants_up
 start_tracers
-say "insert-dp inline in $NAME-mid, insert-trace in every host namespace: running the workload"
+if [ "$correlate" -eq 1 ]; then
+    say "insert-dp inline in $NAME-mid, insert-trace in every host namespace, both to insert-correlate" \
+        "live: running the workload"
+else
+    say "insert-dp inline in $NAME-mid, insert-trace in every host namespace: running the workload"
+fi
 
 phase_pairs
 phase_incast
@@ -561,13 +728,21 @@ phase_attacks
 # exit within 250 ms: give it that before stopping.
 sleep 0.6
 ip netns exec "$NAME-swr" tc -s qdisc show dev "p${CLUSTER_INCAST_HOST#h}" > "$LOGS/tbf.txt" 2>&1
+LIVE_T[producers_stop]=$(now_ns)
 stop_tracers
 check_tracers_stopped
 cluster_dp_stop || say "insert-dp exited with an error: $LOGS/insert-dp.log"
+if [ "$correlate" -eq 1 ]; then
+    live_stop
+    if [ "$TEE_RC" -eq 0 ]; then
+        say "insert-dp stopped; insert-correlate read every record and stopped (exit $CORR_RC)"
+    else
+        say "insert-dp stopped; insert-correlate stopped (exit $CORR_RC)"
+    fi
+fi
 cluster_down "$NAME"
 tenants_down
-CLEANED=1
-say "insert-dp stopped, cluster $NAME deleted"
+say "cluster $NAME deleted"
 T1=$(now_ns)
 
 {
@@ -583,6 +758,12 @@ T1=$(now_ns)
     printf 'incast_ecn\t%s\n' "$INCAST_ECN"
     printf 'tbf_rate\t%s\ntbf_burst\t%s\ntbf_limit\t%s\n' "$CLUSTER_TBF_RATE" "$CLUSTER_TBF_BURST" "$CLUSTER_TBF_LIMIT"
     printf 't_start_ns\t%s\nt_end_ns\t%s\n' "$T0" "$T1"
+    if [ "$correlate" -eq 1 ]; then
+        printf 'live_start_ns\t%s\nlive_producers_stop_ns\t%s\nlive_inputs_read_ns\t%s\nlive_end_ns\t%s\n' \
+            "${LIVE_T[start]}" "${LIVE_T[producers_stop]}" "${LIVE_T[inputs_read]:-}" "${LIVE_T[end]:-}"
+        printf 'live_interval_s\t%s\nlive_max_delay_s\t%s\nalertmanager\t%s\n' "$LIVE_INTERVAL_S" \
+            "$LIVE_MAX_DELAY_S" "$alertmanager"
+    fi
 } > "$LOGS/meta.tsv"
 for key in "${KEYS[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "${P_PID[$key]}" "${P_ROW[$key]}" \
@@ -596,6 +777,27 @@ msgs=$(grep -c '"type":"msg"' "$OUT/dp.jsonl")
 verbs=$(cat "$OUT"/trace-h*.jsonl | grep -c '"type":"verb"')
 say "collected in $(((T1 - T0) / 1000000000)) s: dp.jsonl ($msgs msg records), trace-h1..h5.jsonl" \
     "($verbs verb records), attacks.jsonl ($(wc -l < "$OUT/attacks.jsonl") attacks), workload.json, logs/ in $OUT"
-[ "$correlate" -eq 1 ] && run_correlator "$OUT"
+if [ "$correlate" -eq 1 ]; then
+    echo
+    cat "$OUT/report.txt"
+    echo
+    [ "$CORR_RC" -eq 0 ] || die "insert-correlate exited $CORR_RC: $LOGS/insert-correlate.log"
+    say "records: $OUT/correlated.jsonl; report: $OUT/report.html (open it in a browser; it loads" \
+        "nothing from anywhere)"
+    if [ -n "$alertmanager" ]; then
+        say "alert delays: from each attack's first packet at insert-dp inline to the alert's first" \
+            "listing by the Alertmanager (polled every 100 ms; docs/demo.md, \"Alert delays\"):"
+        python3 scripts/demo-workload.py alert-delays "$OUT" ||
+            say "an attack's alert never reached the Alertmanager"
+    else
+        say "alert delays: from each attack's first packet at insert-dp inline to the correlator's" \
+            "line (docs/demo.md, \"Alert delays\"):"
+        python3 scripts/demo-workload.py alert-delays "$OUT" || say "an attack's alert was never told"
+    fi
+fi
+alertmanager_stop
+rm -rf "$SOCK_DIR"
+SOCK_DIR=""
+CLEANED=1
 say "done"
 exit 0
