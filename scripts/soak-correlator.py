@@ -26,21 +26,15 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("INSERT_BUILD_ROOT", os.path.join(HERE, "..", "build"))
+from soak_rss import (
+    BUILD, RssVerdict, add_limit_options, logger, rss_mb, split_passthrough, write_csv)
+
 CORRELATE = os.path.join(BUILD, "correlator", "insert-correlate")
+log = logger("soak")
 
 HOSTS, PROCS_PER_HOST, QPS_PER_PROC, NODES = 20, 10, 10, 200
 STEP_NS = 100_000  # one message per 100 us of data time
 T0 = 1_700_000_000_000_000_000
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def qp_of(q):
@@ -116,16 +110,10 @@ class Traffic:
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_passthrough(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=20_000_000)
-    ap.add_argument("--max-growth-mb", type=float, default=None)
-    ap.add_argument("--max-rss-mb", type=float, default=None)
-    ap.add_argument("--csv", default=None)
+    add_limit_options(ap)
     args = ap.parse_args(argv)
     extra = extra or ["--max-delay", "0.2", "--ttl", "2", "--interval", "0.5"]
 
@@ -136,7 +124,7 @@ def main():
         deadline = time.monotonic() + 10
         while not os.path.exists(sock):
             if time.monotonic() > deadline or proc.poll() is not None:
-                print("soak: insert-correlate --listen did not start", file=sys.stderr)
+                log("insert-correlate --listen did not start")
                 return 2
             time.sleep(0.05)
         c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -160,25 +148,15 @@ def main():
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
         if args.csv:
-            with open(args.csv, "w") as f:
-                f.write("seconds,records,rss_mb\n")
-                f.writelines(f"{s:.1f},{n},{r:.1f}\n" for s, n, r in samples)
+            write_csv(args.csv, "seconds,records,rss_mb",
+                      (f"{s:.1f},{n},{r:.1f}" for s, n, r in samples))
         if proc.returncode != 0:
-            print(f"soak: insert-correlate exited {proc.returncode}: {err}", file=sys.stderr)
+            log(f"insert-correlate exited {proc.returncode}: {err}")
             return 1
-        warm = next((r for _, n, r in samples if n >= args.records // 4), samples[0][2])
-        peak_after = max(r for _, n, r in samples if n >= args.records // 4)
-        print(f"soak: {sent} records in {samples[-1][0]:.0f} s; RSS {warm:.1f} MB after warm-up, "
-              f"{peak_after:.1f} MB at most after, {samples[-1][2]:.1f} MB at the end")
-        peak = max(r for _, _, r in samples)
-        if args.max_rss_mb is not None and peak > args.max_rss_mb:
-            print(f"soak: RSS reached {peak:.1f} MB (limit {args.max_rss_mb} MB)", file=sys.stderr)
-            return 1
-        if args.max_growth_mb is not None and peak_after - warm > args.max_growth_mb:
-            print(f"soak: RSS grew {peak_after - warm:.1f} MB after warm-up "
-                  f"(limit {args.max_growth_mb} MB)", file=sys.stderr)
-            return 1
-    return 0
+        verdict = RssVerdict([r for _, _, r in samples],
+                             [r for _, n, r in samples if n >= args.records // 4])
+        log(f"{sent} records in {samples[-1][0]:.0f} s; {verdict.describe()}")
+        return verdict.check(args, log)
 
 
 if __name__ == "__main__":

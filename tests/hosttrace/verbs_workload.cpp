@@ -15,6 +15,10 @@
 //   verbs_workload post-exit [--sync]         3 WRITEs and their completions, then exit()
 //                                             at once, QPs and MRs left open
 //   verbs_workload mr-loop N                  N x (ibv_reg_mr + ibv_dereg_mr), one PD
+//   verbs_workload churn SECONDS [--pairs N] [--ops N]
+//                                             for the tracer's soak: rounds of a new thread
+//                                             that opens the devices, connects N QP pairs,
+//                                             moves data, destroys it all; no truth lines
 //   verbs_workload bench-reg N | bench-post N | bench-poll N
 //   verbs_workload bench-fake N [--sync]      (cost model) ns per call of a verb in a loop;
 //                                             bench-fake: through the fake provider
@@ -63,7 +67,11 @@ struct Endpoint {
     std::vector<uint8_t> buf = std::vector<uint8_t>(kBufferBytes);
 };
 
+// churn: no truth lines (the soak counts the tracer's records, not the workload's).
+bool g_quiet = false;
+
 void truth(const std::string& json) {
+    if (g_quiet) return;
     std::printf("{\"truth\":%s}\n", json.c_str());
     std::fflush(stdout);
 }
@@ -403,6 +411,79 @@ int mr_loop(long n) {
     return 0;
 }
 
+// Polls until `want` completions arrived or the deadline passed, without stopping at an
+// error: the number of completions that failed or never came (churn: a loaded machine can
+// starve softverbs' progress thread into "transport retry counter exceeded").
+int drain_counting_errors(Endpoint& e, int want) {
+    const auto deadline = std::chrono::steady_clock::now() + kCompletionDeadline;
+    ibv_wc wc[kPollBatch];
+    int got = 0, errors = 0;
+    while (got < want && std::chrono::steady_clock::now() < deadline) {
+        const int n = ibv_poll_cq(e.cq, kPollBatch, wc);
+        if (n < 0) die("ibv_poll_cq");
+        for (int i = 0; i < n; i++) errors += wc[i].status != IBV_WC_SUCCESS;
+        got += n;
+    }
+    return errors + (want - std::min(got, want));
+}
+
+// The tracer's soak (scripts/soak-tracer.py): objects created and destroyed continuously
+// in one long-lived process. Each round is a new thread (a new tid and softverbs trace
+// ring) that opens both devices once per pair (new contexts), connects `pairs` QP pairs,
+// registers a second MR on each side, posts `ops` WRITEs and SENDs on each pair and polls
+// every completion, then deregisters, destroys and closes everything. Once a second, and
+// at the end, one line of totals: {"churn":{"rounds":R,"qps":Q,"mrs":M,"wrs":W,"errors":E}}
+// (E: work requests that failed or did not complete; the churn goes on).
+int churn(double seconds, int pairs, int ops) {
+    g_quiet = true;
+    uint64_t rounds = 0, qps = 0, mrs = 0, wrs = 0, errors = 0;
+    const auto report = [&] {
+        std::printf("{\"churn\":{\"rounds\":%" PRIu64 ",\"qps\":%" PRIu64 ",\"mrs\":%" PRIu64
+                    ",\"wrs\":%" PRIu64 ",\"errors\":%" PRIu64 "}}\n",
+                    rounds, qps, mrs, wrs, errors);
+        std::fflush(stdout);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    auto next_report = start + std::chrono::seconds(1);
+    while (std::chrono::steady_clock::now() < end) {
+        std::thread round([&] {
+            pthread_setname_np(pthread_self(), "vw-churn");
+            for (int p = 0; p < pairs; p++) {
+                Endpoint a, b;
+                setup_pair(a, b);
+                std::vector<uint8_t> extra_a(8192), extra_b(8192);
+                ibv_mr* ma = reg(a.pd, extra_a.data(), extra_a.size(), IBV_ACCESS_LOCAL_WRITE);
+                ibv_mr* mb = reg(b.pd, extra_b.data(), extra_b.size(), IBV_ACCESS_LOCAL_WRITE);
+                post_recvs(b, 5000, ops);
+                const uint64_t b_addr = reinterpret_cast<uint64_t>(b.buf.data());
+                for (int i = 0; i < ops; i++) {
+                    post_send(a, IBV_WR_RDMA_WRITE, 100 + i, 0, kWriteBytes,
+                              b_addr + i * kWriteBytes, b.mr->rkey, 0);
+                    post_send(a, IBV_WR_SEND_WITH_IMM, 200 + i, kWriteBytes, kSendBytes, 0, 0, i);
+                }
+                const int failed_a = drain_counting_errors(a, 2 * ops);
+                // After a failed send the receives never complete: flushed when b's QP goes.
+                errors += failed_a + (failed_a == 0 ? drain_counting_errors(b, ops) : 0);
+                if (ibv_dereg_mr(ma) || ibv_dereg_mr(mb)) die("ibv_dereg_mr");
+                teardown(a);
+                teardown(b);
+                qps += 2;
+                mrs += 4;
+                wrs += 3 * ops;
+            }
+        });
+        round.join();
+        rounds++;
+        if (std::chrono::steady_clock::now() >= next_report) {
+            next_report += std::chrono::seconds(1);
+            report();
+        }
+    }
+    report();
+    return 0;
+}
+
 double thread_cpu_ns() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -725,9 +806,25 @@ int main(int argc, char** argv) {
     if (mode == "post-exit") return post_exit(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "idle-post") return idle_post(argc > 2 && std::strcmp(argv[2], "--sync") == 0);
     if (mode == "mr-loop" && argc > 2) return mr_loop(std::atol(argv[2]));
+    if (mode == "churn" && argc > 2) {
+        int pairs = 4, ops = 16;
+        for (int i = 3; i + 1 < argc; i += 2) {
+            if (std::strcmp(argv[i], "--pairs") == 0)
+                pairs = std::atoi(argv[i + 1]);
+            else if (std::strcmp(argv[i], "--ops") == 0)
+                ops = std::atoi(argv[i + 1]);
+        }
+        const double seconds = std::atof(argv[2]);
+        if (!(seconds > 0) || pairs < 1 || pairs > 64 || ops < 1 || ops > 32) {
+            std::fprintf(stderr, "verbs_workload: churn SECONDS [--pairs 1..64] [--ops 1..32]\n");
+            return 2;
+        }
+        return churn(seconds, pairs, ops);
+    }
     if (mode.starts_with("bench-") && argc > 2) return bench(mode, std::atol(argv[2]));
-    std::fprintf(stderr,
-                 "usage: verbs_workload devices|run [--ops N] [--sync]|spin|mr-loop N|bench-reg "
-                 "N|bench-post N|bench-poll N\n");
+    std::fprintf(
+        stderr,
+        "usage: verbs_workload devices|run [--ops N] [--sync]|spin|mr-loop N|churn SECONDS "
+        "[--pairs N] [--ops N]|bench-reg N|bench-post N|bench-poll N\n");
     return 2;
 }
