@@ -39,6 +39,12 @@ class PacketSource {
     // Asked at most once per burst, and only for a burst with RoCE in it: a source may
     // read its clock then rather than at every poll.
     virtual uint64_t burst_time_ns(unsigned) noexcept { return 0; }
+    // Non-zero for a live source: the time now on the clock its frames are stamped with,
+    // asked by a worker whose queue has been empty for a while, so that a quiet link's
+    // housekeeping (idle eviction, periodic reports) runs on time rather than at the next
+    // frame. Zero (files, memory): time moves with the frames only, and results depend on
+    // capture time alone.
+    virtual uint64_t quiet_time_ns(unsigned) noexcept { return 0; }
 
     // The producer side, on the calling (main) lcore, until the input ends or stop().
     // A source whose queues are filled by hardware returns at once. False and `error` on

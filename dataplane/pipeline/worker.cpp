@@ -36,6 +36,43 @@ uint64_t thread_cpu_ns() noexcept {
     return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
+// The periodic report and the housekeeping tick of every boundary at or before `ts`, at
+// the newest such boundary. `first_boundaries`: the first time (0 until then) is set from
+// `ts`; a quiet link's clock only moves boundaries a frame has set (nothing to report or
+// evict before the first frame).
+void cross_boundaries(WorkerContext& ctx, uint64_t ts, bool first_boundaries) noexcept {
+    const uint64_t interval = ctx.config.interval_ns;
+    const uint64_t tick = ctx.config.tick_ns;
+    if (interval != 0 && ts >= ctx.report_next && (ctx.report_next != 0 || first_boundaries)) {
+        if (ctx.report_next != 0) {
+            ctx.engine->report(ts / interval * interval);
+            bump(ctx.counters.reports, 1);
+        }
+        ctx.report_next = next_boundary(ts, interval);
+    }
+    if (tick != 0 && ts >= ctx.tick_next && (ctx.tick_next != 0 || first_boundaries)) {
+        if (ctx.tick_next != 0) {
+            ctx.engine->tick(ts / tick * tick);
+            bump(ctx.counters.ticks, 1);
+        }
+        ctx.tick_next = next_boundary(ts, tick);
+    }
+}
+
+// A live queue empty for kQuietPolls polls in a row: the boundaries its clock has passed,
+// kQuietLagNs ago, are crossed as a frame at that time would cross them. Without this,
+// a link that goes quiet keeps its idle endpoints (and their unfinished messages) and its
+// periodic report until the next frame, which may never come. The lag keeps the boundary
+// behind any frame stamped before the queue was found empty and still on its way to this
+// worker (a dispatch ring holds microseconds of them).
+constexpr unsigned kQuietPolls = 64;
+constexpr uint64_t kQuietLagNs = 10'000'000;
+
+void cross_quiet_boundaries(WorkerContext& ctx) noexcept {
+    const uint64_t now = ctx.source->quiet_time_ns(ctx.index);
+    if (now > kQuietLagNs) cross_boundaries(ctx, now - kQuietLagNs, false);
+}
+
 }  // namespace
 
 unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept {
@@ -82,23 +119,9 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
         return (interval != 0 && ts >= ctx.report_next) || (tick != 0 && ts >= ctx.tick_next);
     };
     for (unsigned i = 0; i < roce;) {
-        const uint64_t ts = ctx.ts[i];
         // Reports and ticks happen before the first packet at or past a boundary, at that
         // boundary: results depend on capture time only, never on replay speed.
-        if (interval != 0 && ts >= ctx.report_next) {
-            if (ctx.report_next != 0) {
-                engine.report(ts / interval * interval);
-                bump(c.reports, 1);
-            }
-            ctx.report_next = next_boundary(ts, interval);
-        }
-        if (tick != 0 && ts >= ctx.tick_next) {
-            if (ctx.tick_next != 0) {
-                engine.tick(ts / tick * tick);
-                bump(c.ticks, 1);
-            }
-            ctx.tick_next = next_boundary(ts, tick);
-        }
+        cross_boundaries(ctx, ctx.ts[i], true);
         // The packets up to the next boundary go to the engine as one run (usually the
         // whole burst), which prefetches their state ahead of the work.
         unsigned end = i + 1;
@@ -129,6 +152,7 @@ int worker_main(void* arg) {
     // and to the first empty poll after. One TSC read per burst (~18 ns on these VMs, half
     // a 64-byte frame's budget at 30 Mpps when read twice per burst).
     uint64_t busy_since = 0;  // 0: idle
+    unsigned empty_polls = 0;
     for (;;) {
         const uint16_t n = source.rx_burst(q, pkts, WorkerContext::kBurst);
         if (n == 0) {
@@ -139,10 +163,15 @@ int worker_main(void* arg) {
             if (source.drained(q)) break;
             // A quiet link still completes a periodic report: a few slots per empty poll.
             if (ctx.engine->advance_report()) continue;
+            if (++empty_polls == kQuietPolls) {
+                empty_polls = 0;
+                cross_quiet_boundaries(ctx);
+            }
             idle.pause();
             continue;
         }
         idle.reset();
+        empty_polls = 0;
         const uint64_t now = rte_rdtsc();
         if (busy_since != 0) bump(ctx.counters.busy_cycles, now - busy_since);
         busy_since = now;

@@ -35,6 +35,7 @@ class PortSource final : public pipeline::PacketSource {
 
     unsigned queues() const override { return config_.workers; }
     uint64_t burst_time_ns(unsigned q) noexcept override { return steering_->burst_time_ns(q); }
+    uint64_t quiet_time_ns(unsigned) noexcept override { return realtime_ns(); }
     uint16_t rx_burst(unsigned q, rte_mbuf** pkts, uint16_t n) noexcept override {
         return steering_->rx_burst(q, pkts, n);
     }

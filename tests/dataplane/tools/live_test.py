@@ -346,6 +346,60 @@ def case_monitor():
         print(f"monitor: {len(sent)} frames observed, nothing sent, records equal replay's")
 
 
+def write_only_frame(src, dst, qpn, psn):
+    """An RC RDMA WRITE Only of 64 bytes with its RETH (va 0x10000, rkey 0x1234) and ICRC."""
+    payload = bytes(64)
+    bth = struct.pack("!BBHB3sB3s", 0x0A, 0, 0xFFFF, 0, qpn.to_bytes(3, "big"), 0x80,
+                      psn.to_bytes(3, "big"))
+    l4 = bth + struct.pack("!QII", 0x10000, 0x1234, len(payload)) + payload + bytes(4)
+    udp = struct.pack("!HHHH", 49152, 4791, 8 + len(l4), 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(l4), 0, 0x4000, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    return bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + udp + l4
+
+
+def case_quiet_link():
+    """A message never answered on a link that then goes quiet: its endpoint goes idle and
+    is evicted on the clock (--idle-timeout 1), and the msg record is written while
+    insert-dp runs on, not at its stop (docs/live.md "Time")."""
+    with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
+        pcap = os.path.join(tmp, "unanswered.pcap")
+        write_pcap(pcap, [write_only_frame("10.1.0.1", "10.1.0.2", 0x123, 5)])
+        rec = os.path.join(tmp, "live.jsonl")
+        dp, _ = start_dp(topo, "monitor", ["a1"], rec, ["--idle-timeout", "1"])
+        try:
+            sent = time.monotonic()
+            replay_into_a(topo, pcap, 10)
+            msgs = []
+
+            def msg_written():
+                msgs[:] = [r for r in load_records(rec) if r["type"] == "msg"]
+                return bool(msgs)
+            # Idle for more than 1 s, then the next tick (every 125 ms) plus the quiet
+            # check's 10 ms lag and the records' flush period (100 ms).
+            wait_for(msg_written, 5, "the unanswered message's record while insert-dp runs")
+            took = time.monotonic() - sent
+            if dp.p.poll() is not None:
+                fail("insert-dp exited before its record came")
+        finally:
+            rc = dp.stop(signal.SIGINT)
+        if rc != 0:
+            fail(f"insert-dp monitor exited {rc}: " + "\n".join(dp.lines))
+        m = msgs[0]
+        want = {"src_ip": "10.1.0.1", "dst_ip": "10.1.0.2", "dst_qpn": 0x123, "op": "WRITE",
+                "psn_first": 5, "bytes": 64, "rkey": 0x1234, "t_ack_ns": None,
+                "status": "incomplete"}
+        if {k: m.get(k) for k in want} != want:
+            fail(f"msg record {m}, expected {want}")
+        if took < 1.0:
+            fail(f"the record came {took:.2f} s after the frame, before the idle timeout")
+        evicted = [r for r in load_records(rec) if r["type"] == "qp" and r.get("final")]
+        if not evicted or evicted[0]["qpn"] != 0x123:
+            fail(f"no final qp record for the evicted endpoint: {evicted}")
+        print(f"quiet link: the unanswered message's record {took:.2f} s after its frame, "
+              "insert-dp still running")
+
+
 def case_shutdown_under_load():
     with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
         pcap, _ = test_capture(tmp)
@@ -452,5 +506,6 @@ if __name__ == "__main__":
     {"inline_netns": lambda: case_inline(1),
      "inline_netns_2workers": lambda: case_inline(2),
      "monitor_netns": case_monitor,
+     "quiet_link": case_quiet_link,
      "shutdown_under_load": case_shutdown_under_load,
      "bad_config": case_bad_config}[CASE]()
