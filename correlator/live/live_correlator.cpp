@@ -47,7 +47,7 @@ void LiveCorrelator::note(uint32_t stream, int64_t t) {
 
 void LiveCorrelator::add(uint32_t stream, Ingested& block) {
     if (stream >= streams_.size()) streams_.resize(stream + 1);
-    streams_[stream].last_data = std::chrono::steady_clock::now();
+    const int64_t newest_before = streams_[stream].newest;
     for (WireMsg& m : block.msgs) {
         note(stream, m.t_first);
         msgs_.push_back(m);
@@ -63,11 +63,16 @@ void LiveCorrelator::add(uint32_t stream, Ingested& block) {
         if (e.kind == HostKind::lost) trace_drops_ += e.u.lost.drops;
         events_.push_back(e);
     }
+    // Progress is data time moving on: a stream that sends only records older than its
+    // newest (insert-dp's periodic `qp` records of a quiet link) is as good as silent.
+    if (streams_[stream].newest > newest_before)
+        streams_[stream].last_data = std::chrono::steady_clock::now();
 }
 
 // docs/correlation.md 7: the oldest, over the streams still sending, of their newest time
-// minus --max-delay. A stream silent for --max-delay of wall time holds nothing back; when
-// every stream is silent or ended, everything seen is settled. A stream whose connection
+// minus --max-delay. A stream whose data time stood still for --max-delay of wall time
+// (silent, or sending only older records) holds nothing back; when every stream is silent
+// or ended, everything seen is settled. A stream whose connection
 // closed holds the watermark as a silent one does: a producer that reconnects within
 // --max-delay (a restart) goes on where it stopped, its records not late.
 int64_t LiveCorrelator::watermark(bool final) const {
@@ -199,12 +204,39 @@ void LiveCorrelator::find_behind_emitted(Window& win) {
         if (win.dropped[e.msg]) win.last_wr[e.qp] = std::max<int64_t>(win.last_wr[e.qp], e.wr);
 }
 
-// Unmatched messages --ttl behind, or behind an emitted pair.
+// How far host `host`'s true offset may lie above the one in use (ns): 0 for a given
+// offset, up to the upper bound for an estimated one; -1 when nothing bounds it from above.
+int64_t LiveCorrelator::clock_uncertainty(uint32_t host) const {
+    const ClockEstimate e = host < clocks_.size()
+                                ? clocks_[host]
+                                : estimate_clock({}, names_.name(host), settings_.clock);
+    if (e.source == ClockSource::option || e.source == ClockSource::same_clock) return 0;
+    if (e.source == ClockSource::midpoint && e.consistent) return e.bounds.hi - e.offset;
+    return -1;
+}
+
+// docs/correlation.md 7: a message of a traced QP that no work request can match any more,
+// decided at once rather than --ttl later. Every work request its QP has posted is matched
+// to another message, and every post_send that could precede its first packet is in: the
+// watermark is past that packet by the host clock's uncertainty (a post at host time t is
+// at t - theta on the observer's clock, and the true theta is at most the bound `hi`).
+// What could still match it is a work request posted after its first packet left - no
+// cause of it; the batch join pairs such a request with it only if their op, length,
+// address and rkey all agree (a forger who guessed the next request exactly).
+bool LiveCorrelator::no_wr_can_match(const Window& win, std::size_t i) const {
+    if (win.join.source[i] != SourceState::assigned || win.join.requester[i] < 0) return false;
+    const auto q = static_cast<std::size_t>(win.join.requester[i]);
+    if (win.join.unmatched_wr[q] != 0) return false;
+    const int64_t uncertainty = clock_uncertainty(win.model.qps[q].host);
+    return uncertainty >= 0 && msgs_[i].t_first < saturating_sub(win.watermark, uncertainty);
+}
+
+// Unmatched messages --ttl behind, behind an emitted pair, or that nothing can match.
 void LiveCorrelator::decide_unmatched_msgs(Window& win) {
     for (std::size_t i = 0; i < msgs_.size(); ++i) {
-        if (win.matched[i] ||
-            !(win.final || msgs_[i].t_first < win.cutoff || win.behind_emitted(i)))
-            continue;
+        if (win.matched[i]) continue;
+        const bool forced = !(win.final || win.behind_emitted(i) || no_wr_can_match(win, i));
+        if (forced && msgs_[i].t_first >= win.cutoff) continue;
         switch (win.join.source[i]) {
             case SourceState::assigned:
             case SourceState::assigned_conflict:
@@ -217,7 +249,7 @@ void LiveCorrelator::decide_unmatched_msgs(Window& win) {
                 ++counts_.src_host_untraced;
                 break;
         }
-        if (!win.final && !win.behind_emitted(i)) ++evicted_msgs_;
+        if (forced) ++evicted_msgs_;
         forget_msg(win, i);
     }
 }

@@ -74,7 +74,7 @@ class LiveCorrelator {
   private:
     struct Stream {
         int64_t newest = INT64_MIN;  // observer time of its newest record
-        std::chrono::steady_clock::time_point last_data{};
+        std::chrono::steady_clock::time_point last_data{};  // when `newest` last moved on
         bool seen = false;
     };
     // One window's steps (live_correlator.cpp), in order.
@@ -94,6 +94,8 @@ class LiveCorrelator {
     void write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of);
     void close_episode(CongestionEpisode episode);
     int64_t host_cutoff(const Window& win, uint32_t host) const;
+    bool no_wr_can_match(const Window& win, std::size_t msg) const;
+    int64_t clock_uncertainty(uint32_t host) const;
     int64_t watermark(bool final) const;
     int64_t theta(uint32_t host) const;
     void note(uint32_t stream, int64_t observer_time);

@@ -35,10 +35,10 @@ ground truth it wrote (workload.json) and the attackers' own reports (attacks.js
   episode at h4 fired there while the cluster ran, none left firing at the end;
 - live: the correlator listened before the workload started and read every line each
   producer sent (one connection each, nothing dropped: the lines of dp.jsonl and
-  trace-hN.jsonl, which the demo's tee kept on the way); the rkey guesser's alerts were told
+  trace-hN.jsonl, which the demo's tee kept on the way); every attack's alerts were told
   and listed by the Alertmanager while the cluster still ran, within ALERT_BOUND_S of the
-  attack's first packet at insert-dp (docs/demo.md, "Alert delays"), the injections' when the
-  run ended; a batch run over the files finds the same alerts, congestion episodes and e2e
+  attack's first packet at insert-dp (docs/demo.md, "Alert delays"; measured 1.6-2.7 s, the
+  goal 3 s; the bound leaves room for a loaded CI machine); a batch run over the files finds the same alerts, congestion episodes and e2e
   counts;
 - report.html in headless Chromium: no script error or console message, every chart drawn
   with data, one alert point per alert record.
@@ -61,9 +61,8 @@ SRC = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__
 BUILD = os.environ.get("INSERT_BUILD_ROOT", os.path.join(SRC, "build"))
 DEMO = os.path.join(SRC, "scripts", "demo.sh")
 DEADLINE_S = 300
-# docs/demo.md, "Alert delays": the rkey guesser's alerts reach the Alertmanager 1.7-2.3 s
-# after the attack's first packet on the 2-core VM at load 5-18 (goal 3 s); the bound leaves
-# room for a loaded CI machine.
+# docs/demo.md, "Alert delays": every attack's alerts reach the Alertmanager 1.6-2.7 s after
+# its first packet on the 2-core VM (goal 3 s); the bound leaves room for a loaded CI machine.
 ALERT_BOUND_S = 5.0
 
 
@@ -435,19 +434,13 @@ def check_live(out, workload, by_type):
         check(r["told_delay_s"] is not None, f"{kind}: no 'ALERT ... (firing)' line from insert-correlate")
         print(f"alert delay: {kind} at Alertmanager {r['delay_s']:.2f} s after the attack's first "
               f"packet (told on stderr after {r['told_delay_s']:.2f} s)")
-        if r["attack"] == "rkey_guess":
-            # Told at its first offence (rkey_scan: at its threshold), while the cluster ran.
-            check(r["delay_s"] <= ALERT_BOUND_S,
-                  f"{kind}: at the Alertmanager {r['delay_s']:.2f} s after the attack's first packet "
-                  f"(bound {ALERT_BOUND_S} s)")
-            check(r["alertmanager_ns"] < live["t_producers_stop_ns"], f"{kind}: listed only after the run: {r}")
-        else:
-            # insert-dp holds the never-answered request until its stop (idle eviction runs on
-            # packet time), and the live join decides a message no work request matched --ttl
-            # after it or at the end: both are told when the run ends (docs/demo.md).
-            check(r["alertmanager_ns"] <= live["t_end_ns"] + 1_000_000_000,
-                  f"{kind}: listed {(r['alertmanager_ns'] - live['t_end_ns']) / 1e9:.1f} s after the "
-                  "correlator ended")
+        # Told at its first offence (rkey_scan: at its threshold; the injections once insert-dp
+        # evicted the unanswered request's idle endpoint and the join saw that no work request
+        # could match the spoofed one), while the cluster ran.
+        check(r["delay_s"] <= ALERT_BOUND_S,
+              f"{kind}: at the Alertmanager {r['delay_s']:.2f} s after the attack's first packet "
+              f"(bound {ALERT_BOUND_S} s)")
+        check(r["alertmanager_ns"] < live["t_producers_stop_ns"], f"{kind}: listed only after the run: {r}")
     # Congestion at h4 fired at the Alertmanager while the cluster ran.
     seen = read_jsonl(os.path.join(out, "logs", "alertmanager.jsonl"))
     h4 = [e for e in seen if e["event"] == "listed" and e["labels"].get("kind") == "congestion" and

@@ -13,6 +13,10 @@
                       a congested stretch its `congestion` record while the run goes on,
                       and memory stays flat
   late_input          a record older than the watermark when it arrives counts in `late`
+  injection_told_early a message of a traced QP that no work request can match (every
+                      request of its QP matched, the watermark past it) is decided at once:
+                      its injected_message alert is told while the run goes on, not --ttl
+                      later, and the records equal the batch run's
   bad_line_numbers    bad lines are reported with their line numbers, blank lines counted,
                       live and in a batch run whose input spans many blocks
 
@@ -309,6 +313,97 @@ def case_late_input(tmp):
     print("PASS late_input: 1 late record")
 
 
+def injection_records():
+    """Two traced hosts: lhost's QP 21 writes 20 messages to rhost's QP 70, then a message
+    from QP 21's address and QPN that nothing posted (another address and length), then
+    lhost's QP 22 writes 5 more to rhost (data time moves on; QP 21 sends nothing after)."""
+    def rverb(name, wall, **fields):
+        return dict(verb(name, wall, **fields), pid=4200, tid=4200, comm="victim",
+                    ip="10.5.0.2", host="rhost")
+    host = setup_records() + [
+        verb("create_qp", 130, qp="0xa1", qpn=22, qp_type="RC", pd="0x2", ret=0),
+        verb("modify_qp", 140, qp="0xa1", qpn=22, state="RTR", dest_qpn=71, peer_ip="10.5.0.2",
+             rq_psn=0, ret=0),
+        verb("modify_qp", 150, qp="0xa1", qpn=22, state="RTS", sq_psn=900, ret=0),
+        rverb("create_qp", 100, qp="0xb0", qpn=70, qp_type="RC", pd="0x5", ret=0),
+        rverb("modify_qp", 110, qp="0xb0", qpn=70, state="RTR", dest_qpn=21, peer_ip="10.5.0.1",
+              rq_psn=500, ret=0),
+        rverb("create_qp", 120, qp="0xb1", qpn=71, qp_type="RC", pd="0x5", ret=0),
+        rverb("modify_qp", 130, qp="0xb1", qpn=71, state="RTR", dest_qpn=22, peer_ip="10.5.0.1",
+              rq_psn=900, ret=0),
+        rverb("reg_mr", 140, pd="0x5", mr="0xc0", addr=65536, length=1 << 24, iova=65536,
+              access=1 | 2 | 4 | 8, lkey=9, rkey=9, ret=0)]
+    wire = []
+    for k in range(20):
+        for _, r in message(k, 1_000_000 + 20_000 * k):
+            (wire if r["type"] == "msg" else host).append(r)
+    t = 1_000_000 + 20_000 * 20
+    forged = dict(message(20, t)[1][1], va=65536 + 4096 * 900, bytes=64, dma_len=64)
+    wire.append(forged)
+    for k in range(5):
+        for _, r in message(30 + k, t + 1_000_000 + 20_000 * k):
+            r = dict(r)
+            if r["type"] == "msg":
+                r.update(src_qpn=22, dst_qpn=71, psn_first=900 + k, psn_last=900 + k)
+                wire.append(r)
+            else:
+                r.update(qp="0xa1", qpn=22) if "qp" in r else r.update(qpn=22)
+                host.append(r)
+    return ([json.dumps(r) + "\n" for r in host], [json.dumps(r) + "\n" for r in wire])
+
+
+def case_injection_told_early(tmp):
+    host, wire = injection_records()
+    out = os.path.join(tmp, "out.jsonl")
+    sock = os.path.join(tmp, "correlator.sock")
+    # --ttl 30 (the default) of data time: this run's data spans 1.5 ms, so before this
+    # rule the message was decided only at the end.
+    err_path = os.path.join(tmp, "stderr.txt")
+    with open(err_path, "w") as err:
+        p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, "--interval", "0.1",
+                              "--max-delay", "0.2"], stderr=err)
+    end = time.monotonic() + 10
+    while not os.path.exists(sock):
+        check(time.monotonic() < end and p.poll() is None, "listener did not come up")
+        time.sleep(0.02)
+    try:
+        a, b = connect(sock), connect(sock)
+        a.sendall("".join(host).encode())
+        b.sendall("".join(wire).encode())
+        sent = time.monotonic()
+        told = None
+        while time.monotonic() < sent + 5 and told is None:
+            with open(err_path) as f:
+                told = next((l for l in f if "ALERT injected_message" in l), None)
+            time.sleep(0.05)
+        took = time.monotonic() - sent
+        check(told is not None, "no injected_message alert while the producers were connected")
+        check(p.poll() is None, "the listener ended on its own")
+        a.close()
+        b.close()
+    finally:
+        p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=30) == 0, "exit status after SIGTERM")
+    check("victim 10.5.0.2 QP 70" in told and "source 10.5.0.1" in told, f"alert line: {told}")
+    live = read_records(out)
+    s = live[-1]
+    check(s["type"] == "summary" and s["wire_only"] == 1 and s["evicted"]["msgs"] == 0,
+          f"summary {s}")
+    batch_in, batch_out = os.path.join(tmp, "all.jsonl"), os.path.join(tmp, "batch.jsonl")
+    with open(batch_in, "w") as f:
+        f.writelines(host + wire)
+    r = subprocess.run([CORRELATE, batch_in, "--records", batch_out, "--quiet"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"batch: {r.stderr}")
+    batch = read_records(batch_out)
+    for types in (("alert",), ("e2e",)):
+        check(comparable(live, types) == comparable(batch, types),
+              f"{types} differ between live and batch")
+    alerts = [r for r in live if r["type"] == "alert"]
+    check([a["kind"] for a in alerts] == ["injected_message"], f"alerts {alerts}")
+    print(f"PASS injection_told_early: told {took:.2f} s after the records were sent")
+
+
 def case_bad_line_numbers(tmp):
     lines = workload(6000)  # ~3.5 MB: a batch run reads it in several blocks
     lines.insert(2, "\n")
@@ -335,7 +430,7 @@ def case_bad_line_numbers(tmp):
 
 CASES = {"pipe_equals_batch": case_pipe_equals_batch, "listen": case_listen,
          "ttl_bounds_memory": case_ttl_bounds_memory, "churn_bounds_memory": case_churn_bounds_memory,
-         "late_input": case_late_input,
+         "late_input": case_late_input, "injection_told_early": case_injection_told_early,
          "bad_line_numbers": case_bad_line_numbers}
 
 if __name__ == "__main__":
