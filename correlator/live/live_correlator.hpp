@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -69,6 +70,11 @@ class LiveCorrelator {
     // last window (INT64_MIN before the first) - read between windows (--http's /metrics).
     const JoinCounts& join_counts() const { return counts_; }
     uint64_t late() const { return late_; }
+    // The newest data time (observer clock) input `stream` has sent, if any.
+    std::optional<int64_t> newest(uint32_t stream) const {
+        if (stream >= streams_.size() || !streams_[stream].seen) return std::nullopt;
+        return streams_[stream].newest;
+    }
     int64_t last_watermark() const { return last_watermark_; }
 
   private:

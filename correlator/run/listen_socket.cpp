@@ -62,16 +62,27 @@ int probe_listener(const sockaddr_un& addr, pid_t& pid) {
 
 }  // namespace
 
-std::string describe_process(pid_t pid) {
-    std::string text = "pid " + std::to_string(pid);
-    // The program's name from its command line (comm is cut at 15 characters).
+namespace {
+
+// The program's name from its command line (comm is cut at 15 characters); empty when it
+// cannot be read.
+std::string program_name(pid_t pid) {
     std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
     std::string name;
-    if (cmdline && std::getline(cmdline, name, '\0') && !name.empty()) {
-        name = name.substr(name.find_last_of('/') + 1);
-        if (!name.empty()) text += " (" + name + ")";
-    }
-    return text;
+    if (!cmdline || !std::getline(cmdline, name, '\0')) return {};
+    return name.substr(name.find_last_of('/') + 1);
+}
+
+}  // namespace
+
+std::string describe_process(pid_t pid) {
+    const std::string name = program_name(pid);
+    return "pid " + std::to_string(pid) + (name.empty() ? "" : " (" + name + ")");
+}
+
+std::string process_label(pid_t pid) {
+    const std::string name = program_name(pid);
+    return name.empty() ? "pid " + std::to_string(pid) : name + "[" + std::to_string(pid) + "]";
 }
 
 ListenSocket::~ListenSocket() {

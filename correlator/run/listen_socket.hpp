@@ -60,5 +60,7 @@ class ListenSocket {
 
 // "pid 1234 (insert-correlate)", or "pid 1234" when its name cannot be read.
 std::string describe_process(pid_t pid);
+// "insert-correlate[1234]", or "pid 1234" when its name cannot be read.
+std::string process_label(pid_t pid);
 
 }  // namespace insert::correlate

@@ -110,6 +110,18 @@ class LiveInputs {
         return true;
     }
 
+    // The open inputs as /metrics shows them (at most kMetricsProducers).
+    std::vector<ProducerState> producers() const {
+        std::vector<ProducerState> out;
+        for (const std::size_t i : open_) {
+            if (out.size() == kMetricsProducers) break;
+            const StreamSource& s = sources_[i];
+            const auto input = static_cast<uint32_t>(i);
+            out.push_back({s.producer, input, s.counts, engine_.newest(input)});
+        }
+        return out;
+    }
+
     // A SIGHUP arrived since the last call.
     bool take_hangup() { return std::exchange(hangup_, false); }
     ListenCounts listen_counts() const {
@@ -151,6 +163,7 @@ class LiveInputs {
 
     void add_source(const std::string& name, int fd, pid_t peer) {
         sources_.emplace_back(name, fd, options_.max_line, peer);
+        sources_.back().producer = peer > 0 ? process_label(peer) : name;
         open_.push_back(sources_.size() - 1);
     }
 
@@ -181,6 +194,7 @@ class LiveInputs {
         s.advance(parse_block(parser_, data, bytes, static_cast<uint32_t>(i), s.next_line(),
                               unterminated, block, block.counts, block.first_bad));
         counts_.add(block.counts);
+        s.counts.add(block.counts);
         for (const BadLine& b : block.first_bad)
             if (reported_++ < kMaxReported)
                 std::fprintf(stderr, "insert-correlate: %s:%llu: %s\n",
@@ -309,7 +323,7 @@ int run_live(const CorrelateOptions& options) {
         if (Clock::now() >= next_window) {
             engine.window(false);
             engine.write_apps(false);
-            if (service) service->window(engine, inputs.counts_, alertmanager);
+            if (service) service->window(engine, inputs.counts_, inputs.producers(), alertmanager);
             next_window += interval;
         }
         if (!more) break;

@@ -276,6 +276,28 @@ std::string RunMetrics::text(const RunState& s) const {
                  "first). Growing: a producer holds the watermark back, or the records come "
                  "from the past (a replay).")
             .sample({}, lag);
+        w.family("insert_correlate_producer_records_in_total", kCounter,
+                 "Live: records read from each open input, by type (msg, qp, host, ignored, "
+                 "bad). Zero for one while the others grow: that producer sends nothing.");
+        for (const ProducerState& p : s.producers) {
+            const std::string input = std::to_string(p.input);
+            const auto sample = [&](const char* type, uint64_t v) {
+                w.sample({{"producer", p.producer}, {"input", input}, {"type", type}}, v);
+            };
+            sample("msg", p.counts.msg);
+            sample("qp", p.counts.qp);
+            sample("host", p.counts.host);
+            sample("ignored", p.counts.ignored);
+            sample("bad", p.counts.bad());
+        }
+        w.family("insert_correlate_producer_data_time_seconds", kGauge,
+                 "Live: the newest data time each open input has sent (seconds since the "
+                 "epoch, observer clock). Far behind the others while it still sends: that "
+                 "producer holds the watermark back, or its records come late.");
+        for (const ProducerState& p : s.producers)
+            if (p.newest_ns)
+                w.sample({{"producer", p.producer}, {"input", std::to_string(p.input)}},
+                         static_cast<double>(*p.newest_ns) * 1e-9);
         w.family("insert_correlate_held_records", kGauge,
                  "Live: records kept for the windows to come (bounded by the traffic of "
                  "--max-delay + --ttl). Growing without bound: undecided items pile up.")

@@ -33,6 +33,19 @@ namespace insert::correlate {
 // scrape near 3,000 lines.
 inline constexpr std::size_t kMetricsApps = 32;
 
+// One live input as /metrics shows it: `producer` names it (a --listen connection's
+// process as comm[pid], else the input's path), `input` is its number in the run (a
+// producer that reconnects is a new input).
+struct ProducerState {
+    std::string producer;
+    uint32_t input = 0;
+    IngestCounts counts;
+    std::optional<int64_t> newest_ns;  // the newest data time it sent (observer clock)
+};
+
+// Inputs open at once beyond this share no series of their own (the totals count them).
+inline constexpr std::size_t kMetricsProducers = 256;
+
 // The run's state the records do not carry, as of the last window (or the end).
 struct RunState {
     IngestCounts inputs;
@@ -42,6 +55,7 @@ struct RunState {
     uint64_t held = 0;                    // live: records kept for the windows to come
     uint64_t apps = 0;                    // applications with e2e records held now
     uint64_t windows = 0;
+    std::vector<ProducerState> producers;  // live: the inputs open now
     std::optional<DeliveryCounts> alertmanager;  // --alertmanager
     bool finished = false;                       // the summary is written: counts are final
 };

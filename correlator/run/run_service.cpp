@@ -84,8 +84,10 @@ void RunService::watch(LiveSettings& settings) {
 }
 
 void RunService::window(const LiveCorrelator& engine, const IngestCounts& inputs,
+                        std::vector<ProducerState> producers,
                         const std::optional<AlertmanagerClient>& alertmanager) {
     state_.inputs = inputs;
+    state_.producers = std::move(producers);
     state_.join = engine.join_counts();
     state_.late = engine.late();
     if (engine.last_watermark() != INT64_MIN) state_.watermark_ns = engine.last_watermark();
@@ -103,6 +105,7 @@ void RunService::finish(const SummaryCounts& summary) {
     state_.late = summary.late;
     if (!live_) state_.apps = summary.apps;
     if (!options_.alertmanager.url.empty()) state_.alertmanager = summary.alertmanager;
+    state_.producers.clear();  // every input has ended
     state_.finished = true;
     publish();
 }

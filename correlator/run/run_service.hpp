@@ -39,6 +39,7 @@ class RunService {
     void watch(LiveSettings& settings);
     // After a live window: the engine's counts so far; the metrics and the page made anew.
     void window(const LiveCorrelator& engine, const IngestCounts& inputs,
+                std::vector<ProducerState> producers,
                 const std::optional<AlertmanagerClient>& alertmanager);
     // The summary is written: the final counts (served until the run returns).
     void finish(const SummaryCounts& summary);

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "correlator/input/ingest.hpp"
+
 namespace insert::correlate {
 
 class StreamSource {
@@ -32,6 +34,8 @@ class StreamSource {
     int fd() const { return fd_; }
     pid_t peer() const { return peer_; }  // a --listen connection's process, 0 if unknown
     uint64_t next_line() const { return next_line_; }
+    IngestCounts counts;   // what its lines held
+    std::string producer;  // its /metrics label (run_metrics.hpp ProducerState)
     void advance(uint64_t lines) { next_line_ += lines; }
 
   private:

@@ -214,6 +214,22 @@ def case_metrics(tmp):
             check(False, "/nothing answered")
         except urllib.error.HTTPError as e:
             check(e.code == 404, f"/nothing: {e.code}")
+        # An input's own series while it is connected: this process, one record of a type
+        # the join ignores and one bad line.
+        producer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        producer.connect(c.sock)
+        producer.sendall(b'{"type":"trace_start","t_ns":1}\nnot json\n')
+        own = f'[{os.getpid()}]",input="'
+        m = c.wait_for("this producer's series", lambda m: any(
+            k.startswith("insert_correlate_producer_records_in_total{") and own in k and
+            'type="bad"' in k and v == 1 for k, v in m.items()))
+        mine = {k.split('type="')[1].split('"')[0]: v for k, v in m.items()
+                if k.startswith("insert_correlate_producer_records_in_total{") and own in k}
+        check(mine == {"msg": 0, "qp": 0, "host": 0, "ignored": 1, "bad": 1},
+              f"this producer's records: {mine}")
+        check(not any(k.startswith("insert_correlate_producer_data_time_seconds{") and own in k
+                      for k in m), "a data time for a producer that sent no data")
+        producer.close()
         # A later record: the watermark passes the alerts, which end and are written.
         c.stream(trace2)
         m = c.wait_for("both alerts written",
