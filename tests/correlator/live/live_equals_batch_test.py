@@ -2,17 +2,18 @@
 """A live run writes the records of a batch run (SPEC 10 "Live", docs/correlation.md 7).
 
 For every insert-gen scenario (built in, and bench/gen/scenarios/*.json) with host traces:
-insert-gen -> insert-dp replay -> the records joined twice, by a batch run over the files
-and by `insert-correlate --listen` fed by scripts/stream-records.py - one producer
-connection per host and one for the observer, paced by data time (each scenario played in
-about two seconds of wall time), the second producer restarted halfway - then stopped with
-SIGTERM. The two outputs must hold the same records, order aside, except the interval `app`
-records (`"final": false`) and the summary's wall time, `listen` connection counts and
-`late`/`evicted` counts (shown:
-insert-dp writes a message that never completed when it gives up on it, after later ones,
-so a few records of the attack scenarios arrive behind the watermark - they are joined in
-the next window all the same). Both runs take `--same-clock`: clock offsets estimated from the whole input
-are the one documented difference (docs/correlation.md 7).
+insert-gen -> insert-dp replay -> the records' data time stretched to about PLAY_S seconds
+(the scenarios span 10 ms to 2.6 s: a live run would take most in one window) -> the
+records joined twice, by a batch run over the files and by `insert-correlate --listen` fed
+by scripts/stream-records.py - one producer connection per host and one for the observer,
+paced by data time, the second producer restarted halfway - then stopped with SIGTERM.
+Both estimate the hosts' clock offsets (the live run from what it has joined so far; set
+LEB_CLOCK="--same-clock" to give them). The two outputs must hold the same records, order
+aside, except the interval `app` records (`"final": false`) and the summary's wall time,
+`listen` connection counts and `late`/`evicted` counts (shown: insert-dp writes a message
+that never completed when it gives up on it, after later ones, so a few records of the
+attack scenarios arrive behind the watermark - they are joined in the next window all the
+same; docs/correlation.md 7 says what such records can change).
 
 usage: live_equals_batch_test.py [SCENARIO...]   (default: every scenario)"""
 import collections
@@ -32,6 +33,8 @@ DP = os.path.join(BUILD, "dataplane", "tools", "insert-dp")
 CORRELATE = os.path.join(BUILD, "correlator", "insert-correlate")
 STREAM = os.path.join(SRC, "scripts", "stream-records.py")
 SEED = "41"
+CLOCK = [a for a in os.environ.get("LEB_CLOCK", "").split() if a]
+PLAY_S = 3.0  # each scenario's data time, stretched to about this many seconds
 
 
 def scenarios():
@@ -62,7 +65,52 @@ def generate(scenario, work):
         with open(path, "w") as f:
             f.writelines(lines)
         hosts.append(path)
-    return base, base + ".dp.jsonl", hosts
+    dp = base + ".dp.jsonl"
+    stretch([dp, *hosts], PLAY_S)
+    return base, dp, hosts
+
+
+def stretch(paths, seconds):
+    """Stretches the records' data time so that they span about `seconds` (insert-gen's
+    scenarios span 10 ms to 2.6 s): every `*_ns` field that is a time since the epoch is
+    moved away from the earliest by an integer factor, every other `*_ns` field (a
+    duration, a monotonic time) multiplied by it. Order, clock offsets (scaled with the
+    rest) and every relation between times stay; the live run then works in windows of
+    data time as it would on traffic that lasts seconds."""
+    epoch_floor = 10**17
+
+    def times(value, out):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k.endswith("_ns") and isinstance(v, int) and v >= epoch_floor:
+                    out.append(v)
+                else:
+                    times(v, out)
+        elif isinstance(value, list):
+            for v in value:
+                times(v, out)
+
+    records = {p: [json.loads(line) for line in open(p)] for p in paths}
+    found = []
+    for recs in records.values():
+        times(recs, found)
+    if not found:
+        return
+    t0, span = min(found), max(found) - min(found)
+    factor = max(1, round(seconds * 1e9 / span)) if span else 1
+
+    def scale(value):
+        if isinstance(value, dict):
+            return {k: (t0 + factor * (v - t0) if v >= epoch_floor else v * factor)
+                    if k.endswith("_ns") and isinstance(v, int) else scale(v)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [scale(v) for v in value]
+        return value
+
+    for p, recs in records.items():
+        with open(p, "w") as f:
+            f.writelines(json.dumps(scale(r)) + "\n" for r in recs)
 
 
 def data_span_s(paths):
@@ -97,14 +145,14 @@ def comparable(path):
 def run_live(base, inputs):
     sock = base + ".sock"
     live = base + ".live.jsonl"
-    proc = subprocess.Popen([CORRELATE, "--listen", sock, "--same-clock", "-q", "--records", live],
+    proc = subprocess.Popen([CORRELATE, "--listen", sock, *CLOCK, "-q", "--records", live],
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while not os.path.exists(sock):
         if time.monotonic() > deadline or proc.poll() is not None:
             raise RuntimeError("insert-correlate --listen did not start: " + proc.stderr.read())
         time.sleep(0.05)
-    speed = max(1.0, data_span_s(inputs) / 2.0)
+    speed = max(1.0, data_span_s(inputs) / PLAY_S)
     subprocess.run([sys.executable, STREAM, sock, *inputs, "--speed", str(speed),
                     "--restart", "2"], check=True)
     time.sleep(1.5)  # --max-delay: the last records settle
@@ -118,7 +166,7 @@ def run_live(base, inputs):
 def check(scenario, work):
     base, dp, hosts = generate(scenario, work)
     batch = base + ".batch.jsonl"
-    subprocess.run([CORRELATE, "--same-clock", "--threads", "1", "-q", "--records", batch, dp,
+    subprocess.run([CORRELATE, *CLOCK, "--threads", "1", "-q", "--records", batch, dp,
                     *hosts], check=True)
     live = run_live(base, [dp, *hosts])
     (b, _), (l, summary) = comparable(batch), comparable(live)
@@ -130,6 +178,8 @@ def check(scenario, work):
         if diff:
             kinds = collections.Counter(json.loads(x)["type"] for x in diff.elements())
             problems.append(f"{what}: {dict(kinds)}; e.g. {next(iter(diff))[:400]}")
+            if os.environ.get("LEB_VERBOSE"):
+                problems += [f"{what} x{n}: {x}" for x, n in diff.items()]
     records = sum(b.values())
     if records == 0:
         problems.append("no records")
