@@ -167,6 +167,7 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
         return part;
     });
     tbb::enumerable_thread_specific<LineParser> parsers([&] { return LineParser(hosts); });
+    out.per_input.assign(inputs.size(), IngestCounts{});
     const std::size_t tokens = 2 * parallelism();
     uint32_t numbered_input = UINT32_MAX;
     uint64_t next_line = 1;
@@ -198,6 +199,7 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
                     next_line = 1;
                 }
                 out.counts.add(b->counts);
+                out.per_input[b->input].add(b->counts);
                 for (BadLine& bad : b->bad)
                     if (out.first_bad.size() < kMaxReported) {
                         bad.line += next_line - 1;

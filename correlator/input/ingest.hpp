@@ -31,6 +31,7 @@ struct IngestCounts {
 
     void add(const IngestCounts& o);
     uint64_t bad() const { return not_json + truncated + bad_field + unknown_type + too_long; }
+    uint64_t records() const { return msg + qp + host + ignored; }
 };
 
 struct BadLine {
@@ -44,7 +45,8 @@ struct Ingested {
     WireQps qps;
     HostEvents events;
     IngestCounts counts;
-    std::vector<BadLine> first_bad;  // the first kMaxReported, in input order
+    std::vector<IngestCounts> per_input;  // batch ingest(): by input, in the inputs' order
+    std::vector<BadLine> first_bad;       // the first kMaxReported, in input order
 };
 
 inline constexpr std::size_t kMaxReported = 10;

@@ -79,7 +79,7 @@ class LiveCorrelator {
 
   private:
     struct Stream {
-        int64_t newest = INT64_MIN;  // observer time of its newest record
+        int64_t newest = INT64_MIN;                         // observer time of its newest record
         std::chrono::steady_clock::time_point last_data{};  // when `newest` last moved on
         bool seen = false;
     };

@@ -63,7 +63,9 @@ bool ReportData::add_record(element r, std::string_view line) {
         if (pairs.size() < limits.pairs) pairs.emplace_back(line);
     } else if (*type == "clock") {
         if (clocks.size() < limits.clocks) clocks.emplace_back(line);
-    } else if (*type == "summary") {
+    } else if (*type == "summary" && uint_field(r, "e2e")) {
+        // insert-correlate's summary (insert-dp and insert-trace write summaries of their
+        // own, without an e2e count: not this page's records).
         summary = std::string(line);
     } else {
         return false;

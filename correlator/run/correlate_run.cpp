@@ -47,6 +47,41 @@ void report_bad_lines(const std::vector<BadLine>& first_bad, uint64_t bad,
                      static_cast<unsigned long long>(bad));
 }
 
+// docs/correlation.md "Running it": an input with no record of insert-dp or insert-trace
+// (a capture, a page, an empty file) or a --clock-offset for a host no input names is a
+// mistake to say, in one line, not a run over nothing. Empty when all is well.
+std::string check_batch_inputs(const CorrelateOptions& options, const Ingested& in,
+                               const HostNames& names) {
+    for (std::size_t i = 0; i < options.inputs.size(); ++i) {
+        const IngestCounts& c = in.per_input[i];
+        if (c.records() != 0) continue;
+        const std::string name = options.inputs[i] == "-" ? "stdin" : options.inputs[i];
+        std::string why = std::to_string(c.lines) + " lines";
+        for (const BadLine& b : in.first_bad)
+            if (b.input == i) {
+                why += ", line " + std::to_string(b.line) + ": " + b.reason;
+                break;
+            }
+        return name + ": no records of insert-dp or insert-trace (" + why + ")";
+    }
+    for (const auto& [host, ns] : options.clock.offsets) {
+        std::vector<std::string> known;
+        for (uint32_t id = 0; id < names.size(); ++id) known.push_back(names.name(id));
+        if (std::find(known.begin(), known.end(), host) != known.end()) continue;
+        std::sort(known.begin(), known.end());
+        std::string hosts;
+        for (const std::string& name : known) {
+            if (!hosts.empty()) hosts += ' ';
+            hosts +=
+                terminal_text(name);  // a host's name is the input's: no ESC reaches a terminal
+        }
+        return "--clock-offset " + host + "=" + std::to_string(ns) + ": no host " + host +
+               " in the inputs (" +
+               (hosts.empty() ? std::string("none named") : "hosts: " + hosts) + ")";
+    }
+    return {};
+}
+
 }  // namespace
 
 // Inputs that are not regular files (pipes, FIFOs, sockets) arrive as they are written:
@@ -84,6 +119,10 @@ int run_batch(const CorrelateOptions& options) {
         return fail(error);
     }
     progress.read_done(in.counts.bytes, in.counts.lines);
+    if (const std::string mistake = check_batch_inputs(options, in, names); !mistake.empty()) {
+        progress.interrupt();
+        return fail(mistake);
+    }
     report_bad_lines(in.first_bad, in.counts.bad(), options.inputs);
 
     HostModel model = build_host_model(in.events, names);

@@ -55,7 +55,7 @@ struct RunState {
     uint64_t held = 0;                    // live: records kept for the windows to come
     uint64_t apps = 0;                    // applications with e2e records held now
     uint64_t windows = 0;
-    std::vector<ProducerState> producers;  // live: the inputs open now
+    std::vector<ProducerState> producers;        // live: the inputs open now
     std::optional<DeliveryCounts> alertmanager;  // --alertmanager
     bool finished = false;                       // the summary is written: counts are final
 };

@@ -7,6 +7,7 @@
 #include "dataplane/common/version.hpp"
 
 #include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -285,6 +286,11 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
             return 2;
         }
         stdin_inputs += in == "-";
+        struct stat st {};
+        if (in != "-" && ::stat(in.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            error = in + ": a directory (give the record files in it, e.g. " + in + "/*.jsonl)";
+            return 2;
+        }
     }
     if (stdin_inputs > 1) {
         error = "input '-' given more than once";

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "dataplane/capture/mapping_guard.hpp"
+#include "dataplane/capture/stdin_capture.hpp"
 
 namespace insert::capture {
 
@@ -82,8 +83,9 @@ bool CaptureFile::fail_truncated(const std::string& what) {
 
 bool CaptureFile::fail_shrunk() {
     struct stat st {};
-    const std::string now =
-        ::stat(path_.c_str(), &st) == 0 ? std::to_string(st.st_size) + " bytes" : "gone";
+    const std::string now = path_ != "stdin" && ::stat(path_.c_str(), &st) == 0
+                                ? std::to_string(st.st_size) + " bytes"
+                                : "gone";
     return fail("the file shrank while being read (" + std::to_string(size_) + " bytes when " +
                 "opened, now " + now + "): was it overwritten?");
 }
@@ -101,12 +103,15 @@ uint32_t CaptureFile::rd32(const uint8_t* p) const {
 
 bool CaptureFile::open(const std::string& path) {
     unmap();
-    path_ = path;
+    const bool from_stdin = path == "-";
+    path_ = from_stdin ? "stdin" : path;
     error_.clear();
     truncated_ = false;
+    std::string stdin_error;
     // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return fail(std::strerror(errno));
+    const int fd = from_stdin ? stdin_capture_fd(stdin_error)
+                              : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return fail(from_stdin ? stdin_error : std::strerror(errno));
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);

@@ -38,7 +38,8 @@ class CaptureFile {
     CaptureFile(CaptureFile&& other) noexcept;
     CaptureFile& operator=(CaptureFile&& other) noexcept;
 
-    // Maps the file and checks its header. On failure returns false and sets error() to
+    // Maps the file and checks its header; "-" is standard input, read to its end first
+    // (stdin_capture.hpp) and named "stdin" in errors. On failure returns false and sets error() to
     // one line naming the file and the problem (missing, not a capture, link type...). Only
     // regular files: a FIFO or device is refused at once, without waiting for a writer.
     // The mapping is guarded (mapping_guard.hpp): if the file shrinks while it is read, the

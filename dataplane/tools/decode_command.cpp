@@ -37,7 +37,8 @@ constexpr const char* kUsage =
     "usage: insert-dp decode FILE [--summary]\n"
     "\n"
     "Prints one CSV row per well-formed RoCEv2 packet (UDP destination port 4791) of a\n"
-    "pcap or pcapng capture (Ethernet link type) on stdout, with the header\n"
+    "pcap or pcapng capture (Ethernet link type; FILE - : standard input, read to its end\n"
+    "first) on stdout, with the header\n"
     "  frame,src_ip,dst_ip,sport,opcode,dest_qp,psn,ack_req,se,pad,pkey,fecn,becn,\n"
     "  reth_va,reth_rkey,reth_len,aeth_syndrome,aeth_msn,imm,ieth_rkey,deth_qkey,\n"
     "  deth_src_qp,payload_len\n"
@@ -61,7 +62,8 @@ constexpr const char* kUsage =
     "examples:\n"
     "  insert-dp decode pcaps/rc_mixed.pcap\n"
     "  insert-dp decode pcaps/rc_mixed.pcap --summary > packets.csv\n"
-    "  insert-dp decode capture.pcapng | awk -F, '$5 == 17'   # ACKs only\n";
+    "  insert-dp decode capture.pcapng | awk -F, '$5 == 17'   # ACKs only\n"
+    "  zcat capture.pcap.gz | insert-dp decode -\n";
 
 struct Counts {
     uint64_t frames = 0;

@@ -59,6 +59,8 @@ Examples:
   insert-dp replay trace.pcap --records - --interval 1 | jq 'select(.type=="msg")'
       records on stdout with periodic qp records every second of capture time;
       the summary goes to stderr
+  tcpdump -i eth1 -w - -c 100000 udp port 4791 | insert-dp replay -
+      a capture piped in (read to its end first; a live link: insert-dp monitor)
   insert-dp replay big.pcap --workers 2 -- --lcores 0@0,1@1,2@1 --no-huge -m 512
       EAL options after `--` replace the defaults picked for you
 
@@ -77,7 +79,10 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
 
     CLI::App app("Offline RoCEv2 telemetry over a capture file", kName);
     app.footer(kExamples);
-    app.add_option("FILE", opt.file, "pcap or pcapng capture (Ethernet link type)")->required();
+    app.add_option("FILE", opt.file,
+                   "pcap or pcapng capture (Ethernet link type); - for standard input, read "
+                   "to its end before the replay starts")
+        ->required();
     app.add_option("--workers", opt.workers, "worker lcores (default 1)")
         ->check(CLI::Range(1u, kMaxWorkers));
     CLI::Option* records = app.add_option("--records", opt.records,

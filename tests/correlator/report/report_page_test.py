@@ -132,6 +132,11 @@ def case_cli(tmp):
     open(empty, "w").close()
     fails([REPORT, empty, "--html", page], "no insert-correlate records")
     fails([REPORT, dp, "--html", page], "no insert-correlate records in 341 lines")
+    # insert-dp's own output ends with its summary record: not insert-correlate's either.
+    dp_run = os.path.join(tmp, "dp-run.jsonl")
+    with open(dp_run, "w") as f:
+        f.write(open(dp).read() + '{"type":"summary","pkts":682,"roce_pkts":682,"msgs":341}\n')
+    fails([REPORT, dp_run, "--html", page], "no insert-correlate records in 342 lines")
     fails([REPORT, records, "--html", records], "refusing to overwrite")
     fails([REPORT, records, "--html", tmp], "is a directory")
     fails([REPORT, records, "--html", page, "--chartjs", os.path.join(tmp, "none.js")], "none.js")

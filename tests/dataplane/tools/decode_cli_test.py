@@ -174,6 +174,19 @@ class DecodeCommand(unittest.TestCase):
         self.assert_usage_error(run(os.path.join(PCAPS, "rc_mixed.pcap"),
                                     os.path.join(PCAPS, "cnp_ud.pcap")), "cnp_ud.pcap")
 
+    def test_stdin_is_the_capture(self):
+        # `tcpdump -w - | insert-dp decode -`: the rows of the file, pcap and pcapng.
+        for name in ("rc_mixed.pcap", "ipv6_vlan.pcapng"):
+            path = os.path.join(PCAPS, name)
+            with open(path, "rb") as f:
+                piped = subprocess.run([INSERT_DP, "decode", "-"], stdin=f, capture_output=True,
+                                       text=True, check=False)
+            self.assertEqual(piped.returncode, 0, piped.stderr)
+            self.assertEqual(piped.stdout, run(path).stdout)
+        empty = subprocess.run([INSERT_DP, "decode", "-"], input="", capture_output=True,
+                               text=True, check=False)
+        self.assert_usage_error(empty, "stdin: not a pcap or pcapng capture (too short)")
+
     def test_help_shows_usage_and_examples(self):
         proc = run("--help")
         self.assertEqual(proc.returncode, 0)

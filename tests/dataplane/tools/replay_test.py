@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 EAL = ["--", "--no-huge", "-m", "256"]
+ROOT = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 TIMEOUT = 300
 
 
@@ -248,7 +249,18 @@ def case_records(insert_dp, d):
     lines = open(out).read().splitlines()
     if p.returncode != 0 or "Top" not in p.stdout or json.loads(lines[-1])["msgs"] != msgs:
         fail(f"--records FILE: exit {p.returncode}, summary on stdout: {'Top' in p.stdout}")
-    print(f"records: {msgs} msgs, none lost with 16-record rings")
+    # Standard input: `tcpdump -w - | insert-dp replay -` - the same records as the file,
+    # for a pcap and a pcapng stream.
+    for capture in (pcap, os.path.join(ROOT, "pcaps", "ipv6_vlan.pcapng")):
+        with open(capture, "rb") as f:
+            piped = subprocess.run([insert_dp, "replay", "-", "--records", "-", *EAL], stdin=f,
+                                   capture_output=True, timeout=TIMEOUT)
+        if piped.returncode != 0:
+            fail(f"replay - < {capture}: exit {piped.returncode}: {piped.stderr.decode()}")
+        from_stdin = [json.loads(line) for line in piped.stdout.decode().splitlines()]
+        if comparable(from_stdin) != comparable(records(insert_dp, capture, 1)):
+            fail(f"replay - < {capture}: records differ from the file's")
+    print(f"records: {msgs} msgs, none lost with 16-record rings; stdin as the file")
 
 
 def case_errors(insert_dp, d):
@@ -273,6 +285,13 @@ def case_errors(insert_dp, d):
         lines = p.stderr.strip().splitlines()
         if p.returncode != 2 or p.stdout or len(lines) != 1 or needle not in lines[0]:
             fail(f"replay {args}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+    for stdin, needle in ((b"", "stdin: not a pcap or pcapng capture (too short)"),
+                          (b"hello, this is not a pcap\n" * 10, "stdin: ")):
+        p = subprocess.run([insert_dp, "replay", "-"], input=stdin, capture_output=True,
+                           timeout=TIMEOUT)
+        lines = p.stderr.decode().strip().splitlines()
+        if p.returncode != 2 or p.stdout or len(lines) != 1 or needle not in lines[0]:
+            fail(f"replay - <{stdin[:10]!r}>: exit {p.returncode}, stderr {p.stderr!r}")
     p = subprocess.run([insert_dp, "replay", "--help"], capture_output=True, text=True)
     if p.returncode != 0 or "Examples" not in p.stdout or "--workers" not in p.stdout:
         fail("replay --help")
