@@ -379,7 +379,6 @@ void E2eTruth::complete_wrs() {
         // is too early for every later one: a cursor per wr_id (a place in `order`) suffices.
         cursors.clear();
         for (Wr& wr : w) {
-            if (!wr.signaled) continue;
             const auto first =
                 std::lower_bound(order.begin(), order.end(), wr.wr_id,
                                  [&](uint32_t k, uint64_t id) { return comps[k].wr_id < id; });
@@ -393,21 +392,22 @@ void E2eTruth::complete_wrs() {
                    comps[order[at]].wall < wr.wall)
                 ++at;
             if (at == order.size() || comps[order[at]].wr_id != wr.wr_id) continue;
-            const Comp& c = comps[order[at++]];
+            const Comp& c = comps[order[at]];
+            // v1.3: an unsignaled w has a completion of its own only when it failed.
+            if (!wr.signaled && c.status == WcStatus::success) continue;
+            ++at;
             wr.t_poll = c.wall;
             wr.status = c.status;
         }
-        // An unsignaled w takes t_poll and wc_status from the first signaled w' after it in
-        // W that has a completion.
+        // v1.3: an unsignaled w without one is covered by the poll of the first signaled
+        // w' after it in W that has a completion (t_covered_ns, information only).
         std::optional<int64_t> t;
-        std::optional<WcStatus> st;
         for (std::size_t k = w.size(); k-- > 0;) {
             if (w[k].signaled) {
-                if (w[k].t_poll) t = w[k].t_poll, st = w[k].status;
+                if (w[k].t_poll) t = w[k].t_poll;
                 continue;
             }
-            w[k].t_poll = t;
-            w[k].status = st;
+            if (!w[k].t_poll) w[k].t_covered = t;
         }
     }
 }
@@ -647,6 +647,7 @@ void E2eTruth::build_records(const Join& j, const std::vector<int64_t>& theta) {
         e.wr_uid = w.uid;
         e.t_post_ns = w.wall - th;
         if (w.t_poll) e.t_poll_ns = *w.t_poll - th;
+        if (w.t_covered) e.t_covered_ns = *w.t_covered - th;
         e.wc_status = w.status;
         if (e.resp && t_recv_poll_[x.msg])
             e.t_recv_poll_ns = *t_recv_poll_[x.msg] - theta[incs_[*e.resp].host];
@@ -707,8 +708,12 @@ void E2eTruth::build_apps(const std::vector<int64_t>& theta) {
         a.r.bytes[op] += e.bytes;
         if (const auto v = e.host_ns()) a.host_ns.push_back(*v);
         if (const auto v = e.net_ns()) a.net_ns.push_back(*v);
-        if (const auto v = e.completion_ns()) a.completion_ns.push_back(*v);
-        if (const auto v = e.total_ns()) a.total_ns.push_back(*v);
+        // v1.3: what the application saw complete - signaled work requests only.
+        if (e.signaled) {
+            ++a.r.signaled_wrs;
+            if (const auto v = e.completion_ns()) a.completion_ns.push_back(*v);
+            if (const auto v = e.total_ns()) a.total_ns.push_back(*v);
+        }
         a.r.retx_pkts += e.msg->retx_pkts;
         a.r.naks += e.msg->naks;
     }

@@ -62,7 +62,7 @@ struct E2eRecord {
     bool signaled = false;
     bool resync = false;
     int64_t t_post_ns = 0;  // observer clock
-    std::optional<int64_t> t_poll_ns, t_recv_poll_ns;
+    std::optional<int64_t> t_poll_ns, t_recv_poll_ns, t_covered_ns;
     // Section 6's latency split; null when an input is null. total_ns = t_poll - t_post on
     // the host's clock, which the shift by theta leaves as it is.
     int64_t t_first() const { return static_cast<int64_t>(msg->t_first_ns); }
@@ -102,6 +102,7 @@ struct AppRecord {
     uint64_t qps = 0;
     std::array<uint64_t, kOpTypes> msgs{}, bytes{};
     Percentiles host_ns, net_ns, completion_ns, total_ns;
+    uint64_t signaled_wrs = 0;  // completion_ns and total_ns are over these
     uint64_t retx_pkts = 0, naks = 0, cnps = 0, ecn_ce = 0, ecn_ce_caused = 0, unmatched_wr = 0;
 };
 
@@ -159,9 +160,10 @@ class E2eTruth {
         std::optional<uint64_t> remote_addr;
         std::optional<uint32_t> rkey;
         bool signaled = false;
-        uint32_t uid = 0;  // the generator's message behind it (checks only)
-        std::optional<int64_t> t_poll;
+        uint32_t uid = 0;               // the generator's message behind it (checks only)
+        std::optional<int64_t> t_poll;  // its own completion (signaled, or failed)
         std::optional<WcStatus> status;
+        std::optional<int64_t> t_covered;  // unsignaled without one: the covering poll
     };
     // A poll_cq record of an incarnation.
     struct Comp {

@@ -97,6 +97,7 @@ class Writer {
         else
             c.lit("null");
         opt_signed(c, "t_recv_poll_ns", e.t_recv_poll_ns);
+        opt_signed(c, "t_covered_ns", e.t_covered_ns);
         c.field("gen_msg", m.msg_uid).lit("}\n");
         out_.commit(c);
     }
@@ -126,6 +127,7 @@ class Writer {
         part(c.key("net_ns"), a.net_ns);
         part(c.key("completion_ns"), a.completion_ns);
         part(c.key("total_ns"), a.total_ns);
+        c.field("signaled_wrs", a.signaled_wrs);
         c.field("retx_pkts", a.retx_pkts).field("naks", a.naks).field("cnps", a.cnps);
         c.field("ecn_ce", a.ecn_ce).field("ecn_ce_caused", a.ecn_ce_caused);
         c.field("unmatched_wr", a.unmatched_wr).lit(",\"final\":true}\n");

@@ -6,6 +6,10 @@
 
 namespace insert::correlate {
 
+namespace {
+constexpr uint16_t kWcSuccess = 0;  // IBV_WC_SUCCESS
+}  // namespace
+
 void complete_work_requests(Incarnation& q) {
     // Completions of each wr_id in canonical order, consumed front to back: work requests
     // are visited in post order, so a completion older than one post is older than every
@@ -19,9 +23,9 @@ void complete_work_requests(Incarnation& q) {
         by_wr_id[q.send_completions[i].wr_id].items.push_back(i);
     for (WorkRequest& w : q.wrs) {
         w.t_poll = kNone;
+        w.t_covered = kNone;
         w.wc_status = 0;
         w.completion_event = -1;
-        if (!w.signaled) continue;
         const auto it = by_wr_id.find(w.wr_id);
         if (it == by_wr_id.end()) continue;
         Queue& queue = it->second;
@@ -29,24 +33,23 @@ void complete_work_requests(Incarnation& q) {
                q.send_completions[queue.items[queue.next]].wall < w.wall)
             ++queue.next;
         if (queue.next == queue.items.size()) continue;
-        const Completion& c = q.send_completions[queue.items[queue.next++]];
+        const Completion& c = q.send_completions[queue.items[queue.next]];
+        // An unsignaled request has a completion of its own only when it failed (IBTA: an
+        // error completion is always generated); a successful one after its post belongs
+        // to a signaled request.
+        if (!w.signaled && c.status == kWcSuccess) continue;
+        ++queue.next;
         w.t_poll = c.wall;
         w.wc_status = c.status;
         w.completion_event = c.event;
     }
-    // Unsignaled: the next signaled work request with a completion, walking back.
+    // Unsignaled without one: covered by the next signaled request's completion.
     int64_t next_poll = kNone;
-    uint16_t next_status = 0;
     for (auto it = q.wrs.rbegin(); it != q.wrs.rend(); ++it) {
-        if (it->signaled) {
-            if (it->t_poll != kNone) {
-                next_poll = it->t_poll;
-                next_status = it->wc_status;
-            }
-        } else {
-            it->t_poll = next_poll;
-            it->wc_status = next_status;
-        }
+        if (it->signaled)
+            next_poll = it->t_poll != kNone ? it->t_poll : next_poll;
+        else if (it->t_poll == kNone)
+            it->t_covered = next_poll;
     }
 }
 

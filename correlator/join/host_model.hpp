@@ -27,9 +27,12 @@ struct WorkRequest {
     bool signaled = true;
     uint32_t event = 0;  // its record: an index into the host events
     // Set by the completion rule (docs/correlation.md 4).
-    int64_t t_poll = kNone;  // host clock
+    int64_t t_poll = kNone;  // host clock: its own completion's poll (signaled, or failed)
     uint16_t wc_status = 0;
-    int64_t completion_event = -1;  // the poll_cq record that completed it (signaled)
+    int64_t completion_event = -1;  // the poll_cq record of its own completion
+    // Unsignaled and without a completion of its own: the poll of the signaled completion
+    // that covers it (host clock) - information only, the application never saw its end.
+    int64_t t_covered = kNone;
 };
 
 struct Completion {

@@ -174,7 +174,8 @@ void LiveCorrelator::emit_matched(Window& win) {
         win.matched[i] = true;
         win.wr_matched[qi][static_cast<std::size_t>(row.wr - row.requester->wrs.data())] = true;
         if (row.msg->t_first > win.watermark) continue;
-        const bool complete = row.wr->t_poll != kNone;
+        // Complete: its own completion polled, or (unsignaled) the one that covers it.
+        const bool complete = row.wr->t_poll != kNone || row.wr->t_covered != kNone;
         if (!complete && !(win.final || row.msg->t_first < win.cutoff)) continue;
         if (!complete && !win.final) ++evicted_completions_;
         sink_.e2e(row, names_);

@@ -106,6 +106,8 @@ char* write_e2e(char* start, const E2eRow& r, std::string_view host, std::string
     }
     c.lit(",\"t_recv_poll_ns\":");
     c.opt(r.t_recv_poll);
+    c.lit(",\"t_covered_ns\":");
+    c.opt(r.t_covered);
     return c.lit("}\n").pos();
 }
 

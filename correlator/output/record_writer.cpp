@@ -50,7 +50,8 @@ void append_app(std::string& out, const AppView& a, bool final) {
     append_part(line, "net_ns", a.net_ns);
     append_part(line, "completion_ns", a.completion_ns);
     append_part(line, "total_ns", a.total_ns);
-    line.u("retx_pkts", a.retx_pkts)
+    line.u("signaled_wrs", a.signaled_wrs)
+        .u("retx_pkts", a.retx_pkts)
         .u("naks", a.naks)
         .u("cnps", a.cnps)
         .u("ecn_ce", a.ecn_ce)

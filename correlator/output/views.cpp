@@ -29,6 +29,7 @@ E2eRow make_e2e_row(const JoinResult& join, const HostModel& model, const WireMs
     const int64_t theta = join.clocks[r.requester->host].offset;
     r.t_post = r.wr->wall - theta;
     r.t_poll = sub_or_none(r.wr->t_poll, theta);
+    r.t_covered = sub_or_none(r.wr->t_covered, theta);
     if (r.responder && join.t_recv_poll[match.msg] != kNone)
         r.t_recv_poll = join.t_recv_poll[match.msg] - join.clocks[r.responder->host].offset;
     // SPEC 10 latency split: host + net + completion == total, all in observer ns.
@@ -106,8 +107,13 @@ void AppAggregator::add_row(const E2eRow& r, const HostNames& names) {
     app.bytes[op] += r.wr->len;
     if (r.host_ns != kNone) app.host_ns.add(r.host_ns);
     if (r.net_ns != kNone) app.net_ns.add(r.net_ns);
-    if (r.completion_ns != kNone) app.completion_ns.add(r.completion_ns);
-    if (r.total_ns != kNone) app.total_ns.add(r.total_ns);
+    // What the application saw complete: signaled requests only (an unsignaled one that
+    // failed has a completion too, but is not what the application waits for).
+    if (r.wr->signaled) {
+        ++app.signaled_wrs;
+        if (r.completion_ns != kNone) app.completion_ns.add(r.completion_ns);
+        if (r.total_ns != kNone) app.total_ns.add(r.total_ns);
+    }
     app.retx_pkts += r.msg->retx_pkts;
     app.naks += r.msg->naks;
 }

@@ -32,6 +32,7 @@ struct E2eRow {
     int64_t t_post = kNone;
     int64_t t_poll = kNone;
     int64_t t_recv_poll = kNone;
+    int64_t t_covered = kNone;  // unsignaled: the covering poll (information only)
     int64_t host_ns = kNone;
     int64_t net_ns = kNone;
     int64_t completion_ns = kNone;
@@ -61,7 +62,8 @@ struct AppView {
     uint64_t qps = 0;
     std::array<uint64_t, 5> msgs{};
     std::array<uint64_t, 5> bytes{};
-    PartStats host_ns, net_ns, completion_ns, total_ns;
+    PartStats host_ns, net_ns, completion_ns, total_ns;  // completion, total: signaled only
+    uint64_t signaled_wrs = 0;
     uint64_t retx_pkts = 0;
     uint64_t naks = 0;
     uint64_t cnps = 0;

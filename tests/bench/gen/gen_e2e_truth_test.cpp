@@ -182,25 +182,39 @@ TEST(GenE2eTruth, lost_post_send_is_resynchronised) {
     EXPECT_EQ(r.e2e->mispaired(), 0u);
 }
 
-// Every second work request signaled (and the last): w0 is unsignaled and takes the poll
-// of w1 (true 25376). Offsets 0 for A. All three match exactly.
+// Every second work request signaled (and the last): w0 is unsignaled. SPEC 10 v1.3: it
+// has no poll, completion or total latency; w1's poll (true 25376) only covers it, and
+// bounds no clock. Offsets 0 for A. All three match exactly.
 //   lo = max(0 - 2194, 20000 - 21994, 40000 - 41794) = -1794
-//   hi = min(25376 - 3476, 25376 - 23276, 45176 - 43076) = 2100
+//   hi = min(25376 - 23276, 45176 - 43076) = 2100   (not w0's 25376 - 3476)
 //   theta = -1794 + floor(3894 / 2) = 153
-// e0: t_post_ns = -153, host_ns = 2347, net_ns 1282, t_poll_ns = 25376 - 153 = 25223,
-//     completion_ns = 25223 - 3476 = 21747, total_ns = 25376.
+// e0: t_post_ns = -153, host_ns = 2347, net_ns 1282, t_poll_ns null, t_covered_ns =
+//     25376 - 153 = 25223, completion_ns and total_ns null, wc_status null.
 // e1: t_post_ns = 19847, host_ns = 21994 - 19847 = 2147, net_ns = 1282,
 //     t_poll_ns = 25223, completion_ns = 25223 - 23276 = 1947, total_ns = 5376.
-TEST(GenE2eTruth, unsignaled_request_completes_with_the_next_signaled_one) {
+// The app: completion and total percentiles over w1 and w2 only (signaled_wrs 2).
+TEST(GenE2eTruth, unsignaled_request_has_no_completion_of_its_own) {
     Scenario s = three_writes();
     s.host_trace.clock_offsets_ns = {0, -7000};
     s.host_trace.unsignaled_every = 2;
     const Traced r = run(s);
     ASSERT_EQ(r.e2e->e2e().size(), 3u);
-    expect_e2e(r.e2e->e2e()[0], 100, 1000, false, -153, 2194, 3476, 25223, 2347, 1282, 21747, 25376,
-               false);
+    const E2eRecord& e0 = r.e2e->e2e()[0];
+    EXPECT_EQ(e0.signaled, false);
+    EXPECT_EQ(e0.t_post_ns, t(-153));
+    EXPECT_EQ(e0.host_ns(), std::optional<int64_t>(2347));
+    EXPECT_EQ(e0.net_ns(), std::optional<int64_t>(1282));
+    EXPECT_FALSE(e0.t_poll_ns);
+    EXPECT_FALSE(e0.completion_ns());
+    EXPECT_FALSE(e0.total_ns());
+    EXPECT_FALSE(e0.wc_status);
+    EXPECT_EQ(e0.t_covered_ns, std::optional<int64_t>(t(25223)));
     expect_e2e(r.e2e->e2e()[1], 101, 800, false, 19847, 21994, 23276, 25223, 2147, 1282, 1947, 5376,
                true);
+    EXPECT_FALSE(r.e2e->e2e()[1].t_covered_ns);
+    ASSERT_EQ(r.e2e->apps().size(), 1u);
+    EXPECT_EQ(r.e2e->apps()[0].signaled_wrs, 2u);
+    EXPECT_EQ(r.e2e->apps()[0].total_ns.max, std::optional<int64_t>(5376));
     const ClockRecord& a = r.e2e->clocks()[0];
     EXPECT_EQ(a.lo, std::optional<int64_t>(-1794));
     EXPECT_EQ(a.hi, std::optional<int64_t>(2100));

@@ -181,9 +181,11 @@ TEST(Join, resync_prefers_skipping_work_requests_on_a_tie) {
     EXPECT_EQ(run.summary()["wire_only"], 1);
 }
 
-TEST(Join, unsignaled_work_request_completes_with_the_next_signaled_one) {
-    // WRITE unsignaled at 1000 (first 1100, ack 1900); SEND signaled at 1500 (first 1600,
-    // ack 2500), polled at 3000: both complete at 3000.
+TEST(Join, unsignaled_work_request_has_no_completion_of_its_own) {
+    // SPEC 10 v1.3. WRITE unsignaled at 1000 (first 1100, ack 1900); SEND signaled at 1500
+    // (first 1600, ack 2500), polled at 3000. The application never sees the WRITE end: no
+    // poll, completion or total latency; the SEND's poll covers it (t_covered_ns), which
+    // bounds no clock; the app's completion and total percentiles are the SEND's alone.
     std::vector<json> trace = connected_qp();
     trace.push_back(kApp.post_send(1000, "0xa0", 17, 1, "RDMA_WRITE", 64, 8192, 5, false));
     trace.push_back(kApp.post_send(1500, "0xa0", 17, 2, "SEND", 64));
@@ -195,12 +197,44 @@ TEST(Join, unsignaled_work_request_completes_with_the_next_signaled_one) {
     const auto e2e = run.of_type("e2e");
     ASSERT_EQ(e2e.size(), 2u);
     EXPECT_EQ(e2e[0]["signaled"], false);
-    EXPECT_EQ(e2e[0]["t_poll_ns"], 3000);
-    EXPECT_EQ(e2e[0]["total_ns"], 2000);
-    EXPECT_EQ(e2e[0]["completion_ns"], 1100);
-    EXPECT_EQ(e2e[0]["wc_status"], "SUCCESS");
+    EXPECT_TRUE(e2e[0]["t_poll_ns"].is_null());
+    EXPECT_TRUE(e2e[0]["completion_ns"].is_null());
+    EXPECT_TRUE(e2e[0]["total_ns"].is_null());
+    EXPECT_TRUE(e2e[0]["wc_status"].is_null());
+    EXPECT_EQ(e2e[0]["t_covered_ns"], 3000);
+    EXPECT_EQ(e2e[0]["host_ns"], 100);
+    EXPECT_EQ(e2e[0]["net_ns"], 800);
     EXPECT_EQ(e2e[1]["signaled"], true);
     EXPECT_EQ(e2e[1]["total_ns"], 1500);
+    EXPECT_TRUE(e2e[1]["t_covered_ns"].is_null());
+    const auto apps = run.of_type("app");
+    ASSERT_EQ(apps.size(), 1u);
+    EXPECT_EQ(apps[0]["signaled_wrs"], 1);
+    EXPECT_EQ(apps[0]["total_ns"]["max"], 1500);
+    EXPECT_EQ(apps[0]["completion_ns"]["max"], 500);
+    EXPECT_EQ(apps[0]["host_ns"]["max"], 100);
+}
+
+TEST(Join, failed_unsignaled_work_request_is_polled_at_its_own_error_completion) {
+    // An unsignaled request that fails gets its own error completion (IBTA), which is then
+    // its poll; the signaled one after it keeps its own.
+    std::vector<json> trace = connected_qp();
+    trace.push_back(kApp.post_send(1000, "0xa0", 17, 1, "RDMA_WRITE", 64, 8192, 5, false));
+    trace.push_back(kApp.post_send(1500, "0xa0", 17, 2, "SEND", 64));
+    trace.push_back(kApp.poll(2800, 17, 1, "RDMA_WRITE", 10));  // IBV_WC_REM_ACCESS_ERR
+    trace.push_back(kApp.poll(3000, 17, 2, "SEND"));
+    const std::vector<json> dp = {
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1000, 64, 1100, 1900, 8192, 5),
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", 1001, 64, 1600, 2500)};
+    const Outcome run = correlate({dp, trace}, {"--same-clock"});
+    const auto e2e = run.of_type("e2e");
+    ASSERT_EQ(e2e.size(), 2u);
+    EXPECT_EQ(e2e[0]["t_poll_ns"], 2800);
+    EXPECT_EQ(e2e[0]["total_ns"], 1800);
+    EXPECT_EQ(e2e[0]["wc_status"], "REM_ACCESS_ERR");
+    EXPECT_TRUE(e2e[0]["t_covered_ns"].is_null());
+    EXPECT_EQ(e2e[1]["t_poll_ns"], 3000);
+    EXPECT_EQ(run.of_type("app")[0]["signaled_wrs"], 1);
 }
 
 TEST(Join, repeated_wr_id_takes_completions_in_order) {

@@ -83,7 +83,8 @@ TEST(E2eText, every_field_in_spec_order) {
               "\"completion_ns\":1400,\"total_ns\":9000,\"retx_pkts\":3,\"naks\":1,"
               "\"status\":\"nak_seq\",\"match\":\"exact\",\"host\":\"node0\","
               "\"peer_host\":\"node1\",\"peer_cgroup\":77,\"signaled\":true,"
-              "\"wc_status\":\"WR_FLUSH_ERR\",\"t_recv_poll_ns\":1700000000000018000}\n");
+              "\"wc_status\":\"WR_FLUSH_ERR\",\"t_recv_poll_ns\":1700000000000018000,"
+              "\"t_covered_ns\":null}\n");
 }
 
 TEST(E2eText, absent_values_are_null) {
@@ -100,11 +101,11 @@ TEST(E2eText, absent_values_are_null) {
     EXPECT_EQ(j["t_post_ns"], -5);
     for (const char* key :
          {"peer_pid", "peer_comm", "t_ack_ns", "t_poll_ns", "net_ns", "completion_ns", "total_ns",
-          "peer_host", "peer_cgroup", "wc_status", "t_recv_poll_ns"})
+          "peer_host", "peer_cgroup", "wc_status", "t_recv_poll_ns", "t_covered_ns"})
         EXPECT_TRUE(j[key].is_null()) << key;
     EXPECT_EQ(j["match"], "resync");
     EXPECT_EQ(j["signaled"], false);
-    EXPECT_EQ(j.size(), 32u);
+    EXPECT_EQ(j.size(), 33u);
 }
 
 TEST(E2eText, input_texts_are_escaped) {
