@@ -448,8 +448,9 @@ def read_jsonl(path):
 
 
 # "insert-correlate: ALERT rkey_unknown (warning) x1: victim 10.88.0.5 QP 7102720 ...;
-# source 10.88.0.3 ..." (correlator/output/terminal_report.cpp, alert_line)
-TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (\d+) .*; source (\S+)")
+# source 10.88.0.3 ..." or "; claimed source ..." (correlator/output/terminal_report.cpp,
+# alert_line)
+TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (\d+) .*; (?:claimed )?source (\S+)")
 
 
 def alert_delays(out_dir):

@@ -20,6 +20,7 @@ bool is_rkey_kind(AlertKind k) {
 void absorb(AlertRecord& a, const Offence& o, std::vector<uint32_t>& all_rkeys) {
     ++a.count;
     a.t_last_ns = o.t_ns;
+    a.claimed = a.claimed || o.claimed;
     a.pkts += o.pkts;
     if (o.rkey && std::find(all_rkeys.begin(), all_rkeys.end(), *o.rkey) == all_rkeys.end()) {
         all_rkeys.push_back(*o.rkey);
@@ -257,6 +258,7 @@ void AlertTruth::check(uint32_t k) {
     o.src_ip = m.src_host;
     o.rkey = m.rkey;
     o.pkts = m.pkts;
+    o.claimed = !j.matched;
     const std::optional<uint32_t> target = live_target(m);
     if (!target) {
         // unowned_qp: dst_ip is a traced host's, whose trace had begun by then.
@@ -270,8 +272,10 @@ void AlertTruth::check(uint32_t k) {
     const Incarnation& q = e2e_.incarnations()[*target];
     o.victim_inc = *target;
     if (q.peer_ip && *q.peer_ip != m.src_host) {
-        o.kind = AlertKind::peer_mismatch;
-        offences_.push_back(o);
+        Offence spoofed = o;
+        spoofed.kind = AlertKind::peer_mismatch;
+        spoofed.claimed = true;
+        offences_.push_back(spoofed);
     }
     if (const std::optional<AlertKind> kind = rkey_offence(m, q)) {
         o.kind = *kind;
@@ -282,6 +286,7 @@ void AlertTruth::check(uint32_t k) {
         const int64_t t = static_cast<int64_t>(m.t_first_ns) + e2e_.theta()[r.host];
         if (!lost_near(r.host, t)) {
             o.kind = AlertKind::injected_message;
+            o.claimed = true;
             offences_.push_back(o);
         }
     }

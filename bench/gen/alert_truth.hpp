@@ -44,6 +44,10 @@ struct Offence {
     uint16_t src_ip = 0;
     std::optional<uint32_t> rkey;
     uint64_t pkts = 0;
+    // Section 10 v1.3 source.claimed: false only when the source's own trace vouches for
+    // the message (a post_send matched it); always true for peer_mismatch and
+    // injected_message.
+    bool claimed = true;
 };
 
 struct AlertOptions {
@@ -63,6 +67,7 @@ struct AlertRecord {
     std::vector<uint32_t> rkeys;  // distinct, in order of appearance, the first 16
     uint64_t distinct_rkeys = 0;
     uint64_t victims = 0;  // distinct target QPs (rkey_scan; 1 otherwise)
+    bool claimed = false;  // any of its offences' source only claimed
 };
 
 // Section 8 "Alerts" and `rkey_scan`: offences aggregated per (kind, victim, source IP)

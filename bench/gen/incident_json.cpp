@@ -79,6 +79,8 @@ std::string alert_json(const Scenario& sc, const HostTrace& trace, const E2eTrut
     text(s, "ip", ip(sc, o.src_ip), true);
     opt(s, "qpn", req ? std::optional(e2e.incarnations()[*req].qpn) : m.src_qpn);
     owner(s, trace, e2e, req, false);
+    key(s, "claimed");
+    s += a.claimed ? "true" : "false";
     s += '}';
     key(s, "evidence");
     s += '{';

@@ -130,9 +130,10 @@ AmAlert alertmanager_alert(const Alert& a) {
     append_alert(record, a);
     am.annotations = {
         {"summary", kind + ": " + std::to_string(a.count) + " message(s) from " +
-                        o.source_ip.to_string() + " (" + owner_text(o.source) + ") to QP " +
-                        std::to_string(o.victim_qpn) + " of " + o.victim_ip.to_string() + " (" +
-                        owner_text(o.victim) + ")"},
+                        (o.claimed ? "claimed source " : "") + o.source_ip.to_string() + " (" +
+                        owner_text(o.source) + (o.claimed ? ", possibly spoofed" : "") +
+                        ") to QP " + std::to_string(o.victim_qpn) + " of " +
+                        o.victim_ip.to_string() + " (" + owner_text(o.victim) + ")"},
         {"record", without_newline(std::move(record))},
     };
     am.starts_at_ns = a.t_ns;

@@ -1,6 +1,7 @@
 #include "correlator/output/record_writer.hpp"
 
 #include <iterator>
+#include <optional>
 
 #include "correlator/input/host_names.hpp"
 #include "dataplane/common/json_line.hpp"
@@ -106,7 +107,9 @@ void append_clock(std::string& out, std::string_view host, const ClockEstimate& 
 
 namespace {
 
-std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool with_cgroup) {
+// `claimed`: the source object's last field (SPEC 10 v1.3); none for a victim.
+std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool with_cgroup,
+                         std::optional<bool> claimed = std::nullopt) {
     std::string text;
     JsonLine obj(text);
     obj.ip("ip", ip).opt_u("qpn", qpn);
@@ -119,6 +122,7 @@ std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool w
         if (with_cgroup) obj.null("cgroup");
         obj.null("host");
     }
+    if (claimed) obj.b("claimed", *claimed);
     obj.close();
     return text;
 }
@@ -207,7 +211,7 @@ void append_alert(std::string& out, const Alert& a) {
         .i("t_ns", a.t_ns)
         .u("count", a.count)
         .raw("victim", owner_object(o.victim_ip, o.victim_qpn, o.victim, true))
-        .raw("source", owner_object(o.source_ip, o.source_qpn, o.source, false))
+        .raw("source", owner_object(o.source_ip, o.source_qpn, o.source, false, o.claimed))
         .raw("evidence", evidence)
         .i("t_last_ns", a.t_last_ns);
     line.end();

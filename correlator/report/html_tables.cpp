@@ -72,6 +72,14 @@ std::string owner(element r, const char* name) {
     return text;
 }
 
+// An alert's source, "claimed ... (possibly spoofed)" unless its own trace vouched for it.
+std::string source_text(element r) {
+    bool only_claimed = false;
+    if (r["source"]["claimed"].get(only_claimed) != SUCCESS) only_claimed = false;
+    const std::string text = owner(r, "source");
+    return only_claimed ? "claimed " + text + " (possibly spoofed)" : text;
+}
+
 // key=value pairs of an object, values compact.
 std::string pairs_text(element r, const char* name) {
     object o;
@@ -251,7 +259,7 @@ void append_alert_table(std::string& out, const ReportData& d) {
         cell(out, severity);
         cell(out, field_text(r, "count"));
         cell(out, owner(r, "victim"));
-        cell(out, owner(r, "source"));
+        cell(out, source_text(r));
         cell(out, pairs_text(r, "evidence"));
         out += "</tr>";
     }

@@ -36,6 +36,7 @@ Alert episode_alert(const Offence* begin, const Offence* end) {
         a.t_last_ns = o->t;
         ++a.count;
         a.pkts += o->msg.pkts;
+        a.first.claimed = a.first.claimed || o->claimed;
         add_rkey(a, o->msg);
     }
     a.distinct_rkeys = a.rkeys.size();
@@ -63,6 +64,7 @@ Alert scan_alert(const Offence* begin, const Offence* end, int64_t reached) {
     for (const Offence* o = begin; o != end; ++o) {
         victims.insert(victim_key(*o));
         a.pkts += o->msg.pkts;
+        a.first.claimed = a.first.claimed || o->claimed;
         if (o->msg.rkey != kNone) rkeys.insert(static_cast<uint32_t>(o->msg.rkey));
         add_rkey(a, o->msg);
     }

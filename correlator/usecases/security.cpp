@@ -94,6 +94,8 @@ Offence offence(AlertKind kind, const RuleInput& in, const HostNames& names) {
         o.victim_created = in.target->t_create;
         o.victim = qp_owner(*in.target, names);
     }
+    o.claimed = in.wire != WireState::matched || kind == AlertKind::peer_mismatch ||
+                kind == AlertKind::injected_message;
     return o;
 }
 

@@ -36,6 +36,10 @@ struct Offence {
     Ip source_ip;
     int64_t source_qpn = kNone;
     QpOwner source;
+    // SPEC 10 v1.3 `source.claimed`: false only when the named source's own trace vouches
+    // for the message (a post_send matched it); an untraced source, every peer_mismatch and
+    // every injected_message only claim to be it (the address may be spoofed).
+    bool claimed = true;
 };
 
 struct Alert {
@@ -48,6 +52,7 @@ struct Alert {
     uint64_t distinct_rkeys = 0;
     uint64_t victims = 1;  // rkey_scan: distinct target QPs
     uint64_t pkts = 0;
+    // first.claimed: any of its offences' source was only claimed.
 };
 
 // A set of security rules, one bit per AlertKind.

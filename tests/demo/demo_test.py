@@ -27,7 +27,8 @@ ground truth it wrote (workload.json) and the attackers' own reports (attacks.js
   requester's work request (e2e records = iterations); a clock record per host;
   exactly the alerts the attacks call for, each naming the victim's pid (rkey guessing:
   rkey_unknown and rkey_scan counting every guess; own-address injection: peer_mismatch;
-  spoofed injection: injected_message, its source the spoofed client) and no other alert:
+  spoofed injection: injected_message, its source the spoofed client, only claimed) and no
+  other alert:
   normal traffic raises none; the congestion episodes at h4 name exactly the three incast
   senders and the latency application as contributors, and one of them all four, with the
   latency application among its victims;
@@ -347,6 +348,11 @@ def check_correlation(workload, correlated):
     injected = next(a for a in alerts if a["kind"] == "injected_message")
     check(injected["source"]["pid"] == client and injected["evidence"]["psn_first"] == spoof["record"]["psn_first"],
           f"injected_message: source {injected['source']}, evidence {injected['evidence']}")
+    # The spoofed client is named only as a claimed source; so is h2's own-address
+    # injection (SPEC 10 v1.3 source.claimed).
+    for a in alerts:
+        if a["kind"] in ("injected_message", "peer_mismatch"):
+            check(a["source"]["claimed"] is True, f"{a['kind']}: source {a['source']}")
     guess = next(t for t in workload["attacks"] if t["kind"] == "rkey_guess")
     unknown = next(a for a in alerts if a["kind"] == "rkey_unknown")
     check(unknown["source"]["pid"] == guess["attacker_pid"] and

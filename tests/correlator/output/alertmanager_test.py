@@ -185,8 +185,11 @@ def check_security(by_name):
         rec = json.loads(a["annotations"]["record"])
         check(rec["type"] == "alert" and rec["kind"] == kind and rec["t_ns"] == attack_t and
               rec["victim"]["pid"] == 300, f"{kind} record annotation {rec}")
-        check(a["annotations"]["summary"].startswith(kind + ": 1 message(s) from 10.0.0.9"),
+        # An untraced source only claims its address (SPEC 10 v1.3 source.claimed).
+        check(a["annotations"]["summary"].startswith(
+            kind + ": 1 message(s) from claimed source 10.0.0.9 (untraced, possibly spoofed)"),
               f"{kind} summary {a['annotations']['summary']!r}")
+        check(rec["source"]["claimed"] is True, f"{kind} source {rec['source']}")
         check(a["status"]["state"] == "active", f"{kind} state {a['status']}")
 
 
