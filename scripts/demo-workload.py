@@ -52,6 +52,13 @@ ADDR_RE = re.compile(r"(local|remote) address: LID \S+ QPN (0x[0-9a-f]+) PSN (0x
 GID_RE = re.compile(r"GID: ((?:\d+:){15}\d+)")
 
 
+def qpn_text(qpn):
+    """A QPN as people read it (perftest, tshark): hex; '?' when unknown."""
+    try:
+        return f"0x{int(qpn):06x}"
+    except (TypeError, ValueError):
+        return "?"
+
 def read_tsv(path, columns):
     rows = []
     with open(path) as f:
@@ -385,7 +392,7 @@ def alert_text(labels):
     if name == "insert_congestion":
         return f"{name} toward {labels.get('node', '?')}"
     victim = f"{labels.get('victim_comm', '')}[{labels['victim_pid']}] " if "victim_pid" in labels else ""
-    return (f"{name}: victim {victim}{labels.get('victim_ip', '?')} QP {labels.get('victim_qpn', '?')}, "
+    return (f"{name}: victim {victim}{labels.get('victim_ip', '?')} QP {qpn_text(labels.get('victim_qpn'))}, "
             f"source {labels.get('source_ip', '?')}")
 
 
@@ -447,10 +454,10 @@ def read_jsonl(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
-# "insert-correlate: ALERT rkey_unknown (warning) x1: victim 10.88.0.5 QP 7102720 ...;
+# "insert-correlate: ALERT rkey_unknown (warning) x1: victim 10.88.0.5 QP 0x6c6000 ...;
 # source 10.88.0.3 ..." or "; claimed source ..." (correlator/output/terminal_report.cpp,
 # alert_line)
-TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (\d+) .*; (?:claimed )?source (\S+)")
+TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (0x[0-9a-f]+) .*; (?:claimed )?source (\S+)")
 
 
 def alert_delays(out_dir):
@@ -482,7 +489,7 @@ def alert_delays(out_dir):
             ns, _, text = line.rstrip("\n").partition("\t")
             m = TOLD_RE.search(text)
             if m and "(firing)" in text:
-                told.setdefault((m.group(1), m.group(2), int(m.group(3)), m.group(4)), int(ns))
+                told.setdefault((m.group(1), m.group(2), int(m.group(3), 16), m.group(4)), int(ns))
     listed = {}
     for e in read_jsonl(am_path) if with_am else []:
         labels = e.get("labels", {})
@@ -513,7 +520,7 @@ def alert_delays(out_dir):
         for r in rows:
             f.write(json.dumps(r) + "\n")
     for r in rows:
-        what = f"alert {r['kind']} (victim {r['victim_ip']} QP {r['victim_qpn']}, source {r['source_ip']}"
+        what = f"alert {r['kind']} (victim {r['victim_ip']} QP {qpn_text(r['victim_qpn'])}, source {r['source_ip']}"
         if r["first_packet_ns"] is None:
             print(f"{what}): no attack of attacks.jsonl with its packets in dp.jsonl matches it")
             continue

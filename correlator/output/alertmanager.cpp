@@ -7,6 +7,7 @@
 
 #include "correlator/output/record_writer.hpp"
 #include "dataplane/common/json_line.hpp"
+#include "dataplane/common/qpn_text.hpp"
 
 namespace insert::correlate {
 
@@ -132,8 +133,8 @@ AmAlert alertmanager_alert(const Alert& a) {
         {"summary", kind + ": " + std::to_string(a.count) + " message(s) from " +
                         (o.claimed ? "claimed source " : "") + o.source_ip.to_string() + " (" +
                         owner_text(o.source) + (o.claimed ? ", possibly spoofed" : "") +
-                        ") to QP " + std::to_string(o.victim_qpn) + " of " +
-                        o.victim_ip.to_string() + " (" + owner_text(o.victim) + ")"},
+                        ") to QP " + qpn_text(o.victim_qpn) + " of " + o.victim_ip.to_string() +
+                        " (" + owner_text(o.victim) + ")"},
         {"record", without_newline(std::move(record))},
     };
     am.starts_at_ns = a.t_ns;

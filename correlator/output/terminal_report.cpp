@@ -1,4 +1,5 @@
 #include "correlator/output/terminal_report.hpp"
+#include "dataplane/common/qpn_text.hpp"
 
 #include <fmt/format.h>
 
@@ -49,10 +50,10 @@ std::string alert_line(const Alert& a) {
     const Offence& o = a.first;
     // A source only claimed is said so: the address may be another's (SPEC 10 v1.3).
     return fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; {} {} {}{}", alert_kind_name(a.kind),
-                       alert_severity(a.kind), a.count, o.victim_ip.to_string(), o.victim_qpn,
-                       who(o.victim), o.claimed ? "claimed source" : "source",
-                       o.source_ip.to_string(), who(o.source),
-                       o.claimed ? " (possibly spoofed)" : "");
+                       alert_severity(a.kind), a.count, o.victim_ip.to_string(),
+                       qpn_text(o.victim_qpn), who(o.victim),
+                       o.claimed ? "claimed source" : "source", o.source_ip.to_string(),
+                       who(o.source), o.claimed ? " (possibly spoofed)" : "");
 }
 
 std::string episode_lines(const CongestionEpisode& e) {

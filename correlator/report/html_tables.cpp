@@ -65,7 +65,7 @@ std::string owner(element r, const char* name) {
     element o;
     if (r[name].get(o) != SUCCESS) return "-";
     std::string text = field_text(o, "comm") + "[" + field_text(o, "pid") + "] " +
-                       field_text(o, "ip") + " QP " + field_text(o, "qpn");
+                       field_text(o, "ip") + " QP " + qpn_field_text(o);
     if (int_field(o, "cgroup")) text += " cgroup " + field_text(o, "cgroup");
     const auto host = text_field(o, "host");
     if (host) text += " @" + std::string(*host);

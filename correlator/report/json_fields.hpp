@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "dataplane/common/qpn_text.hpp"
+
 namespace insert::correlate::report {
 
 inline std::optional<std::string_view> text_field(simdjson::dom::element e, const char* key) {
@@ -31,6 +33,12 @@ inline std::optional<uint64_t> uint_field(simdjson::dom::element e, const char* 
     uint64_t u = 0;
     if (e[key].get(u) == simdjson::SUCCESS) return u;
     return std::nullopt;
+}
+
+// An object's `qpn` as people read it (hex), "-" when it has none.
+inline std::string qpn_field_text(simdjson::dom::element e) {
+    const std::optional<uint64_t> qpn = uint_field(e, "qpn");
+    return qpn ? qpn_text(*qpn) : std::string("-");
 }
 
 // Any value as text for a table cell: strings as they are, null as "-", numbers and

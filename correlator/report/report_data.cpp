@@ -120,7 +120,7 @@ void ReportData::add_alert(element r, std::string_view line) {
     std::string label;
     if (r["victim"].get(victim) == SUCCESS)
         label += "victim " + field_text(victim, "comm") + "[" + field_text(victim, "pid") + "] " +
-                 field_text(victim, "ip") + " QP " + field_text(victim, "qpn");
+                 field_text(victim, "ip") + " QP " + qpn_field_text(victim);
     if (r["source"].get(source) == SUCCESS)
         label += "; source " + field_text(source, "comm") + "[" + field_text(source, "pid") + "] " +
                  field_text(source, "ip");

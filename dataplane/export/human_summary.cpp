@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "dataplane/common/qpn_text.hpp"
 #include "dataplane/export/record_names.hpp"
 
 namespace insert::exporter {
@@ -33,7 +34,7 @@ std::string duration(uint64_t ns) {
 }
 
 std::string endpoint(const IpAddress& ip, uint32_t qpn) {
-    return fmt::format("{}/{}", ip.to_string(), qpn);
+    return fmt::format("{}/{}", ip.to_string(), qpn_text(qpn));
 }
 
 std::string peer(const QpRecord& q) {

@@ -1,4 +1,5 @@
 #include "dataplane/live/live_view.hpp"
+#include "dataplane/common/qpn_text.hpp"
 
 #include <chrono>
 #include <string>
@@ -77,7 +78,7 @@ std::string LiveView::render(const LiveTotals& now, const LiveTotals& before, do
         s += fmt("  %-28s %12s %10s %8s %6s %6s %6s\n", "ip/qpn", "bytes", "pkts", "retx", "naks",
                  "cnps", "ecn_ce");
         for (const state::QpRecord& q : stats.boards()->top(kTopRows)) {
-            const std::string key = q.ip.to_string() + "/" + std::to_string(q.qpn);
+            const std::string key = q.ip.to_string() + "/" + qpn_text(q.qpn);
             s += fmt(
                 "  %-28s %12llu %10llu %8llu %6llu %6llu %6llu\n", key.c_str(),
                 static_cast<unsigned long long>(q.bytes), static_cast<unsigned long long>(q.pkts),

@@ -19,10 +19,10 @@ E2E_FIELDS = ["type", "src_ip", "src_qpn", "dst_ip", "dst_qpn", "op", "bytes", "
               "pid", "comm", "cgroup", "peer_pid", "peer_comm", "t_post_ns", "t_first_ns", "t_ack_ns",
               "t_poll_ns", "host_ns", "net_ns", "completion_ns", "total_ns", "retx_pkts", "naks",
               "status", "match", "host", "peer_host", "peer_cgroup", "signaled", "wc_status",
-              "t_recv_poll_ns", "gen_msg"]
+              "t_recv_poll_ns", "t_covered_ns", "gen_msg"]
 APP_FIELDS = ["type", "host", "ip", "pid", "comm", "cgroup", "qps", "msgs", "bytes", "host_ns",
-              "net_ns", "completion_ns", "total_ns", "retx_pkts", "naks", "cnps", "ecn_ce",
-              "ecn_ce_caused", "unmatched_wr", "final"]
+              "net_ns", "completion_ns", "total_ns", "signaled_wrs", "retx_pkts", "naks", "cnps",
+              "ecn_ce", "ecn_ce_caused", "unmatched_wr", "final"]
 CLOCK_FIELDS = ["type", "host", "lo_ns", "hi_ns", "offset_ns", "source", "consistent", "matches",
                 "gen_offset_ns"]
 PAIR_FIELDS = ["type", "ip", "qpn", "peer_ip", "peer_qpn", "pair_by", "dp_pair_by", "dp_peer_ip",

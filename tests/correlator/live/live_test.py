@@ -384,7 +384,8 @@ def case_injection_told_early(tmp):
     finally:
         p.send_signal(signal.SIGTERM)
     check(p.wait(timeout=30) == 0, "exit status after SIGTERM")
-    check("victim 10.5.0.2 QP 70" in told and "source 10.5.0.1" in told, f"alert line: {told}")
+    check("victim 10.5.0.2 QP 0x000046" in told and "claimed source 10.5.0.1" in told,
+          f"alert line: {told}")
     live = read_records(out)
     s = live[-1]
     check(s["type"] == "summary" and s["wire_only"] == 1 and s["evicted"]["msgs"] == 0,
