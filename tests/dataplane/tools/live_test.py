@@ -17,8 +17,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+import netns_harness
 
 CASE, INSERT_DP, NETNS = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 ROOT = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../../.."))
@@ -36,12 +37,7 @@ def fail(msg):
 
 
 def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
+    netns_harness.wait_for(cond, timeout, what, fail)
 
 
 # ---- pcap files -----------------------------------------------------------------------
@@ -101,50 +97,18 @@ def flow_key(fr):
 
 
 # ---- processes ---------------------------------------------------------------------------
-class Proc:
-    """A process whose stderr is collected line by line."""
-
-    def __init__(self, argv, stdout=subprocess.DEVNULL):
-        self.argv = argv
-        self.p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def has(self, text):
-        return any(text in l for l in self.lines)
+class Proc(netns_harness.Proc):
+    """netns_harness.Proc whose stop fails the test when the process ignored the signal."""
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait(5)
+        rc = super().stop(sig, timeout)
+        if self.killed:
             fail(f"{self.argv[4] if len(self.argv) > 4 else self.argv[0]} ignored signal {sig}")
-        self.t.join(5)
-        return self.p.returncode
+        return rc
 
 
-class Topology:
-    def __init__(self):
-        self.name = f"il{os.getpid() % 100000}"
-
-    def __enter__(self):
-        subprocess.run([NETNS, "down", self.name], capture_output=True)
-        subprocess.run([NETNS, "up", self.name], check=True, timeout=30)
-        return self
-
-    def __exit__(self, *exc):
-        subprocess.run([NETNS, "down", self.name], capture_output=True, timeout=30)
-
-    def cmd(self, role, *argv):
-        return [NETNS, "exec", self.name, role] + list(argv)
+def Topology():
+    return netns_harness.Topology(NETNS, "il")
 
 
 def start_dp(topo, mode, ifaces, records, extra=()):

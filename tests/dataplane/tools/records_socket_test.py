@@ -26,8 +26,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+import netns_harness
+from netns_harness import Proc, Topology
 
 INSERT_DP, NETNS, CORRELATE, GEN = (os.path.abspath(a) for a in sys.argv[1:5])
 
@@ -43,57 +45,7 @@ def fail(msg):
 
 
 def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
-
-
-class Proc:
-    """A process whose stderr is collected line by line."""
-
-    def __init__(self, argv):
-        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
-        self.lines = []
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def count(self, text):
-        return sum(text in l for l in self.lines)
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait(10)
-        self.t.join(5)
-        return self.p.returncode
-
-
-class Topology:
-    def __init__(self):
-        self.name = f"rs{os.getpid() % 100000}"
-
-    def __enter__(self):
-        subprocess.run([NETNS, "down", self.name], capture_output=True)
-        subprocess.run([NETNS, "up", self.name], check=True, timeout=30)
-        return self
-
-    def __exit__(self, *exc):
-        subprocess.run([NETNS, "down", self.name], capture_output=True, timeout=30)
-
-    def cmd(self, role, *argv):
-        return [NETNS, "exec", self.name, role] + list(argv)
+    netns_harness.wait_for(cond, timeout, what, fail)
 
 
 def msgs_of(pcap, tmp):
@@ -130,7 +82,7 @@ def main():
     if os.geteuid() != 0:
         print("needs root (network namespaces)", file=sys.stderr)
         return 77
-    with tempfile.TemporaryDirectory() as tmp, Topology() as topo:
+    with tempfile.TemporaryDirectory() as tmp, Topology(NETNS, "rs") as topo:
         pcaps, msgs = [], []
         for seed in (1, 2, 3):
             pcap = os.path.join(tmp, f"cw{seed}.pcap")
