@@ -76,10 +76,7 @@ bool UnixLineSender::connect_now(Clock::time_point) {
 bool UnixLineSender::start() {
     const auto now = Clock::now();
     if (connect_now(now)) return true;
-    away_ = true;
-    away_since_ = now;
-    backoff_ = kFirstBackoff;
-    next_attempt_ = now + backoff_;
+    go_away(now);
     std::fprintf(stderr,
                  "%s: %s (the collector is not up yet?); trying again every %.0f s at most, "
                  "keeping up to %zu bytes of records meanwhile\n",
@@ -87,6 +84,13 @@ bool UnixLineSender::start() {
     last_said_ = now;
     dropped_said_ = counts_.dropped;
     return false;
+}
+
+void UnixLineSender::go_away(Clock::time_point now) {
+    away_ = true;
+    away_since_ = now;
+    backoff_ = kFirstBackoff;
+    next_attempt_ = now + backoff_;
 }
 
 void UnixLineSender::lost(int err, Clock::time_point now) {
@@ -99,11 +103,8 @@ void UnixLineSender::lost(int err, Clock::time_point now) {
         ++counts_.dropped;
         mid_line_ = false;
     }
-    away_ = true;
     away_errno_ = err;
-    away_since_ = now;
-    backoff_ = kFirstBackoff;
-    next_attempt_ = now + backoff_;
+    go_away(now);
     std::fprintf(stderr,
                  "%s: connection lost (%s); reconnecting, keeping up to %zu bytes of records "
                  "meanwhile\n",

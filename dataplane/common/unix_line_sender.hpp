@@ -56,6 +56,8 @@ class UnixLineSender {
   private:
     bool connect_now(Clock::time_point now);
     void lost(int err, Clock::time_point now);
+    // No connection since `now`: the next attempt after the first backoff.
+    void go_away(Clock::time_point now);
     void send_queued(Clock::time_point now);
     void send_lines(std::string_view lines);  // whole lines: sent, else queued
     void queue_lines(std::string_view lines);
