@@ -32,8 +32,17 @@ demo-workload.py alert-delays OUT_DIR
     its messages in dp.jsonl), the time the live correlator told it on stderr
     (logs/insert-correlate-times.tsv) and the delays: one line each on stdout, and
     OUT_DIR/alert-delays.jsonl. Exit 1 when an attack's alert was never listed (told).
+
+demo-workload.py latency OUT_DIR
+    The latency application's story, from the correlator's records (correlated.jsonl) and
+    insert-dp's (dp.jsonl): its network latency per message before the incast, while the
+    incast was on the wire (its senders' first packet to their last acknowledgement at
+    insert-dp) and after it, its completion time and signaled requests, and what the
+    congestion episode toward the incast's host says of it: lines on stdout and
+    OUT_DIR/latency.json. Exit 1 when a part is missing.
 """
 import json
+import math
 import os
 import re
 import selectors
@@ -158,7 +167,7 @@ def write_workload(out_dir):
         iters = int(args[args.index("-n") + 1]) if "-n" in args else None
         size = int(args[args.index("-s") + 1]) if "-s" in args else 65536
         op = {"ib_write_bw": "WRITE", "ib_read_bw": "READ", "ib_send_bw": "SEND",
-              "ib_write_lat": "WRITE"}.get(client["tool"])
+              "ib_write_lat": "WRITE", "ib_send_lat": "SEND"}.get(client["tool"])
         pairs.append({
             "group": group, "phase": client["phase"], "tool": client["tool"], "op": op,
             "iterations": iters, "size": size, "reversed": reversed_,
@@ -185,7 +194,8 @@ def write_workload(out_dir):
         "latency_victim": None if not latency else {
             "pid": latency["requester_pid"], "ip": latency["requester_ip"],
             "qpn": latency["requester_qpn"], "server_pid": latency["responder_pid"],
-            "server_ip": latency["responder_ip"], "tool": latency["tool"]},
+            "server_ip": latency["responder_ip"], "tool": latency["tool"],
+            "iterations": latency["iterations"]},
     }
 
     # Attacks: each attacker's JSON line with its victim (the perftest process owning the
@@ -539,6 +549,116 @@ def alert_delays(out_dir):
     return 1 if missing else 0
 
 
+# ---- the latency application's story ------------------------------------------------------------
+
+def percentile(values, p):
+    """Nearest rank (p in 0..100); None without values."""
+    if not values:
+        return None
+    v = sorted(values)
+    return v[max(0, math.ceil(p / 100 * len(v)) - 1)]
+
+
+def time_text(ns):
+    if ns is None:
+        return "-"
+    return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns / 1e3:.0f} us"
+
+
+def incast_on_wire(out_dir, incast):
+    """(first, last): the incast senders' first packet to the incast host and their last
+    acknowledgement from it, at insert-dp (the observer's clock, that of e2e times)."""
+    senders, receivers = set(incast["sender_ips"]), set(incast["victim_ips"])
+    first = last = None
+    with open(os.path.join(out_dir, "dp.jsonl")) as f:
+        for line in f:
+            if '"type":"msg"' not in line:
+                continue
+            m = json.loads(line)
+            if m["src_ip"] not in senders or m["dst_ip"] not in receivers:
+                continue
+            end = m["t_ack_ns"] or m["t_last_ns"]
+            first = m["t_first_ns"] if first is None else min(first, m["t_first_ns"])
+            last = end if last is None else max(last, end)
+    return first, last
+
+
+def latency_story(out_dir):
+    workload = json.load(open(os.path.join(out_dir, "workload.json")))
+    incast = workload["incast"]
+    lat = incast["latency_victim"]
+    if not lat:
+        print("no latency application in workload.json")
+        return 1
+    e2e, app, episodes = [], None, []
+    with open(os.path.join(out_dir, "correlated.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["type"] == "e2e" and r["pid"] == lat["pid"]:
+                e2e.append(r)
+            elif r["type"] == "app" and r["pid"] == lat["pid"] and r.get("final"):
+                app = r
+            elif r["type"] == "congestion" and r["where"]["node"] == incast["victim_host"]:
+                episodes.append(r)
+    first, last = incast_on_wire(out_dir, incast)
+    if not e2e or app is None or first is None:
+        print(f"the latency application: {len(e2e)} e2e records, app record "
+              f"{'found' if app else 'missing'}, incast messages {'found' if first else 'missing'} in dp.jsonl")
+        return 1
+
+    def net(sel):
+        values = [r["net_ns"] for r in sel if r["net_ns"] is not None]
+        return {"msgs": len(sel), "p50_ns": percentile(values, 50), "p99_ns": percentile(values, 99)}
+
+    parts = {"before": net([r for r in e2e if r["t_first_ns"] < first]),
+             "incast": net([r for r in e2e if first <= r["t_first_ns"] <= last]),
+             "after": net([r for r in e2e if r["t_first_ns"] > last])}
+    # The episode that holds the incast, and what it says of the application.
+    episode = max(episodes, default=None,
+                  key=lambda e: min(e["t_end_ns"], last) - max(e["t_start_ns"], first))
+    victim = next((v for v in episode["victims"] if v["pid"] == lat["pid"]), None) if episode else None
+    story = {"pid": lat["pid"], "comm": app["comm"], "host": app["host"], "ip": lat["ip"],
+             "server_ip": lat["server_ip"], "iterations": lat.get("iterations"),
+             "work_requests": sum(app["msgs"].values()), "signaled_wrs": app.get("signaled_wrs"),
+             "completion_p99_ns": app["completion_ns"]["p99"], "incast_first_ns": first,
+             "incast_last_ns": last, "net": parts,
+             "episode": None if not episode else {
+                 "t_start_ns": episode["t_start_ns"], "t_end_ns": episode["t_end_ns"],
+                 "victim": victim is not None,
+                 "added_net_ns_mean": (victim or {}).get("added_net_ns_mean"),
+                 "added_net_ns_p99": (victim or {}).get("added_net_ns_p99")}}
+    with open(os.path.join(out_dir, "latency.json"), "w") as f:
+        json.dump(story, f, indent=1)
+        f.write("\n")
+
+    print(f"{story['comm']}[{lat['pid']}]@{story['host']} {lat['ip']} -> {lat['server_ip']}: "
+          f"{story['signaled_wrs']} of {story['work_requests']} requests signaled, completion p99 "
+          f"{time_text(story['completion_p99_ns'])}; network latency per message, p50 (p99):")
+    base = parts["before"]["p50_ns"]
+    for name, when in (("before", "before the incast"), ("incast", "in the incast"), ("after", "after it")):
+        p = parts[name]
+        line = f"  {when:<18} {time_text(p['p50_ns']):>8} ({time_text(p['p99_ns'])}), {p['msgs']} messages"
+        if name == "incast":
+            line += f" in {(last - first) / 1e9:.1f} s"
+            if base and p["p50_ns"]:
+                line += f": x{p['p50_ns'] / base:.0f}"
+        print(line)
+    if not episode:
+        print(f"  no congestion episode toward {incast['victim_host']}")
+        return 1
+    added = ""
+    if victim and victim.get("added_net_ns_mean") is not None:
+        added = f", +{time_text(victim['added_net_ns_mean'])} per message"
+        if victim.get("added_net_ns_p99") is not None:
+            added += f" (p99 +{time_text(victim['added_net_ns_p99'])})"
+    print(f"  the congestion episode toward {incast['victim_host']} "
+          f"({(episode['t_end_ns'] - episode['t_start_ns']) / 1e9:.2f} s: from "
+          f"{(episode['t_start_ns'] - first) / 1e9:+.2f} s of the incast's start to "
+          f"{(episode['t_end_ns'] - last) / 1e9:+.2f} s of its end) names it "
+          + ("a victim" + added if victim else "no victim"))
+    return 0 if victim else 1
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "tee":
         return tee(argv[2], argv[3:])
@@ -546,6 +666,8 @@ def main(argv):
         return watch_alertmanager(argv[2], argv[3], int(argv[4]))
     if len(argv) == 3 and argv[1] == "alert-delays":
         return alert_delays(argv[2])
+    if len(argv) == 3 and argv[1] == "latency":
+        return latency_story(argv[2])
     if len(argv) == 2 and not argv[1].startswith("-"):
         write_workload(argv[1])
         return 0

@@ -12,18 +12,19 @@
 #   - unmodified perftest over softverbs, each application in its tenant's cgroup:
 #     ib_write_bw, ib_read_bw and ib_send_bw pairs across the box; an incast (h1, h2, h3
 #     -> h4 at once through the tbf bottleneck, softverbs marking 5% of the senders'
-#     packets ECN-CE for it) while a latency-sensitive flow of small paced WRITEs runs
-#     from h2 to h4 (ib_write_bw -s 64, ~500 messages/s); a victim ib_write_bw server
+#     packets ECN-CE for it) while a latency test runs from h2 to h4 (ib_send_lat:
+#     64-byte SENDs back and forth, every one signaled); a victim ib_write_bw server
 #     attacked by insert-attack rkey-guess, and another one whose QP, after its client's
 #     writes, receives packets injected by insert-attack inject from h2, first from h2's
 #     own address, then spoofed as its client's,
 # while the correlator joins everything live: its alerts and congestion episodes are printed
 # as it tells them, and the Alertmanager's listings as the demo sees them (polled every
-# 100 ms). Then it stops everything, deletes the cluster, prints the correlator's report and
-# how long each attack's alert took from the attack's first packet to the Alertmanager,
-# and leaves in the output directory dp.jsonl, trace-h1..h5.jsonl, correlated.jsonl and
-# report.html (the live correlator's records and page: charts, tables; self-contained),
-# attacks.jsonl (one line per attacker run), alert-delays.jsonl, workload.json (which pid
+# 100 ms). Then it stops everything, deletes the cluster, prints the correlator's report,
+# how long each attack's alert took from the attack's first packet to the Alertmanager and
+# the latency test's network latency before, in and after the incast, and leaves in the
+# output directory dp.jsonl, trace-h1..h5.jsonl, correlated.jsonl and report.html (the
+# live correlator's records and page: charts, tables; self-contained), attacks.jsonl (one
+# line per attacker run), alert-delays.jsonl, latency.json, workload.json (which pid
 # ran what where: the ground truth) and logs/. About 25-35 s on a 2-core machine; the
 # first time, ~2.5 min more to build what it runs.
 #
@@ -157,14 +158,30 @@ PAIR_ARGS=(-F -n 1000 -s 4096)
 # the three start up to a second apart, and must still all send at once.
 INCAST_ARGS=(-F -n 2000 -s 16384 -t 16)
 INCAST_ECN=0.05
-# The latency-sensitive application into h4 during the incast: WRITEs of 64 bytes paced
-# one by one (~200-500 per second, as the load allows) for 9 s, started LAT_LEAD_S before
-# the incast's senders (its unloaded latency is the baseline the episode is measured
-# against) and ending after them (the incast sends for ~4-6 s once its senders connected). ib_write_bw, not ib_write_lat -D: the latter's two sides stop on their
-# own timers and exit at once, so the last ping of one side sometimes reached a QP whose
-# process was gone - a request to an unowned QP, which insert-correlate rightly reported.
-# ib_write_bw's server only receives, and exits after the client's final handshake.
-LAT_ARGS=(-F -D 9 -s 64 --rate_limit=0.032 --rate_units=M --rate_limit_type=SW --burst_size=1)
+# The latency-sensitive application into h4 during the incast: perftest's ib_send_lat, a
+# ping-pong of 64-byte SENDs between h2 (the client) and h4, LAT_ITERS exchanges, every
+# request signaled (a latency test's send queue is one deep: perftest signals each SEND and
+# waits for its completion). Started LAT_LEAD_S before the incast's senders (its unloaded
+# latency is h4's baseline and its own), it ends after them: unloaded it makes ~430
+# exchanges a second, in the incast each one waits ~30 ms in the tbf queue, so the few it
+# makes there stretch it over the whole incast (measured: ~900 messages to h4 before the
+# incast, ~120 in it, ~1500 after).
+# - -n, not -D: with -D each side stops on its own timer, and a last message sometimes
+#   reached a QP whose process was gone (a true unowned_qp alert, 1 run in ~10 with
+#   ib_write_lat -D). With -n both sides stop after the same exchange: the server's last
+#   SEND is acknowledged before either side closes the connection, and nothing follows.
+# - ib_send_lat -e, not ib_write_lat: ib_write_lat's sides spin on memory for the peer's
+#   WRITE without a verbs call, so softverbs' engine thread must receive for them while the
+#   spinning process holds the core: on two cores its WRITEs took 3-4 ms (p50) of network
+#   time unloaded. ib_send_lat -e sleeps on the completion channel: ~60 us.
+# - --latency_gap on the client only: perftest paces by spinning LAT_GAP_US before each
+#   SEND, so the exchanges last at least LAT_ITERS x LAT_GAP_US (5 s) however fast the
+#   machine (without it: ~3500 a second). A gap on the server would spin right after each
+#   receive, while the acknowledgement of the client's SEND - the latency measured - waits
+#   for the core (measured: up to ~1 ms at p50).
+LAT_ITERS=2500
+LAT_GAP_US=2000
+LAT_ARGS=(-F -e -n "$LAT_ITERS" -s 64)
 LAT_LEAD_S=1
 RKEY_GUESSES=10
 # The injection victim: an ib_write_bw server whose client writes INJECT_ITERS messages of
@@ -332,15 +349,15 @@ phase_incast() {
             $((18540 + i)) "" ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i))
     done
     for i in 0 1 2; do wait_listen h4 $((18540 + i)) "incast_srv$((i + 1))"; done
-    # Then the latency-sensitive application: small paced WRITEs from h2 (its slot 1) to h4's
-    # slot 3, into the same bottleneck; its unloaded messages make h4's baseline. The three
-    # senders start LAT_LEAD_S after it.
+    # Then the latency-sensitive application: ib_send_lat between h2 (its slot 1) and h4's
+    # slot 3, its SENDs to h4 through the same bottleneck; its unloaded messages make h4's
+    # baseline. The three senders start LAT_LEAD_S after it.
     TENANT=latency
-    spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_write_bw \
+    spawn lat_srv h4 3 server latency "" "$(cluster_ip h2 1)" 18550 "" ib_send_lat \
         "${LAT_ARGS[@]}" -p 18550
     wait_listen h4 18550 lat_srv
-    spawn lat_cli h2 1 client latency "" "$(cluster_ip h4 3)" 18550 "" ib_write_bw \
-        "${LAT_ARGS[@]}" -p 18550 "$(cluster_ip h4 3)"
+    spawn lat_cli h2 1 client latency "" "$(cluster_ip h4 3)" 18550 "" ib_send_lat \
+        "${LAT_ARGS[@]}" --latency_gap="$LAT_GAP_US" -p 18550 "$(cluster_ip h4 3)"
     wait_line lat_cli '#bytes' 20
     sleep "$LAT_LEAD_S"
     TENANT=incast
@@ -351,7 +368,7 @@ phase_incast() {
             ib_write_bw "${INCAST_ARGS[@]}" -p $((18540 + i)) "$(cluster_ip h4 "$i")"
     done
     say "  incast: h1, h2, h3 -> h4 (${INCAST_ARGS[*]:1}) through tbf $CLUSTER_TBF_RATE, ECN-CE $INCAST_ECN;" \
-        "latency app (ib_write_bw ${LAT_ARGS[*]:1}) $(cluster_ip h2 1) -> $(cluster_ip h4 3) meanwhile"
+        "latency app (ib_send_lat ${LAT_ARGS[*]:1} --latency_gap=$LAT_GAP_US) $(cluster_ip h2 1) -> $(cluster_ip h4 3) meanwhile"
     wait_keys "$PHASE_DEADLINE_S" incast_srv1 incast_srv2 incast_srv3 incast_cli1 incast_cli2 incast_cli3 \
         lat_srv lat_cli || die "an incast sender or receiver, or the latency application, failed"
     phase_end
@@ -800,6 +817,10 @@ if [ "$correlate" -eq 1 ]; then
             "line (docs/demo.md, \"Alert delays\"):"
         python3 scripts/demo-workload.py alert-delays "$OUT" || say "an attack's alert was never told"
     fi
+    say "the latency application in the incast (its e2e records; the incast on the wire from" \
+        "insert-dp's; docs/demo.md, \"The latency application\"):"
+    python3 scripts/demo-workload.py latency "$OUT" ||
+        say "the latency application's story is incomplete (latency.json)"
 fi
 alertmanager_stop
 rm -rf "$SOCK_DIR"
