@@ -18,6 +18,15 @@ constexpr unsigned kBaselinePercent = 10, kBinPercent = 99;
 // Consecutive congested bins at most this many bins apart are one episode.
 constexpr uint64_t kMaxBinStep = 2;
 constexpr uint64_t kMinMessages = 3;
+// A victim's p99 is this much above its own p99 outside episodes (or, with no messages
+// there, above the node's baseline) - what makes a bin slow.
+constexpr int64_t kMinVictimExcessNs = 20'000;
+
+int64_t mean_of(const std::vector<int64_t>& v) {
+    int64_t sum = 0;
+    for (int64_t x : v) sum += x;
+    return sum / static_cast<int64_t>(v.size());
+}
 
 int64_t net_of(const TruthMsg& m) {
     return static_cast<int64_t>(*m.t_ack_ns) - static_cast<int64_t>(m.t_first_ns);
@@ -77,6 +86,9 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
         }
         const int64_t baseline = nearest_rank_percentile(nets, kBaselinePercent);
         const std::vector<uint64_t> bins = congested_bins(samples, baseline, opt.bin_ns);
+        // The bin spans [first, last] of the node's episodes so far: a source's messages
+        // outside them and before an episode are its own baseline there.
+        std::vector<std::pair<uint64_t, uint64_t>> spans;
         for (std::size_t i = 0; i < bins.size();) {
             std::size_t j = i + 1;
             while (j < bins.size() && bins[j] - bins[j - 1] <= kMaxBinStep) ++j;
@@ -88,6 +100,7 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
             c.t_end_ns = (bins[j - 1] + 1) * opt.bin_ns;
             c.node = node;
             c.baseline_net_ns = baseline;
+            const uint64_t first_bin = bins[i], last_bin = bins[j - 1];
             i = j;
             std::map<uint64_t, std::vector<int64_t>> bin_nets;
             // Sources by (address, host, pid) - untraced: the address alone - with their
@@ -95,8 +108,22 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
             std::map<std::tuple<uint16_t, int, uint32_t>, CongestionSource> sources;
             std::map<std::tuple<uint16_t, int, uint32_t>, std::set<std::pair<uint16_t, uint32_t>>>
                 endpoints;
-            std::map<std::tuple<uint16_t, int, uint32_t>, int64_t> net_sum;
+            std::map<std::tuple<uint16_t, int, uint32_t>, std::vector<int64_t>> nets_in, nets_out;
             std::set<uint16_t> dst;
+            const auto source_of = [&](uint32_t k) {
+                const TruthMsg& m = *msgs[k];
+                const std::optional<uint32_t> req = joins[k].req;
+                return req ? std::make_tuple(m.src_host, static_cast<int>(incs[*req].host),
+                                             incs[*req].pid)
+                           : std::make_tuple(m.src_host, -1, 0u);
+            };
+            for (uint32_t k : ks) {
+                const uint64_t bin = msgs[k]->t_first_ns / opt.bin_ns;
+                const bool in_span = std::any_of(spans.begin(), spans.end(), [&](const auto& sp) {
+                    return bin >= sp.first && bin <= sp.second;
+                });
+                if (bin < first_bin && !in_span) nets_out[source_of(k)].push_back(net_of(*msgs[k]));
+            }
             for (uint32_t k : ks) {
                 const TruthMsg& m = *msgs[k];
                 if (!mine.contains(m.t_first_ns / opt.bin_ns)) continue;
@@ -106,17 +133,14 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
                 bin_nets[m.t_first_ns / opt.bin_ns].push_back(net_of(m));
                 dst.insert(m.dst_host);
                 const std::optional<uint32_t> req = joins[k].req;
-                const auto key =
-                    req ? std::make_tuple(m.src_host, static_cast<int>(incs[*req].host),
-                                          incs[*req].pid)
-                        : std::make_tuple(m.src_host, -1, 0u);
+                const auto key = source_of(k);
                 CongestionSource& s = sources[key];
                 s.ip = m.src_host;
                 if (req && !s.inc) s.inc = req;
                 ++s.msgs;
                 // Payload toward the node; a READ counts its dma_len.
                 s.bytes += m.op == OpType::read && m.dma_len ? *m.dma_len : m.bytes;
-                net_sum[key] += net_of(m);
+                nets_in[key].push_back(net_of(m));
                 const std::optional<uint32_t> qpn = req ? std::optional(incs[*req].qpn) : m.src_qpn;
                 if (qpn) endpoints[key].insert({m.src_host, *qpn});
             }
@@ -136,14 +160,30 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
                     s.cnps += n;
                     if (all_eps.insert({ip, qpn}).second) c.cnps += n;
                 }
-                s.added_net_ns =
-                    std::max<int64_t>(0, net_sum[key] - static_cast<int64_t>(s.msgs) * baseline);
+                const std::vector<int64_t>& in = nets_in[key];
+                s.net_ns_mean = mean_of(in);
+                s.net_ns_p99 = nearest_rank_percentile(in, kBinPercent);
+                if (const auto out = nets_out.find(key); out != nets_out.end()) {
+                    s.baseline_net_ns_mean = mean_of(out->second);
+                    s.baseline_net_ns_p99 = nearest_rank_percentile(out->second, kBinPercent);
+                    s.excess_ns = s.net_ns_p99 - *s.baseline_net_ns_p99;
+                } else {
+                    s.excess_ns = s.net_ns_p99 - baseline;
+                }
+                s.victim = s.excess_ns >= kMinVictimExcessNs;
             }
+            uint64_t episode_bytes = 0;
+            for (const auto& [key, s] : sources) episode_bytes += s.bytes;
+            for (auto& [key, s] : sources)
+                s.bytes_share = episode_bytes ? static_cast<double>(s.bytes) /
+                                                    static_cast<double>(episode_bytes)
+                                              : 0;
             for (uint16_t ip : dst)
                 for (uint32_t e : eps_at[ip])
                     if (overlaps(eps[e])) c.ecn_ce += eps[e].ecn_ce;
             const bool signal = c.cnps > 0 || c.ecn_ce > 0 || c.retx_pkts > 0 || c.naks > 0;
             if (sources.size() < 2 && !signal) continue;  // one transfer behind itself
+            spans.emplace_back(first_bin, last_bin);
             c.dst_ips.assign(dst.begin(), dst.end());
             std::sort(c.dst_ips.begin(), c.dst_ips.end(),
                       [&](uint16_t a, uint16_t b) { return sc.hosts[a].ip < sc.hosts[b].ip; });
@@ -159,11 +199,10 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
                           return identity(a) < identity(b);
                       });
             for (const CongestionSource& s : c.contributors)
-                if (s.added_net_ns > 0) c.victims.push_back(s);
+                if (s.victim) c.victims.push_back(s);
             std::stable_sort(c.victims.begin(), c.victims.end(),
                              [&](const CongestionSource& a, const CongestionSource& b) {
-                                 if (a.added_net_ns != b.added_net_ns)
-                                     return a.added_net_ns > b.added_net_ns;
+                                 if (a.excess_ns != b.excess_ns) return a.excess_ns > b.excess_ns;
                                  return identity(a) < identity(b);
                              });
             episodes_.push_back(std::move(c));

@@ -22,7 +22,15 @@ struct CongestionSource {
     uint16_t ip = 0;              // host index of the address
     std::optional<uint32_t> inc;  // an incarnation of the owner (pid comm cgroup host)
     uint64_t msgs = 0, bytes = 0, cnps = 0;
-    int64_t added_net_ns = 0;
+    double bytes_share = 0;  // of the episode's bytes
+    // Its messages' network latency in the episode, per message, and outside any episode
+    // before it (to the same node; none: nullopt).
+    int64_t net_ns_mean = 0, net_ns_p99 = 0;
+    std::optional<int64_t> baseline_net_ns_mean, baseline_net_ns_p99;
+    // Its p99 above its own baseline p99 (none: above the node's baseline); a victim's is
+    // at least 20 us.
+    int64_t excess_ns = 0;
+    bool victim = false;
 };
 
 struct CongestionRecord {
@@ -32,7 +40,7 @@ struct CongestionRecord {
     uint64_t cnps = 0, ecn_ce = 0, retx_pkts = 0, naks = 0;
     int64_t p99_net_ns = 0, baseline_net_ns = 0;
     uint64_t msgs = 0;
-    std::vector<CongestionSource> victims;       // added_net_ns > 0, by added latency
+    std::vector<CongestionSource> victims;       // victim, by excess_ns
     std::vector<CongestionSource> contributors;  // by bytes
 };
 

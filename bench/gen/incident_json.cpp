@@ -1,5 +1,7 @@
 #include "bench/gen/incident_json.hpp"
 
+#include <cstdio>
+
 #include "bench/gen/host_trace_json.hpp"
 
 namespace insert::gen {
@@ -31,6 +33,14 @@ template <typename T>
 void opt(std::string& s, const char* k, const std::optional<T>& v) {
     key(s, k);
     s += v ? std::to_string(*v) : "null";
+}
+
+// A fraction with four decimals (as the correlator writes shares).
+void share(std::string& s, const char* k, double v) {
+    key(s, k);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", v);
+    s += text;
 }
 
 std::string ip(const Scenario& sc, uint16_t host) {
@@ -141,11 +151,26 @@ std::string congestion_json(const Scenario& sc, const HostTrace& trace, const E2
             text(s, "ip", ip(sc, v[i].ip), true);
             owner(s, trace, e2e, v[i].inc, true);
             num(s, "msgs", v[i].msgs);
-            if (victims)
-                snum(s, "added_net_ns", v[i].added_net_ns);
-            else
+            if (victims) {
+                share(s, "bytes_share", v[i].bytes_share);
+                snum(s, "net_ns_mean", v[i].net_ns_mean);
+                snum(s, "net_ns_p99", v[i].net_ns_p99);
+                opt(s, "baseline_net_ns_mean", v[i].baseline_net_ns_mean);
+                opt(s, "baseline_net_ns_p99", v[i].baseline_net_ns_p99);
+                const auto added = [](int64_t in, const std::optional<int64_t>& base) {
+                    return base ? std::optional<int64_t>(in - *base) : std::nullopt;
+                };
+                opt(s, "added_net_ns_mean", added(v[i].net_ns_mean, v[i].baseline_net_ns_mean));
+                opt(s, "added_net_ns_p99", added(v[i].net_ns_p99, v[i].baseline_net_ns_p99));
+            } else {
                 num(s, "bytes", v[i].bytes);
+                share(s, "bytes_share", v[i].bytes_share);
+            }
             num(s, "cnps", v[i].cnps);
+            if (!victims) {
+                key(s, "victim");
+                s += v[i].victim ? "true" : "false";
+            }
             s += '}';
         }
         s += ']';

@@ -212,6 +212,11 @@ struct Scenario {
     double rate_gbps = 100.0;
     uint64_t prop_pre_ns = 300;   // requester/responder -> observer
     uint64_t prop_post_ns = 700;  // observer -> receiver
+    // The receiver's link as a FIFO at the link rate after the observer (a switch's egress
+    // port toward it): packets to one host from several senders queue there, so traffic
+    // into an incast's receiver waits behind the incast (off: only each sender's NIC
+    // serializes).
+    bool receiver_queue = false;
     Timing timing;
     std::vector<HostSpec> hosts;
     SportPolicy sport_policy = SportPolicy::symmetric;

@@ -210,10 +210,11 @@ AttackSpec read_attack(const json& x, const std::string& p) {
 }
 
 void read_link(const json& l, Scenario& s) {
-    check_keys(l, "$.link", {"rate_gbps", "prop_pre_ns", "prop_post_ns"});
+    check_keys(l, "$.link", {"rate_gbps", "prop_pre_ns", "prop_post_ns", "receiver_queue"});
     get(l, "$.link", "rate_gbps", s.rate_gbps);
     get(l, "$.link", "prop_pre_ns", s.prop_pre_ns);
     get(l, "$.link", "prop_post_ns", s.prop_post_ns);
+    get(l, "$.link", "receiver_queue", s.receiver_queue);
 }
 
 void read_timing(const json& t, Timing& tm) {

@@ -608,7 +608,15 @@ void Simulator::after_observer(uint32_t idx) {
         free_packet(idx);
         return;
     }
-    schedule(now_ + sc_.prop_post_ns, Ev::deliver, idx, p.conn);  // b: for prefetch()
+    uint64_t at = now_ + sc_.prop_post_ns;
+    if (sc_.receiver_queue) {
+        // Serialized again on the receiver's link, after whatever is queued for it.
+        HostState& h = hosts_[p.dst_host];
+        const uint64_t bits = uint64_t{frame_bytes(p) + kWireOverheadBytes} * 8;
+        at = std::max(at, h.rx_free_ns) + (bits * 1000 + rate_mbps_ - 1) / rate_mbps_;
+        h.rx_free_ns = at;
+    }
+    schedule(at, Ev::deliver, idx, p.conn);  // b: for prefetch()
     // The delivery reads the message state of the request, or of the oldest messages the
     // response completes (complete_before()), last touched when posted, long evicted: load
     // it now, ~prop_post_ns (hundreds of events) ahead. The connection's line is in cache

@@ -122,6 +122,7 @@ class Simulator {
     };
     struct HostState {
         uint64_t tx_free_ns = 0;
+        uint64_t rx_free_ns = 0;  // Scenario::receiver_queue: its link's FIFO is busy until
         uint32_t next_qpn = 0;
         uint32_t ud_qpn = 0;
     };

@@ -67,6 +67,22 @@ void PartStats::add(int64_t v) {
     ++buckets_[bucket_key(v)];
 }
 
+void PartStats::merge(const PartStats& other) {
+    if (other.count_ == 0) return;
+    min_ = count_ ? std::min(min_, other.min_) : other.min_;
+    max_ = count_ ? std::max(max_, other.max_) : other.max_;
+    count_ += other.count_;
+    if (buckets_.empty() && other.buckets_.empty() && count_ <= kExactLimit) {
+        exact_.insert(exact_.end(), other.exact_.begin(), other.exact_.end());
+        return;
+    }
+    for (int64_t x : exact_) ++buckets_[bucket_key(x)];
+    exact_.clear();
+    exact_.shrink_to_fit();
+    for (int64_t x : other.exact_) ++buckets_[bucket_key(x)];
+    for (const auto& [key, n] : other.buckets_) buckets_[key] += n;
+}
+
 std::optional<int64_t> PartStats::percentile(unsigned p) const {
     if (count_ == 0) return std::nullopt;
     const uint64_t rank = std::clamp<uint64_t>((uint64_t{p} * count_ + 99) / 100, 1, count_);

@@ -18,6 +18,8 @@ class PartStats {
     static constexpr std::size_t kExactLimit = 4096;
 
     void add(int64_t v);
+    // Adds every sample of `other` (exact while both together stay within kExactLimit).
+    void merge(const PartStats& other);
     uint64_t count() const { return count_; }
     // p in 1..100; nullopt without samples.
     std::optional<int64_t> percentile(unsigned p) const;

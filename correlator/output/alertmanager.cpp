@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "correlator/output/episode_text.hpp"
 #include "correlator/output/record_writer.hpp"
 #include "dataplane/common/json_line.hpp"
 #include "dataplane/common/qpn_text.hpp"
@@ -26,25 +27,15 @@ std::string app_text(const AppRef& a) {
                           : a.ip.to_string() + " (untraced)";
 }
 
-std::string micros(int64_t ns) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
-    return text;
-}
-
-std::string apps_text(const std::vector<EpisodeApp>& apps, bool victims) {
+std::string apps_text(const CongestionEpisode& e, const std::vector<EpisodeApp>& apps,
+                      bool victims) {
     std::string text;
     for (std::size_t i = 0; i < apps.size() && i < kAppsNamed; ++i) {
         const EpisodeApp& a = apps[i];
         if (i) text += ", ";
         text += app_text(a.app);
-        text += ": " + std::to_string(a.msgs) + " msgs, ";
-        if (victims) {
-            text += '+';
-            text += micros(a.added_net_ns);
-        } else {
-            text += std::to_string(a.bytes) + " bytes";
-        }
+        text += ": ";
+        text += victims ? victim_effect(e, a) : contributor_part(a);
     }
     if (apps.size() > kAppsNamed)
         text += ", and " + std::to_string(apps.size() - kAppsNamed) + " more";
@@ -154,13 +145,13 @@ AmAlert alertmanager_alert(const CongestionEpisode& e, bool closed) {
     am.annotations = {
         {"summary", "congestion at " + e.node + ": " + std::to_string(e.msgs) + " messages from " +
                         std::to_string(e.contributors.size()) +
-                        " application(s), p99 network latency " + micros(e.p99_net_ns) +
-                        " (baseline " + micros(e.baseline_net_ns) + "); CNPs " +
+                        " application(s), p99 network latency " + duration_text(e.p99_net_ns) +
+                        " (baseline " + duration_text(e.baseline_net_ns) + "); CNPs " +
                         std::to_string(e.cnps) + ", ECN-CE " + std::to_string(e.ecn_ce) +
                         ", retransmitted packets " + std::to_string(e.retx_pkts) + ", NAKs " +
                         std::to_string(e.naks)},
-        {"victims", apps_text(e.victims, true)},
-        {"contributors", apps_text(e.contributors, false)},
+        {"victims", apps_text(e, e.victims, true)},
+        {"contributors", apps_text(e, e.contributors, false)},
         {"record", without_newline(std::move(record))},
     };
     am.starts_at_ns = e.t_start_ns;

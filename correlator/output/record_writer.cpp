@@ -145,11 +145,26 @@ void append_congestion(std::string& out, const CongestionEpisode& e) {
             else
                 obj.null("pid").null("comm").null("cgroup").null("host");
             obj.u("msgs", a.msgs);
-            if (victims)
-                obj.i("added_net_ns", a.added_net_ns);
-            else
-                obj.u("bytes", a.bytes);
+            if (victims) {
+                // Per message (SPEC 10 v1.3), against its own latency outside episodes.
+                const auto or_null = [](const std::optional<int64_t>& v) {
+                    return v ? *v : kJsonNull;
+                };
+                const auto added = [](int64_t in, const std::optional<int64_t>& base) {
+                    return base ? in - *base : kJsonNull;
+                };
+                obj.fixed("bytes_share", a.bytes_share, 4)
+                    .i("net_ns_mean", a.net_ns_mean)
+                    .i("net_ns_p99", a.net_ns_p99)
+                    .opt("baseline_net_ns_mean", or_null(a.baseline_net_ns_mean))
+                    .opt("baseline_net_ns_p99", or_null(a.baseline_net_ns_p99))
+                    .opt("added_net_ns_mean", added(a.net_ns_mean, a.baseline_net_ns_mean))
+                    .opt("added_net_ns_p99", added(a.net_ns_p99, a.baseline_net_ns_p99));
+            } else {
+                obj.u("bytes", a.bytes).fixed("bytes_share", a.bytes_share, 4);
+            }
             obj.u("cnps", a.cnps);
+            if (!victims) obj.b("victim", a.victim);
             obj.close();
         }
         return text + "]";

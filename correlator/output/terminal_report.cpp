@@ -1,4 +1,6 @@
 #include "correlator/output/terminal_report.hpp"
+
+#include "correlator/output/episode_text.hpp"
 #include "dataplane/common/qpn_text.hpp"
 
 #include <fmt/format.h>
@@ -70,10 +72,14 @@ std::string episode_lines(const CongestionEpisode& e) {
     };
     std::string contributors, victims;
     for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)
-        contributors += fmt::format(" {} ({} B)", name(e.contributors[k]), e.contributors[k].bytes);
+        contributors += fmt::format("\n    {}: {}", name(e.contributors[k]),
+                                    contributor_part(e.contributors[k]));
     for (std::size_t k = 0; k < e.victims.size() && k < 5; ++k)
-        victims += fmt::format(" {} (+{:.1f} us)", name(e.victims[k]),
-                               static_cast<double>(e.victims[k].added_net_ns) / 1e3);
+        victims += fmt::format("\n    {}: {}", name(e.victims[k]), victim_effect(e, e.victims[k]));
+    if (e.contributors.size() > 5)
+        contributors += fmt::format("\n    and {} more", e.contributors.size() - 5);
+    if (e.victims.size() > 5) victims += fmt::format("\n    and {} more", e.victims.size() - 5);
+    if (victims.empty()) victims = " none";
     return out + "  contributors:" + contributors + "\n  victims:" + victims + "\n";
 }
 

@@ -47,17 +47,16 @@ void CongestionTracker::add(const WireMsg& m, std::string_view node, int64_t src
     ++b.msgs;
     b.retx += m.retx_pkts;
     b.naks += m.naks;
-    if (!r.app || (!same_app && !(r.app->app == app))) {
-        EpisodeApp& fresh = b.apps[app];
-        fresh.app = app;
-        r.app = &fresh;
+    if (!r.app || (!same_app && !(*r.app_key == app))) {
+        const auto at = b.apps.try_emplace(app).first;
+        r.app_key = &at->first;
+        r.app = &at->second;
         r.senders = nullptr;
     }
-    EpisodeApp& a = *r.app;
-    ++a.msgs;
+    BinApp& a = *r.app;
     a.bytes +=
         m.op == Op::read ? (m.dma_len != kNone ? static_cast<uint64_t>(m.dma_len) : 0) : m.bytes;
-    a.added_net_ns += net;
+    a.net.add(net);
     if (src_qpn == kNone) return;
     const Endpoint sender{m.src_ip.bytes, static_cast<uint32_t>(src_qpn)};
     if (!r.senders) {
@@ -73,8 +72,18 @@ void CongestionTracker::add_counters(const WireQp& record) {
     if (record.cnps || record.ecn_ce) counters_.push_back(record);
 }
 
+namespace {
+
+// A bin outside any episode: its apps' messages count toward their own baselines.
+template <class Bin, class AppNets>
+void fold_outside(const Bin& b, AppNets& outside) {
+    for (const auto& [ref, app] : b.apps) outside[ref].merge(app.net);
+}
+
+}  // namespace
+
 int64_t CongestionTracker::decide(const std::string& node, const Destination& d, int64_t until,
-                                  std::vector<CongestionEpisode>* ongoing,
+                                  AppNets& outside, std::vector<CongestionEpisode>* ongoing,
                                   std::vector<CongestionEpisode>& out) const {
     // The destination's baseline: the 10th percentile of its messages' network latency
     // (an incast can congest most of a run; its quiet start still shows the path).
@@ -88,6 +97,7 @@ int64_t CongestionTracker::decide(const std::string& node, const Destination& d,
     auto it = d.bins.begin();
     while (it != d.bins.end() && it->first < until) {
         if (!congested(it->second)) {
+            fold_outside(it->second, outside);
             ++it;
             continue;
         }
@@ -100,27 +110,33 @@ int64_t CongestionTracker::decide(const std::string& node, const Destination& d,
         // A bin still to come could extend the run: it is decided later.
         if (until != kForever && last->first + 2 >= until) {
             if (ongoing)
-                if (CongestionEpisode e = make_episode(node, first, last, baseline); e.msgs > 0)
+                if (CongestionEpisode e = make_episode(node, first, last, baseline, outside);
+                    e.msgs > 0)
                     ongoing->push_back(std::move(e));
             return first->first;
         }
         it = std::next(last);
-        if (CongestionEpisode e = make_episode(node, first, last, baseline); e.msgs > 0)
+        if (CongestionEpisode e = make_episode(node, first, last, baseline, outside); e.msgs > 0) {
             out.push_back(std::move(e));
+        } else {
+            // Not an episode after all: its bins are outside any.
+            for (auto b = first; b != it; ++b) fold_outside(b->second, outside);
+        }
     }
     return until;
 }
 
 // The episode of bins [first, last]; msgs == 0 when it is not kept.
 CongestionEpisode CongestionTracker::make_episode(const std::string& node, BinIter first,
-                                                  BinIter last, int64_t baseline) const {
+                                                  BinIter last, int64_t baseline,
+                                                  const AppNets& outside) const {
     CongestionEpisode e;
     e.node = node;
     std::set<std::array<uint8_t, 16>> ips;
     e.baseline_net_ns = baseline;
     e.t_start_ns = first->first * options_.bin_ns;
     e.t_end_ns = (last->first + 1) * options_.bin_ns;
-    std::map<AppRef, EpisodeApp> apps;
+    std::map<AppRef, BinApp> apps;
     std::map<AppRef, std::set<Endpoint>> senders;
     for (auto b = first;; ++b) {
         e.msgs += b->second.msgs;
@@ -128,11 +144,9 @@ CongestionEpisode CongestionTracker::make_episode(const std::string& node, BinIt
         e.naks += b->second.naks;
         ips.insert(b->second.dst_ips.begin(), b->second.dst_ips.end());
         for (const auto& [ref, app] : b->second.apps) {
-            EpisodeApp& into = apps[ref];
-            into.app = ref;
-            into.msgs += app.msgs;
+            BinApp& into = apps[ref];
             into.bytes += app.bytes;
-            into.added_net_ns += app.added_net_ns;
+            into.net.merge(app.net);
         }
         for (const auto& [ref, eps] : b->second.senders)
             senders[ref].insert(eps.begin(), eps.end());
@@ -146,11 +160,28 @@ CongestionEpisode CongestionTracker::make_episode(const std::string& node, BinIt
     }
     if (e.msgs < options_.min_msgs) return {};
     for (const auto& ip : ips) e.dst_ips.push_back(Ip{ip});
-    for (auto& [ref, app] : apps) {
-        app.added_net_ns =
-            std::max<int64_t>(0, app.added_net_ns - static_cast<int64_t>(app.msgs) * baseline);
-        e.contributors.push_back(app);
-        if (app.added_net_ns > 0) e.victims.push_back(app);
+    uint64_t bytes = 0;
+    for (const auto& [ref, app] : apps) bytes += app.bytes;
+    for (const auto& [ref, app] : apps) {
+        EpisodeApp a;
+        a.app = ref;
+        a.msgs = app.net.msgs;
+        a.bytes = app.bytes;
+        a.bytes_share = bytes ? static_cast<double>(app.bytes) / static_cast<double>(bytes) : 0;
+        a.net_ns_mean = app.net.mean_ns();
+        a.net_ns_p99 = app.net.stats.percentile(99).value_or(0);
+        // A victim's p99 rose above its own outside episodes (or, with no messages there,
+        // above the node's baseline) by at least what makes a bin slow: its tail, as a
+        // bin's, since the tail is what a latency-sensitive application feels.
+        if (const auto own = outside.find(ref); own != outside.end() && own->second.msgs) {
+            a.baseline_net_ns_mean = own->second.mean_ns();
+            a.baseline_net_ns_p99 = own->second.stats.percentile(99).value_or(0);
+            a.excess_ns = a.net_ns_p99 - *a.baseline_net_ns_p99;
+        } else {
+            a.excess_ns = a.net_ns_p99 - baseline;
+        }
+        a.victim = a.excess_ns >= options_.min_added_ns;
+        e.contributors.push_back(a);
     }
     // CNPs at the QPs that sent the episode's messages, and ECN-CE at the
     // destination, from the endpoint instances whose life overlaps the episode. An
@@ -169,14 +200,13 @@ CongestionEpisode CongestionTracker::make_episode(const std::string& node, BinIt
             counted = true;
         }
     }
-    for (EpisodeApp& v : e.victims)
-        for (const EpisodeApp& c : e.contributors)
-            if (c.app == v.app) v.cnps = c.cnps;
+    for (const EpisodeApp& c : e.contributors)
+        if (c.victim) e.victims.push_back(c);
     // Contention or a network signal: one transfer queueing behind itself is not.
     const bool signalled = e.cnps || e.ecn_ce || e.retx_pkts || e.naks;
     if (e.contributors.size() < 2 && !signalled) return {};
     std::stable_sort(e.victims.begin(), e.victims.end(),
-                     [](const auto& a, const auto& b) { return a.added_net_ns > b.added_net_ns; });
+                     [](const auto& a, const auto& b) { return a.excess_ns > b.excess_ns; });
     std::stable_sort(e.contributors.begin(), e.contributors.end(),
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
     return e;
@@ -195,7 +225,10 @@ void order_episodes(std::vector<CongestionEpisode>& episodes) {
 
 std::vector<CongestionEpisode> CongestionTracker::episodes() const {
     std::vector<CongestionEpisode> out;
-    for (const auto& [node, d] : dsts_) decide(node, d, kForever, nullptr, out);
+    for (const auto& [node, d] : dsts_) {
+        AppNets outside = d.outside;
+        decide(node, d, kForever, outside, nullptr, out);
+    }
     order_episodes(out);
     return out;
 }
@@ -205,7 +238,7 @@ std::vector<CongestionEpisode> CongestionTracker::settle(int64_t before_ns) {
     const int64_t until = bin_of(before_ns, options_.bin_ns);
     int64_t kept_from = until;  // the oldest bin any destination still keeps
     for (auto& [node, d] : dsts_) {
-        const int64_t undecided = decide(node, d, until, nullptr, out);
+        const int64_t undecided = decide(node, d, until, d.outside, nullptr, out);
         d.bins.erase(d.bins.begin(), d.bins.lower_bound(undecided));
         kept_from = std::min(kept_from, undecided);
     }
@@ -220,8 +253,10 @@ std::vector<CongestionEpisode> CongestionTracker::settle(int64_t before_ns) {
 
 std::vector<CongestionEpisode> CongestionTracker::ongoing(int64_t before_ns) const {
     std::vector<CongestionEpisode> out, settled;
-    for (const auto& [node, d] : dsts_)
-        decide(node, d, bin_of(before_ns, options_.bin_ns), &out, settled);
+    for (const auto& [node, d] : dsts_) {
+        AppNets outside = d.outside;
+        decide(node, d, bin_of(before_ns, options_.bin_ns), outside, &out, settled);
+    }
     order_episodes(out);
     return out;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -50,12 +51,43 @@ struct AppRef {
     friend bool operator==(const AppRef& a, const AppRef& b) { return (a <=> b) == 0; }
 };
 
+// The network latency of one application's messages to one node.
+struct AppNet {
+    uint64_t msgs = 0;
+    int64_t sum_ns = 0;
+    PartStats stats;
+    void add(int64_t net_ns) {
+        ++msgs;
+        sum_ns += net_ns;
+        stats.add(net_ns);
+    }
+    void merge(const AppNet& other) {
+        msgs += other.msgs;
+        sum_ns += other.sum_ns;
+        stats.merge(other.stats);
+    }
+    int64_t mean_ns() const { return msgs ? sum_ns / static_cast<int64_t>(msgs) : 0; }
+};
+
+// An application in an episode (docs/correlation.md 9): what it sent and what its
+// messages' network latency was there, per message, against its own latency to the same
+// node outside any episode before this one (SPEC 10 v1.3: a sum over messages is no
+// latency).
 struct EpisodeApp {
     AppRef app;
     uint64_t msgs = 0;
     uint64_t bytes = 0;
-    int64_t added_net_ns = 0;  // sum of net latency above the destination's baseline
-    uint64_t cnps = 0;         // CNPs its QPs received (from `qp` records)
+    double bytes_share = 0;  // of the episode's bytes, 0..1
+    uint64_t cnps = 0;       // CNPs its QPs received (from `qp` records)
+    int64_t net_ns_mean = 0;
+    int64_t net_ns_p99 = 0;
+    // Its own latency outside episodes; nullopt when it sent nothing to the node there.
+    std::optional<int64_t> baseline_net_ns_mean;
+    std::optional<int64_t> baseline_net_ns_p99;
+    bool victim = false;
+    // What made it a victim: its p99 above its own baseline p99, or (none) above the
+    // node's baseline; the victims' order.
+    int64_t excess_ns = 0;
 };
 
 struct CongestionEpisode {
@@ -71,8 +103,8 @@ struct CongestionEpisode {
     uint64_t retx_pkts = 0;
     uint64_t naks = 0;
     int64_t p99_net_ns = 0;
-    std::vector<EpisodeApp> victims;       // by added latency
-    std::vector<EpisodeApp> contributors;  // by bytes
+    std::vector<EpisodeApp> victims;       // by added latency per message
+    std::vector<EpisodeApp> contributors;  // every source application, by bytes
 };
 
 class CongestionTracker {
@@ -104,12 +136,17 @@ class CongestionTracker {
 
   private:
     using Endpoint = std::pair<std::array<uint8_t, 16>, uint32_t>;  // (ip, qpn)
+    struct BinApp {
+        uint64_t bytes = 0;
+        AppNet net;
+    };
+    using AppNets = std::map<AppRef, AppNet>;
     struct Bin {
         PartStats net;
         uint64_t msgs = 0;
         uint64_t retx = 0;
         uint64_t naks = 0;
-        std::map<AppRef, EpisodeApp> apps;  // added_net_ns holds the sum of net latency here
+        std::map<AppRef, BinApp> apps;
         // Each app's requester endpoints (ip, qpn) that sent these messages: the QPs whose
         // CNPs count toward the episode.
         std::map<AppRef, std::set<Endpoint>> senders;
@@ -118,6 +155,9 @@ class CongestionTracker {
     struct Destination {
         PartStats net;  // every message's net latency: the baseline
         std::map<int64_t, Bin> bins;
+        // Live runs: each app's messages in the bins settled outside any episode (the
+        // bins themselves are gone), its own baseline for the episodes still to come.
+        AppNets outside;
     };
     // The entries the last message went to. Consecutive messages (in the join's order: by
     // source, destination and QP) nearly always go to the same ones, and std::map entries
@@ -129,18 +169,21 @@ class CongestionTracker {
         int64_t bin_key = 0;
         bool has_dst_ip = false;  // inserted into bin's dst_ips
         std::array<uint8_t, 16> dst_ip{};
-        EpisodeApp* app = nullptr;              // of bin
+        const AppRef* app_key = nullptr;        // of bin's apps
+        BinApp* app = nullptr;                  // of bin, for *app_key
         std::set<Endpoint>* senders = nullptr;  // of bin, for app
         Endpoint sender{};                      // inserted into senders
     };
     using BinIter = std::map<int64_t, Bin>::const_iterator;
     // The episodes in d's bins before key `until` (kForever: all); returns the key of the
-    // first bin still undecided (a run a later bin could extend), or `until`.
-    int64_t decide(const std::string& node, const Destination& d, int64_t until,
+    // first bin still undecided (a run a later bin could extend), or `until`. The bins it
+    // decides are outside any episode go into `outside` (d's own in settle(), a copy
+    // elsewhere): the apps' baselines for the episodes after them.
+    int64_t decide(const std::string& node, const Destination& d, int64_t until, AppNets& outside,
                    std::vector<CongestionEpisode>* ongoing,
                    std::vector<CongestionEpisode>& out) const;
     CongestionEpisode make_episode(const std::string& node, BinIter first, BinIter last,
-                                   int64_t baseline) const;
+                                   int64_t baseline, const AppNets& outside) const;
 
     CongestionOptions options_;
     std::map<std::string, Destination, std::less<>> dsts_;

@@ -156,7 +156,8 @@ TEST(GenIncidentTruth, normal_traffic_raises_only_the_scripted_access_errors) {
 
 // The congestion scenario: a 3-to-1 incast into h3 and a small-message flow from h4 into
 // h3 through it. Every episode is at h3; the incast's senders h0-h2 are its contributors
-// and the h4 flow's process is among its victims.
+// and the h4 flow's process is among its victims, with latency added per message against
+// its own latency before the incast.
 TEST(GenIncidentTruth, congestion_names_the_incast_senders_and_the_victim_flow) {
     const Scenario sc = builtin("congestion");
     for (const uint64_t seed : kSeeds) {
@@ -170,7 +171,15 @@ TEST(GenIncidentTruth, congestion_names_the_incast_senders_and_the_victim_flow) 
             for (const CongestionSource& s : c.contributors) contributors.insert(s.ip);
             for (const CongestionSource& s : c.victims) {
                 victims.insert(s.ip);
-                EXPECT_GT(s.added_net_ns, 0) << "seed " << seed;
+                EXPECT_TRUE(s.victim) << "seed " << seed;
+                EXPECT_GE(s.excess_ns, 20'000) << "seed " << seed;
+                if (s.ip != 4) continue;
+                // The flow ran alone into h3 before the incast: its own baseline is its
+                // unloaded latency (~3 us), and h3's link queue adds 100s of us at its p99.
+                ASSERT_TRUE(s.baseline_net_ns_p99.has_value()) << "seed " << seed;
+                EXPECT_LT(*s.baseline_net_ns_p99, 10'000) << "seed " << seed;
+                EXPECT_GT(s.net_ns_p99 - *s.baseline_net_ns_p99, 100'000) << "seed " << seed;
+                EXPECT_GT(s.net_ns_mean, *s.baseline_net_ns_mean) << "seed " << seed;
             }
             EXPECT_TRUE(contributors.count(0) && contributors.count(1) && contributors.count(2))
                 << "seed " << seed;

@@ -428,7 +428,12 @@ TEST(AlertmanagerFormat, security_alert_and_congestion_episode) {
     v.app.owner.pid = 500;
     v.app.owner.host = "hC";
     v.msgs = 20;
-    v.added_net_ns = 4'100'000;
+    v.bytes_share = 0.25;
+    v.net_ns_mean = 4'150'000;
+    v.net_ns_p99 = 5'000'000;
+    v.baseline_net_ns_mean = 50'000;
+    v.baseline_net_ns_p99 = 80'000;
+    v.victim = true;
     e.victims = {v};
     e.contributors = {v};
     const json open = json::parse(alertmanager_body({alertmanager_alert(e, false)}))[0];
@@ -441,7 +446,11 @@ TEST(AlertmanagerFormat, security_alert_and_congestion_episode) {
     EXPECT_EQ(open["startsAt"], "2023-11-14T22:13:20.400000000Z");
     EXPECT_FALSE(open.contains("endsAt"));
     EXPECT_EQ(closed["endsAt"], "2023-11-14T22:13:20.430000000Z");
-    EXPECT_EQ(closed["annotations"]["victims"], "[500]@hC (10.0.0.3): 20 msgs, +4100.0 us");
+    EXPECT_EQ(closed["annotations"]["victims"],
+              "[500]@hC (10.0.0.3): +4.10 ms per message (p99 +4.92 ms) over its usual 50.0 us, "
+              "20 msgs; also sends 25.0% of the bytes");
+    EXPECT_EQ(closed["annotations"]["contributors"],
+              "[500]@hC (10.0.0.3): 25.0% of the bytes (0 B, 20 msgs); also a victim");
     EXPECT_EQ(json::parse(closed["annotations"]["record"].get<std::string>())["where"]["node"],
               "hB");
     EXPECT_EQ(alertmanager_alert(e, true).identity(), alertmanager_alert(e, false).identity());

@@ -296,11 +296,32 @@ TEST(Congestion, episode_names_contributors_and_victims) {
     EXPECT_EQ(e["contributors"][0]["bytes"], 20 * 8192);
     EXPECT_EQ(e["contributors"][0]["cnps"], 6);
     EXPECT_EQ(e["contributors"][1]["pid"], 500);
+    EXPECT_EQ(e["contributors"][0]["bytes_share"], 0.9922);  // 163840 of 165120 bytes
+    EXPECT_EQ(e["contributors"][1]["bytes_share"], 0.0078);
+    EXPECT_EQ(e["contributors"][0]["victim"], true);
     ASSERT_EQ(e["victims"].size(), 2u);
-    EXPECT_EQ(e["victims"][0]["pid"], 500);  // the most added latency first
-    EXPECT_EQ(e["victims"][0]["added_net_ns"], 20 * (210000 - 5000));
-    EXPECT_EQ(e["victims"][0]["comm"], "victim");
-    EXPECT_EQ(e["victims"][1]["added_net_ns"], 20 * (205000 - 5000));
+    // Per message (SPEC 10 v1.3). pid 500 sent nothing to hB before: no baseline of its
+    // own, so its excess is over the node's (210 us - 5 us), the most added latency first.
+    const json& v = e["victims"][0];
+    EXPECT_EQ(v["pid"], 500);
+    EXPECT_EQ(v["comm"], "victim");
+    EXPECT_EQ(v["msgs"], 20);
+    EXPECT_EQ(v["net_ns_mean"], 210000);
+    EXPECT_EQ(v["net_ns_p99"], 210000);
+    EXPECT_TRUE(v["baseline_net_ns_mean"].is_null());
+    EXPECT_TRUE(v["baseline_net_ns_p99"].is_null());
+    EXPECT_TRUE(v["added_net_ns_mean"].is_null());
+    EXPECT_TRUE(v["added_net_ns_p99"].is_null());
+    EXPECT_EQ(v["bytes_share"], 0.0078);
+    // pid 100's 100 earlier messages at 5 us are its own baseline; 205 us in the episode.
+    const json& w = e["victims"][1];
+    EXPECT_EQ(w["pid"], 100);
+    EXPECT_EQ(w["net_ns_mean"], 205000);
+    EXPECT_EQ(w["baseline_net_ns_mean"], 5000);
+    EXPECT_EQ(w["baseline_net_ns_p99"], 5000);
+    EXPECT_EQ(w["added_net_ns_mean"], 200000);
+    EXPECT_EQ(w["added_net_ns_p99"], 200000);
+    EXPECT_FALSE(w.contains("added_net_ns"));  // a sum over messages is not a latency
     EXPECT_EQ(run.summary()["congestion"], 1);
 }
 
