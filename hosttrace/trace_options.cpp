@@ -59,7 +59,8 @@ std::string datapath_text(uint32_t sample) {
 int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& error) {
     CLI::App app{"insert-trace: eBPF tracing of RDMA verbs (libibverbs) on this host",
                  "insert-trace"};
-    app.set_version_flag("--version", version_line("insert-trace"), "print the version and exit");
+    app.set_version_flag("--version", version_with_schema("insert-trace"),
+                         "print the version (and the records' schema) and exit");
     app.footer(
         "Examples:\n"
         "  insert-trace                                  # every process using the system "
@@ -73,7 +74,8 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
     std::string sites = "auto";
     uint32_t ringbuf_kb = out.ringbuf_bytes / 1024;
     int pid = 0;
-    app.add_option("-o,--output", out.output, "JSON Lines destination file, '-' for stdout");
+    app.add_option("-o,--output", out.output,
+                   "JSON Lines destination file (docs/records.md), '-' for stdout");
     app.add_option("--unix", out.unix_socket,
                    "write to this Unix stream socket instead (insert-correlate --listen; "
                    "started before it or not, reconnected when it restarts)");

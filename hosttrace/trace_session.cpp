@@ -13,6 +13,7 @@
 #include <set>
 
 #include "dataplane/common/json_line.hpp"
+#include "dataplane/common/version.hpp"
 #include "hosttrace/elf_symbols.hpp"
 #include "hosttrace/event_decoder.hpp"
 #include "hosttrace/json_text.hpp"
@@ -359,6 +360,7 @@ int Session::run(const std::vector<std::string>& libraries, const std::atomic<bo
     {
         JsonLine j(batch_);
         j.word("type", "trace_start");
+        j.word("schema", kRecordSchema);  // docs/records.md
         j.u("t_ns", monotonic_ns());
         j.i("wall_offset_ns", wall_offset_);
         text(j, "datapath", datapath_text(opt_.datapath_sample));

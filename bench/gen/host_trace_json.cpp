@@ -5,6 +5,7 @@
 
 #include "bench/gen/jsonl_file.hpp"
 #include "bench/gen/simulator.hpp"
+#include "dataplane/common/version.hpp"
 
 namespace insert::gen {
 
@@ -67,7 +68,9 @@ class Writer {
         const int64_t t_ns = r.wall_ns - th.wall_offset_ns;
         switch (r.kind) {
             case HostRec::trace_start:
-                c.lit("{\"type\":\"trace_start\"").field("t_ns", static_cast<uint64_t>(t_ns));
+                // As insert-trace writes it, the records' schema first (docs/records.md).
+                c.lit("{\"type\":\"trace_start\"").field_str("schema", kRecordSchema);
+                c.field("t_ns", static_cast<uint64_t>(t_ns));
                 c.key("wall_offset_ns").num(static_cast<uint64_t>(th.wall_offset_ns));
                 c.key("datapath").lit(th.datapath ? "\"all\"" : "\"off\"");
                 c.lit(",\"sites\":\"auto\",\"ringbuf_bytes\":4194304,\"pid\":null,\"comm\":null");

@@ -6,6 +6,7 @@
 
 #include "correlator/output/record_writer.hpp"
 #include "dataplane/common/json_line.hpp"
+#include "dataplane/common/version.hpp"
 
 namespace insert::correlate {
 
@@ -129,7 +130,10 @@ void RecordSink::summary(const SummaryCounts& s) {
         .u("completions", s.evicted_completions)
         .close();
     JsonLine line(buffer_);
-    line.s("type", "summary").raw("inputs", inputs).raw("bad", bad);
+    line.s("type", "summary")
+        .word("schema", kRecordSchema)  // docs/records.md
+        .raw("inputs", inputs)
+        .raw("bad", bad);
     if (s.listen.listening) {
         std::string listen;
         JsonLine(listen)

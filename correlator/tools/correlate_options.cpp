@@ -103,10 +103,10 @@ std::string rules_markdown() {
 int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::string& error) {
     CLI::App app{
         "insert-correlate: joins insert-trace host records and insert-dp wire records into "
-        "end-to-end views (SPEC.md section 10, docs/correlation.md)",
+        "end-to-end views (docs/correlation.md; the records: docs/records.md)",
         "insert-correlate"};
-    app.set_version_flag("--version", version_line("insert-correlate"),
-                         "print the version and exit");
+    app.set_version_flag("--version", version_with_schema("insert-correlate"),
+                         "print the version (and the records' schema) and exit");
     app.footer(
         "Inputs are JSON Lines files or '-' (standard input), each holding dataplane records,\n"
         "host records or both, in any order and split in any way. Regular files are read to\n"
@@ -125,7 +125,8 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     int threads = 0;
     app.add_option("inputs", out.inputs, "input files ('-' for standard input)");
     app.add_option("-o,--records", out.records,
-                   "write e2e/app/pair/clock/summary records here ('-' for stdout)");
+                   "write e2e/app/pair/clock/alert/congestion/summary records here ('-' for "
+                   "stdout; docs/records.md)");
     app.add_option("--threads", threads, "worker threads (default: every CPU)");
     app.add_option("--clock-offset", offsets,
                    "HOST=NS: host clock minus observer clock, instead of the estimate "

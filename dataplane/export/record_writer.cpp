@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dataplane/common/json_cursor.hpp"
+#include "dataplane/common/version.hpp"
 #include "dataplane/export/record_names.hpp"
 
 namespace insert::exporter {
@@ -201,6 +202,7 @@ void append_event(char*& cursor, const EventRecord& e) {
 void write_summary_object(char*& cursor, const SummaryCounts& s) {
     JsonObject o(cursor);
     o.str("type", "summary");
+    o.str("schema", kRecordSchema);  // docs/records.md
     o.num("pkts", s.pkts);
     o.num("roce_pkts", s.roce_pkts);
     o.num("non_roce_pkts", s.non_roce_pkts);

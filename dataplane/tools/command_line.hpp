@@ -25,7 +25,8 @@ inline void split_eal_args(int argc, char** argv, std::vector<std::string>& args
 // Parses `args` into `app`. 0 parsed, 1 --help or --version printed (stdout), 2 error printed
 // (one line on stderr naming the command). Every subcommand reports the version of insert-dp.
 inline int parse_args(CLI::App& app, std::vector<std::string> args, const char* name) {
-    app.set_version_flag("--version", version_line("insert-dp"), "print the version and exit");
+    app.set_version_flag("--version", version_with_schema("insert-dp"),
+                         "print the version (and the records' schema) and exit");
     try {
         std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
         app.parse(args);

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (cmd == "--version") {
-        std::printf("%s\n", insert::version_line("insert-dp").c_str());
+        std::printf("%s\n", insert::version_with_schema("insert-dp").c_str());
         return 0;
     }
     for (const Command& c : kCommands)

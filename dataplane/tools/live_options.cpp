@@ -131,7 +131,8 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
         ->check(CLI::Range(1u, kMaxWorkers));
     CLI::Option* records =
         app.add_option("--records", opt.records,
-                       "write JSON Lines records to OUT, - for stdout, or unix:PATH for "
+                       "write JSON Lines records (docs/records.md) to OUT, - for stdout, or "
+                       "unix:PATH for "
                        "insert-correlate --listen PATH (started before it or not, reconnected "
                        "when it restarts)");
     CLI::Option* records_buffer =

@@ -86,7 +86,8 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
     app.add_option("--workers", opt.workers, "worker lcores (default 1)")
         ->check(CLI::Range(1u, kMaxWorkers));
     CLI::Option* records = app.add_option("--records", opt.records,
-                                          "write JSON Lines records to OUT, or - for stdout");
+                                          "write JSON Lines records (docs/records.md) to OUT, or - "
+                                          "for stdout");
     app.add_option("--interval", opt.interval_s,
                    "periodic qp records every S seconds of capture time (at least 0.0001)")
         ->check(seconds_between(kMinInterval, kMaxDuration));

@@ -8,8 +8,17 @@ help2man=$1
 include=$2
 output=$3
 shift 3
+# The programs that write records name their schema on a second --version line
+# (docs/records.md): help2man would append it to the last section (the examples), so it
+# gets a RECORDS section of its own (a line "*Records*" starts one).
+version=$($* --version)
+if [ "$(printf '%s\n' "$version" | wc -l)" -gt 1 ]; then
+    version=$(printf '%s\n' "$version" | sed '1a\
+*Records*')
+fi
 # help2man runs "PROGRAM --help" through the shell: a subcommand rides along in the name.
-"$help2man" --no-info --section=1 --include="$include" --output="$output.tmp" "$*"
+"$help2man" --no-info --section=1 --include="$include" --output="$output.tmp" \
+    --version-string="$version" "$*"
 awk '
 /^\.S[HS] / {
     if (examples) print ".fi"

@@ -23,6 +23,11 @@ from collections import Counter
 
 BUILD = os.environ.get("INSERT_BUILD_ROOT", os.getcwd())
 TRACER = os.path.join(BUILD, "hosttrace", "insert-trace")
+# Every record a test's tracers write is checked against the field table (docs/records.md).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dataplane", "common"))
+from record_fields_check import FieldCheck, load_table  # noqa: E402
+FIELD_PRINTER = os.path.join(BUILD, "tests", "dataplane", "common", "record_fields_print")
+FIELDS = FieldCheck(load_table(FIELD_PRINTER), "insert-trace")
 WORKLOAD = os.path.join(BUILD, "tests", "hosttrace", "verbs_workload")
 SOFTVERBS_DIR = os.path.join(BUILD, "hosttrace", "softverbs")
 SOFTVERBS_LIB = os.path.join(SOFTVERBS_DIR, "libibverbs.so.1")
@@ -138,6 +143,10 @@ class Tracer:
         check(len(final) == 1, "no final trace_stats record")
         unnamed = [r for r in self.records() if r.get("host") != self.host]
         check(not unnamed, f"records without host {self.host!r}: {unnamed[:2]}")
+        for n, r in enumerate(self.records(), 1):
+            FIELDS.record(r, f"{os.path.basename(self.path)}:{n}")
+        check(not FIELDS.errors, "records unlike the field table (docs/records.md):\n  " +
+              "\n  ".join(FIELDS.errors[:10]))
         return final[0]
 
 
@@ -403,6 +412,24 @@ def check_ground_truth_details(tracer, w, stats, cgroup, ev):
     check(data and all(w.phase_ns["mr2"] <= r["t_ns"] <= w.phase_ns["data"] for r in data),
           f"data-path t_ns outside [{w.phase_ns['mr2']}, {w.phase_ns['data']}]: "
           f"{[r['t_ns'] for r in data if not w.phase_ns['mr2'] <= r['t_ns'] <= w.phase_ns['data']][:5]}")
+
+
+def test_record_fields(tmp):
+    """Every field of insert-trace's table (docs/records.md) is written, with its type: a
+    softverbs workload makes every verb, the attach records and a process_exit; a stopped
+    reader with a 4 KiB ring a `lost` record. (Every test's tracers are checked for fields
+    the table lacks: Tracer.stop.) trace_start carries the schema --version prints."""
+    tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=4)
+    run_with_stopped_reader(tmp, ["mr-loop", "50"], "--datapath", "off")
+    check(FIELDS.records > 0, "no records checked")
+    unseen = FIELDS.unseen()
+    check(not unseen, f"fields of the table no record had: {unseen}")
+    version = subprocess.run([TRACER, "--version"], capture_output=True, text=True,
+                             timeout=DEADLINE_S).stdout.splitlines()
+    check(len(version) == 2 and version[1].startswith("record schema "), f"--version: {version}")
+    start = next(r for r in tracer.records() if r.get("type") == "trace_start")
+    check(start["schema"] == version[1].split()[2], f"trace_start schema {start['schema']}, "
+          f"--version {version[1]}")
 
 
 def test_idle_post_reported(tmp):
@@ -1043,6 +1070,7 @@ TESTS = {
     "exit_flushes": test_exit_flushes,
     "scan_finds_library": test_scan_finds_library,
     "five_tracers_stop_within_2s": test_five_tracers_stop_within_2s,
+    "record_fields": test_record_fields,
 }
 
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/common/version.hpp"
+
 namespace insert::exporter {
 namespace {
 
@@ -60,12 +62,16 @@ TEST(RecordJson, summary_lists_every_malformed_reason) {
     s.table_full_endpoints = 2;
     std::string out;
     append_summary_json(out, s);
-    EXPECT_EQ(out,
-              "{\"type\":\"summary\",\"pkts\":10,\"roce_pkts\":6,\"non_roce_pkts\":2,"
-              "\"malformed\":{\"length_mismatch\":0,\"truncated\":2,\"reserved_opcode\":0},"
-              "\"endpoints\":4,\"connections\":1,\"msgs\":3,"
-              "\"table_full\":{\"pkts\":7,\"endpoints\":2},\"interrupted\":false,"
-              "\"signal\":null,\"wall_s\":0.000000,\"mpps\":0.000000}");
+    // The schema version right after the type (docs/records.md).
+    std::string want = "{\"type\":\"summary\",\"schema\":\"";
+    want += kRecordSchema;
+    want +=
+        "\",\"pkts\":10,\"roce_pkts\":6,\"non_roce_pkts\":2,"
+        "\"malformed\":{\"length_mismatch\":0,\"truncated\":2,\"reserved_opcode\":0},"
+        "\"endpoints\":4,\"connections\":1,\"msgs\":3,"
+        "\"table_full\":{\"pkts\":7,\"endpoints\":2},\"interrupted\":false,"
+        "\"signal\":null,\"wall_s\":0.000000,\"mpps\":0.000000}";
+    EXPECT_EQ(out, want);
     // A run stopped by a signal says so.
     s.signal = "SIGHUP";
     out.clear();
