@@ -1,7 +1,11 @@
 #include "correlator/report/chart_data.hpp"
 
-#include <algorithm>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
+#include "correlator/report/alert_axis.hpp"
 #include "correlator/report/json_fields.hpp"
 #include "correlator/usecases/security_rules.hpp"
 #include "dataplane/common/json_line.hpp"
@@ -77,25 +81,107 @@ void add_net(JsonLine& out, const ReportData& d, ChartData& result) {
     if (points) result.charts.emplace_back("chart-net", points);
 }
 
+// The alert timeline: a lane per kind present, the time axis of alert_axis.hpp (the
+// alerts' own span, broken between bursts far apart), and up to kAlertsOneByOne alerts
+// each a point; above that, per kind the alerts of each of kAlertBins bins of the axis, one
+// point each: thousands of alerts stay readable.
+constexpr std::size_t kAlertsOneByOne = 300;
+constexpr std::size_t kAlertBins = 120;
+
 void add_alerts(JsonLine& out, const ReportData& d, ChartData& result) {
-    std::vector<std::string> kinds = known_alert_kinds();
-    for (const AlertPoint& a : d.alert_points)
-        if (std::find(kinds.begin(), kinds.end(), a.kind) == kinds.end()) kinds.push_back(a.kind);
-    out.object("alerts").s("id", "chart-alerts").array("kinds");
-    for (const std::string& kind : kinds) out.item_s(kind);
-    out.end_array().array("points");
-    for (const AlertPoint& a : d.alert_points) {
-        const auto kind = std::find(kinds.begin(), kinds.end(), a.kind) - kinds.begin();
+    const std::vector<AlertPoint>& alerts = d.alert_points;
+    std::map<std::string, uint64_t> per_kind;
+    for (const AlertPoint& a : alerts) ++per_kind[a.kind];
+    std::vector<std::string> kinds;
+    for (const std::string& kind : known_alert_kinds())
+        if (per_kind.count(kind)) kinds.push_back(kind);
+    for (const auto& [kind, n] : per_kind)
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    const auto lane = [&](const std::string& kind) {
+        return static_cast<uint64_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
+    };
+
+    std::vector<std::pair<double, double>> times;
+    double first_s = 0, end_s = 0;
+    for (const AlertPoint& a : alerts) {
+        times.emplace_back(seconds(a.t_ns, d.t_min_ns), seconds(a.t_last_ns, d.t_min_ns));
+        first_s = times.size() == 1 ? times.back().first : std::min(first_s, times.back().first);
+        end_s = times.size() == 1 ? times.back().second : std::max(end_s, times.back().second);
+    }
+    const double run_s = seconds(d.t_max_ns, d.t_min_ns);
+    const AlertAxis axis(times, run_s);
+    const bool binned = alerts.size() > kAlertsOneByOne;
+    const uint64_t total = alerts.size() + d.alert_points_dropped;
+
+    std::string title =
+        fmt::format("{} alert{} between {:.6f} s and {:.6f} s (the records span 0 to {:.3f} s)",
+                    total, total == 1 ? "" : "s", first_s, end_s, run_s);
+    if (axis.segments().size() > 1) title += "; the time axis skips the gaps marked";
+    if (d.alert_points_dropped) title += fmt::format("; the first {} drawn", alerts.size());
+    if (binned) title += "; a point: one kind's alerts close in time";
+
+    out.object("alerts").s("id", "chart-alerts").s("title", title);
+    out.fixed("width", AlertAxis::kWidth, 0).array("segments");
+    for (const AxisSegment& s : axis.segments())
         out.item_array()
-            .item_fixed(seconds(a.t_ns, d.t_min_ns), 6)
-            .item_u(static_cast<uint64_t>(kind))
-            .item_u(a.count)
-            .item_fixed(seconds(a.t_last_ns, d.t_min_ns), 6)
-            .item_s(a.label)
+            .item_fixed(s.from_s, 6)
+            .item_fixed(s.to_s, 6)
+            .item_fixed(s.x0, 3)
+            .item_fixed(s.x1, 3)
+            .item_u(s.alerts)
             .end_array();
+    out.end_array().array("kinds");
+    for (const std::string& kind : kinds) out.item_s(kind);
+    out.end_array().array("counts");
+    for (const std::string& kind : kinds) out.item_u(per_kind[kind]);
+    // A point: [x, lane, size (offences, or alerts in its bin), x of its last offence,
+    // tooltip]; x on the axis (display units), the times are in the tooltip.
+    out.end_array().array("points");
+    std::size_t points = 0;
+    if (!binned) {
+        for (std::size_t i = 0; i < alerts.size(); ++i) {
+            const AlertPoint& a = alerts[i];
+            out.item_array()
+                .item_fixed(axis.x(times[i].first), 3)
+                .item_u(lane(a.kind))
+                .item_u(a.count)
+                .item_fixed(axis.x(times[i].second), 3)
+                .item_s(
+                    fmt::format("{} x{} at {:.6f} s: {}", a.kind, a.count, times[i].first, a.label))
+                .end_array();
+            ++points;
+        }
+    } else {
+        struct Bin {
+            uint64_t alerts = 0, offences = 0;
+            double first_s = 0, last_s = 0;
+        };
+        std::map<std::pair<uint64_t, uint64_t>, Bin> bins;  // (lane, bin)
+        const double bin_width = AlertAxis::kWidth / kAlertBins;
+        for (std::size_t i = 0; i < alerts.size(); ++i) {
+            const double x = axis.x(times[i].first);
+            const auto bin = static_cast<uint64_t>(std::min(x / bin_width, double{kAlertBins - 1}));
+            Bin& b = bins[{lane(alerts[i].kind), bin}];
+            b.first_s = b.alerts ? std::min(b.first_s, times[i].first) : times[i].first;
+            b.last_s = b.alerts ? std::max(b.last_s, times[i].first) : times[i].first;
+            ++b.alerts;
+            b.offences += alerts[i].count;
+        }
+        for (const auto& [at, b] : bins) {
+            const double x = (static_cast<double>(at.second) + 0.5) * bin_width;
+            out.item_array()
+                .item_fixed(x, 3)
+                .item_u(at.first)
+                .item_u(b.alerts)
+                .item_fixed(x, 3)
+                .item_s(fmt::format("{} x{} ({} offences) from {:.6f} s to {:.6f} s",
+                                    kinds[at.first], b.alerts, b.offences, b.first_s, b.last_s))
+                .end_array();
+            ++points;
+        }
     }
     out.end_array().end_object();
-    if (!d.alert_points.empty()) result.charts.emplace_back("chart-alerts", d.alert_points.size());
+    if (points) result.charts.emplace_back("chart-alerts", points);
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
 
 #include "correlator/report/chart_data.hpp"
 #include "correlator/report/html_tables.hpp"
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/json_fields.hpp"
 #include "correlator/report/page_assets.hpp"
+#include "correlator/report/verdict.hpp"
 
 namespace insert::correlate::report {
 
@@ -70,7 +72,11 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
     for (std::size_t i = 0; i < charts.charts.size(); ++i)
         out +=
             fmt::format("{}{}={}", i ? " " : "", charts.charts[i].first, charts.charts[i].second);
-    out += "\">\n<h1>INSERT end-to-end report</h1><p class=\"note\">";
+    out += "\">\n<h1>INSERT end-to-end report</h1>\n";
+    // What happened comes first: the first screen answers; charts, tables and counters follow.
+    append_verdict(out, d, reload_s > 0);
+
+    out += "<p class=\"note\" id=\"about\">";
     out += fmt::format("{} records", d.lines - d.unreadable);
     out += " from ";
     append_html(out, source);
@@ -88,9 +94,12 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
             "itself as often (add #pause to its address to stop it).",
             reload_s);
     out += "</p>\n";
-
-    section(out, "summary", "Summary", "The run's summary record (docs/correlation.md 6).");
-    append_summary_table(out, d);
+    out +=
+        "<nav class=\"sections\">Below: <a href=\"#latency\">latency per application</a> · "
+        "<a href=\"#timelines\">timelines</a> · <a href=\"#alerts\">alerts</a> · "
+        "<a href=\"#episodes\">congestion episodes</a> · <a href=\"#apps\">applications</a> · "
+        "<a href=\"#clocks\">host clocks</a> · <a href=\"#pairs\">pairs</a> · "
+        "<a href=\"#summary\">counters</a></nav>\n";
 
     section(out, "latency", "Latency per application",
             "Each application's messages sorted by total latency (post to completion poll); at "
@@ -104,22 +113,42 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
         canvas(out, "chart-cdf-" + std::to_string(i), false);
     out += "</div>";
 
-    section(out, "congestion", "Congestion over time",
-            "p99 of the network latency of the messages each tenant (cgroup) sent, per time bin; "
-            "shaded: the congestion episodes (docs/correlation.md 9) with their node.");
+    out += "<h2 id=\"timelines\">Timelines</h2>";
+    out += "<h3 id=\"alert-timeline\">Alerts over time</h3><p class=\"note\">";
+    append_html(out,
+                "A lane per alert kind (docs/correlation.md 8); the time axis spans the alerts, "
+                "not the whole run. A point is an alert, larger for more offences, with a line "
+                "to its last offence; with many alerts, one kind's alerts in a time bin.");
+    out += "</p>";
+    if (d.alert_points.empty()) {
+        out += "<p class=\"note\">No alerts.</p>";
+    } else {
+        std::set<std::string_view> lanes;
+        for (const AlertPoint& a : d.alert_points) lanes.insert(a.kind);
+        out += fmt::format(
+            "<div class=\"chart wide\" style=\"height: {}px\"><canvas "
+            "id=\"chart-alerts\"></canvas></div>",
+            std::max<std::size_t>(200, 110 + 32 * lanes.size()));
+    }
+    out += "<h3 id=\"congestion\">Network latency over time</h3><p class=\"note\">";
+    append_html(out,
+                "p99 of the network latency of the messages each tenant (cgroup) sent, per time "
+                "bin; shaded: the congestion episodes (docs/correlation.md 9) with their node.");
+    out += "</p>";
     if (charts.charts.end() == std::find_if(charts.charts.begin(), charts.charts.end(),
                                             [](const auto& c) { return c.first == "chart-net"; }))
         out += "<p class=\"note\">No e2e record with a network latency.</p>";
     else
         canvas(out, "chart-net", true);
-    append_congestion_table(out, d);
 
     section(out, "alerts", "Alerts",
-            "Security alerts over time by kind (docs/correlation.md 8); the bubble grows with "
-            "the offences one alert counts.");
-    if (!d.alert_points.empty()) canvas(out, "chart-alerts", true);
+            "Every alert record: victim, source (claimed: only claimed, possibly spoofed) and "
+            "evidence.");
     append_alert_table(out, d);
-
+    section(out, "episodes", "Congestion episodes",
+            "Every congestion record: its signals, the contributors by their share of the "
+            "episode's bytes and the victims by the network latency added per message.");
+    append_congestion_table(out, d);
     section(out, "apps", "Applications", "The final app record of each application.");
     append_app_table(out, d);
     section(out, "clocks", "Host clocks",
@@ -128,6 +157,8 @@ std::string render_page(const ReportData& d, std::string_view chart_library,
     section(out, "pairs", "Pairs by host",
             "Host QPs whose peer the dataplane did not pair as the host did.");
     append_pair_table(out, d);
+    section(out, "summary", "Counters", "The run's summary record (docs/correlation.md 6).");
+    append_summary_table(out, d);
 
     out += "\n<script type=\"application/json\" id=\"insert-report-data\">";
     out += charts.json;

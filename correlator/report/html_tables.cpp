@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "correlator/report/congestion_text.hpp"
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/json_fields.hpp"
 
@@ -266,29 +267,6 @@ void append_alert_table(std::string& out, const ReportData& d) {
     out += "</tbody></table>";
 }
 
-namespace {
-
-std::string apps_text(element r, const char* name, bool victims) {
-    simdjson::dom::array list;
-    if (r[name].get(list) != SUCCESS) return "-";
-    std::string text;
-    for (element a : list) {
-        if (!text.empty()) text += "; ";
-        text += field_text(a, "comm") + "[" + field_text(a, "pid") + "] " + field_text(a, "ip");
-        const auto host = text_field(a, "host");
-        if (host) text += " @" + std::string(*host);
-        // fmt, not a chain of operator+: GCC 12 warns falsely (-Wrestrict) about the latter.
-        if (victims)
-            text += fmt::format(" +{} us over {} msgs", us(int_field(a, "added_net_ns")),
-                                field_text(a, "msgs"));
-        else
-            text += fmt::format(" {} B in {} msgs", field_text(a, "bytes"), field_text(a, "msgs"));
-    }
-    return text.empty() ? "-" : text;
-}
-
-}  // namespace
-
 void append_congestion_table(std::string& out, const ReportData& d) {
     const auto total = d.by_type.count("congestion") ? d.by_type.at("congestion") : 0;
     if (total == 0) {
@@ -301,7 +279,8 @@ void append_congestion_table(std::string& out, const ReportData& d) {
     simdjson::dom::parser parser;
     out += "<table id=\"congestion-table\">";
     header(out, {"start (s)", "length (ms)", "node", "addresses", "p99 net us", "baseline net us",
-                 "msgs", "CNPs", "ECN-CE", "retx pkts", "NAKs", "contributors", "victims"});
+                 "msgs", "CNPs", "ECN-CE", "retx pkts", "NAKs", "contributors (share of the bytes)",
+                 "victims (network latency added per message)"});
     for (const std::string& line : d.episodes) {
         element r, where, signals;
         if (!parse(parser, line, r)) continue;
@@ -318,8 +297,20 @@ void append_congestion_table(std::string& out, const ReportData& d) {
         cell(out, has_signals ? us(int_field(signals, "baseline_net_ns")) : "-");
         for (const char* f : {"msgs", "cnps", "ecn_ce", "retx_pkts", "naks"})
             cell(out, has_signals ? field_text(signals, f) : "-");
-        cell(out, apps_text(r, "contributors", false));
-        cell(out, apps_text(r, "victims", true));
+        // Per message and by byte share (congestion_text.hpp); never a sum over messages.
+        out += "<td>";
+        const auto contributors = episode_contributors(r);
+        for (std::size_t k = 0; k < contributors.size(); ++k) {
+            if (k) out += "<br>";
+            append_contributor(out, contributors[k], r);
+        }
+        out += contributors.empty() ? "-</td><td>" : "</td><td>";
+        const auto victims = episode_victims(r);
+        for (std::size_t k = 0; k < victims.size(); ++k) {
+            if (k) out += "<br>";
+            append_victim(out, victims[k], r);
+        }
+        out += victims.empty() ? "-</td>" : "</td>";
         out += "</tr>";
     }
     out += "</tbody></table>";

@@ -14,6 +14,24 @@ tr.critical td { background: #fde8e8; } tr.warning td { background: #fff6e0; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 1em; }
 .chart { position: relative; height: 280px; }
 .chart.wide { height: 340px; }
+#verdict { border: 2px solid #2e7d32; border-radius: 6px; padding: 0.4em 1em 0.6em; margin: 0.6em 0 1em;
+  background: #f4fbf4; }
+#verdict.warning { border-color: #e6a100; background: #fffbf0; }
+#verdict.critical { border-color: #c62828; background: #fff6f6; }
+#verdict h2 { margin: 0.2em 0; border: none; }
+#verdict h3 { font-size: 1em; margin: 0.7em 0 0.2em; }
+#verdict .headline { font-size: 1.05em; font-weight: 600; margin: 0.2em 0 0.4em; }
+#verdict table { font-size: 0.85em; background: #fff; }
+#verdict p, #verdict ul { margin: 0.2em 0; }
+#verdict .episode { font-size: 0.9em; }
+#verdict table.roles { width: 100%; table-layout: fixed; }
+#verdict table.roles ul { margin: 0; padding-left: 1.2em; }
+.sev { display: inline-block; font-size: 0.8em; font-weight: 600; padding: 0 4px; border-radius: 3px;
+  background: #777; color: #fff; }
+.sev.critical { background: #c62828; } .sev.warning { background: #b37400; }
+td.claimed { color: #7a4300; }
+#verdict td.kind, #verdict td.time { white-space: nowrap; }
+nav.sections { font-size: 0.9em; }
 )css";
 
 // Errors of any script on the page (and console.error calls) go to data-errors on <html>
@@ -113,8 +131,15 @@ const std::string_view kDrawChartsScript = R"js(
       ctx.restore();
     }
   };
-  // Both time charts span the whole report, from its origin.
-  var timeAxis = { type: 'linear', min: 0, max: data.t_end_s * 1.02, title: { display: true, text: 'time (s)' } };
+  // The network latency chart spans its own data and the episodes, not the whole report.
+  var netFrom = Infinity, netTo = -Infinity;
+  data.net.series.forEach(function (s) {
+    s.points.forEach(function (q) { netFrom = Math.min(netFrom, q[0]); netTo = Math.max(netTo, q[0]); }); });
+  data.net.episodes.forEach(function (e) {
+    netFrom = Math.min(netFrom, e[0]); netTo = Math.max(netTo, e[1]); });
+  var netPad = Math.max((netTo - netFrom) * 0.02, data.net.bin_ms * 1e-3);
+  var timeAxis = { type: 'linear', min: Math.max(0, netFrom - netPad), max: netTo + netPad,
+                   title: { display: true, text: 'time (s)' } };
   // A line per series, broken where bins between two points had no message.
   function withGaps(points) {
     var out = [];
@@ -141,25 +166,83 @@ const std::string_view kDrawChartsScript = R"js(
       plugins: [episodes]
     });
   }
-  // (c) alerts over time by kind; the area grows with the offences an alert counts.
+  // (c) alerts over time: a lane per kind present, on the alerts' own time axis (broken
+  // between bursts far apart: alert_axis.hpp). A point is an alert (its area grows with the
+  // offences it counts, a line to its last offence) or, with many alerts, one kind's alerts
+  // close in time (its area grows with them). Positions are axis units; ticks say seconds.
   if (data.alerts.points.length > 0) {
-    var kinds = data.alerts.kinds;
-    draw(data.alerts.id, {
+    var al = data.alerts, kinds = al.kinds, segments = al.segments, tickText = {};
+    function niceStep(span, n) {
+      var raw = span / Math.max(1, n), p = Math.pow(10, Math.floor(Math.log10(raw)));
+      var m = raw / p;
+      return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+    }
+    function segmentTicks() {
+      var ticks = [];
+      segments.forEach(function (s) {
+        var n = Math.max(1, Math.round(9 * (s[3] - s[2]) / al.width));
+        var step = niceStep(s[1] - s[0], n), digits = Math.max(0, Math.ceil(-Math.log10(step)));
+        for (var t = Math.ceil(s[0] / step) * step; t <= s[1] + step * 1e-9; t += step) {
+          var x = s[2] + (t - s[0]) / (s[1] - s[0]) * (s[3] - s[2]);
+          tickText[x] = t.toFixed(digits);
+          ticks.push({ value: x });
+        }
+      });
+      return ticks;
+    }
+    var marks = {
+      id: 'alertMarks',
+      beforeDatasetsDraw: function (chart) {
+        var x = chart.scales.x, y = chart.scales.y, area = chart.chartArea, ctx = chart.ctx;
+        ctx.save();
+        // The breaks: the time the axis leaves out between two segments.
+        for (var i = 1; i < segments.length; i++) {
+          var a = x.getPixelForValue(segments[i - 1][3]), b = x.getPixelForValue(segments[i][2]);
+          ctx.fillStyle = 'rgba(120,120,120,0.15)';
+          ctx.fillRect(a, area.top, b - a, area.bottom - area.top);
+          ctx.fillStyle = '#555';
+          ctx.textAlign = 'center';
+          var hidden = segments[i][0] - segments[i - 1][1];
+          ctx.fillText('+' + (hidden >= 1 ? hidden.toFixed(1) + ' s' : (hidden * 1e3).toPrecision(3) + ' ms'),
+                       (a + b) / 2, area.top + 12);
+          ctx.fillText('skipped', (a + b) / 2, area.top + 24);
+        }
+        ctx.lineWidth = 2;
+        al.points.forEach(function (p) {
+          if (!(p[3] > p[0])) return;
+          ctx.strokeStyle = palette[p[1] % palette.length];
+          ctx.beginPath();
+          ctx.moveTo(x.getPixelForValue(p[0]), y.getPixelForValue(p[1]));
+          ctx.lineTo(x.getPixelForValue(p[3]), y.getPixelForValue(p[1]));
+          ctx.stroke();
+        });
+        ctx.restore();
+      }
+    };
+    draw(al.id, {
       type: 'bubble',
       data: { datasets: kinds.map(function (kind, k) {
-        return { label: kind, backgroundColor: palette[k % palette.length],
-                 data: data.alerts.points.filter(function (p) { return p[1] === k; })
-                   .map(function (p) { return { x: p[0], y: k, r: 4 + 2 * Math.log2(p[2]),
-                                                count: p[2], label: p[4] }; }) };
-      }).filter(function (d) { return d.data.length > 0; }) },
+        return { label: kind + ' (' + al.counts[k] + ')',
+                 backgroundColor: palette[k % palette.length] + 'b0',
+                 borderColor: palette[k % palette.length],
+                 data: al.points.filter(function (p) { return p[1] === k; })
+                   .map(function (p) { return { x: p[0], y: k, label: p[4],
+                                                r: Math.min(16, 4 + 2 * Math.log2(Math.max(1, p[2]))) }; }) };
+      }) },
       options: {
-        scales: { x: timeAxis,
-                  y: { type: 'linear', min: -0.5, max: kinds.length - 0.5,
+        scales: { x: { type: 'linear', min: 0, max: al.width,
+                       afterBuildTicks: function (axis) { axis.ticks = segmentTicks(); },
+                       ticks: { autoSkip: true, maxRotation: 0,
+                                callback: function (v) { return tickText[v]; } },
+                       title: { display: true, text: 'time (s)' } },
+                  y: { type: 'linear', reverse: true, min: -0.6, max: kinds.length - 0.4,
                        afterBuildTicks: function (axis) {
                          axis.ticks = kinds.map(function (kind, k) { return { value: k }; }); },
-                       ticks: { autoSkip: false, callback: function (v) { return kinds[v]; } } } },
-        plugins: { tooltip: { callbacks: { label: function (c) {
-          return c.dataset.label + ' x' + c.raw.count + ' at ' + c.raw.x + ' s: ' + c.raw.label; } } } } }
+                       ticks: { autoSkip: false, callback: function (v) {
+                         return kinds[v] + ' (' + al.counts[v] + ')'; } } } },
+        plugins: { title: { display: true, text: al.title }, legend: { display: false },
+                   tooltip: { callbacks: { label: function (c) { return c.raw.label; } } } } },
+      plugins: [marks]
     });
   }
   body.setAttribute('data-chart-points', JSON.stringify(points));

@@ -1,5 +1,7 @@
 #include "correlator/report/report_data.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "correlator/report/html_text.hpp"
@@ -20,12 +22,16 @@ std::string app_key(element r, const char* ip_field) {
 }
 
 std::string app_label(element r, const char* ip_field) {
-    return field_text(r, "comm") + "[" + field_text(r, "pid") + "] " + field_text(r, ip_field) +
-           " " + field_text(r, "host");
+    // As the verdict names applications: comm[pid]@host ip.
+    return fmt::format("{}[{}]@{} {}", field_text(r, "comm"), field_text(r, "pid"),
+                       field_text(r, "host"), field_text(r, ip_field));
 }
 
 ReportData::ReportData(const ReportLimits& l)
-    : limits(l), cdf(l.cdf_apps, l.cdf_reservoir), net(l.series, l.bins) {}
+    : limits(l),
+      cdf(l.cdf_apps, l.cdf_reservoir),
+      net(l.series, l.bins),
+      alert_groups(l.alert_groups) {}
 
 void ReportData::note_time(int64_t t_ns) {
     if (!have_time || t_ns < t_min_ns) t_min_ns = t_ns;
@@ -110,20 +116,26 @@ void ReportData::add_app(element r, std::string_view line) {
 
 void ReportData::add_alert(element r, std::string_view line) {
     if (alerts.size() < limits.alert_rows) alerts.emplace_back(line);
+    alert_groups.add(r);
     const auto t = int_field(r, "t_ns");
     if (!t) return;
     note_time(*t);
-    const int64_t t_last = int_field(r, "t_last_ns").value_or(*t);
+    const int64_t t_last = std::max(*t, int_field(r, "t_last_ns").value_or(*t));
     note_time(t_last);
-    if (alert_points.size() >= limits.alert_points) return;
+    if (alert_points.size() >= limits.alert_points) {
+        ++alert_points_dropped;
+        return;
+    }
     element victim, source;
     std::string label;
     if (r["victim"].get(victim) == SUCCESS)
-        label += "victim " + field_text(victim, "comm") + "[" + field_text(victim, "pid") + "] " +
-                 field_text(victim, "ip") + " QP " + qpn_field_text(victim);
-    if (r["source"].get(source) == SUCCESS)
-        label += "; source " + field_text(source, "comm") + "[" + field_text(source, "pid") + "] " +
-                 field_text(source, "ip");
+        label += fmt::format("victim {} QP {}", party_name(victim), qpn_field_text(victim));
+    if (r["source"].get(source) == SUCCESS) {
+        bool claimed = false;
+        if (source["claimed"].get(claimed) != SUCCESS) claimed = false;
+        label += claimed ? fmt::format("; claimed source {} (possibly spoofed)", party_name(source))
+                         : fmt::format("; source {}", party_name(source));
+    }
     alert_points.push_back({*t, t_last, std::string(text_field(r, "kind").value_or("?")),
                             uint_field(r, "count").value_or(1), std::move(label)});
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "correlator/report/alert_groups.hpp"
 #include "correlator/report/latency_cdf.hpp"
 #include "correlator/report/time_bins.hpp"
 
@@ -26,7 +27,8 @@ struct ReportLimits {
     std::size_t bins = 400;            // time bins at most
     std::size_t apps = 10000;          // app records kept (latest per application)
     std::size_t alert_rows = 1000;     // alert records kept for the table
-    std::size_t alert_points = 5000;   // alerts on the timeline
+    std::size_t alert_points = 20000;  // alerts on the timeline
+    std::size_t alert_groups = 1000;   // "who attacked whom" groups of the verdict
     std::size_t episodes = 200;        // congestion records kept
     std::size_t pairs = 100;           // pair records kept
     std::size_t clocks = 1000;         // clock records kept
@@ -75,6 +77,8 @@ class ReportData {
     uint64_t apps_dropped = 0;
     std::vector<std::string> alerts, episodes, pairs, clocks;
     std::vector<AlertPoint> alert_points;
+    uint64_t alert_points_dropped = 0;
+    AlertGroups alert_groups;
     std::vector<EpisodeSpan> spans;
 
   private:

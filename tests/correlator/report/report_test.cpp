@@ -1,16 +1,21 @@
 // The HTML report's parts (correlator/report): escaping of record text, the bounded and
-// deterministic latency sample, the time bins, and the page made from records.
+// deterministic latency sample, the time bins, the verdict's alert groups and congestion
+// phrasing, the alert timeline's axis, and the page made from records.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 
+#include "correlator/report/alert_axis.hpp"
+#include "correlator/report/alert_groups.hpp"
 #include "correlator/report/chart_data.hpp"
+#include "correlator/report/congestion_text.hpp"
 #include "correlator/report/html_page.hpp"
 #include "correlator/report/html_text.hpp"
 #include "correlator/report/latency_cdf.hpp"
 #include "correlator/report/report_data.hpp"
 #include "correlator/report/time_bins.hpp"
+#include "correlator/report/verdict.hpp"
 #include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate::report {
@@ -185,6 +190,177 @@ TEST(ReportPage, hostile_text_stays_text) {
     EXPECT_EQ(charts.charts[0], std::make_pair(std::string("chart-cdf-0"), std::size_t{3}));
     EXPECT_EQ(charts.charts[1], std::make_pair(std::string("chart-net"), std::size_t{1}));
     EXPECT_NE(page.find("data-chart-list=\"chart-cdf-0=3 chart-net=1\""), std::string::npos);
+}
+
+std::string alert_line(const std::string& kind, const std::string& severity, int64_t t,
+                       uint64_t qpn, const std::string& source, uint64_t count = 1) {
+    return R"({"type":"alert","kind":")" + kind + R"(","severity":")" + severity + R"(","t_ns":)" +
+           std::to_string(t) + R"(,"count":)" + std::to_string(count) +
+           R"(,"victim":{"ip":"10.0.0.2","qpn":)" + std::to_string(qpn) +
+           R"(,"pid":300,"comm":"server","cgroup":9,"host":"hB"},"source":)" + source +
+           R"(,"evidence":{}})";
+}
+
+const char* kTraced =
+    R"({"ip":"10.0.0.5","qpn":7,"pid":26,"comm":"insert-attack","host":"h4","claimed":false})";
+const char* kUntraced =
+    R"({"ip":"10.0.0.5","qpn":null,"pid":null,"comm":null,"host":null,"claimed":true})";
+
+TEST(AlertGroups, who_attacked_whom) {
+    ReportData d;
+    // Four rkey_unknown on four QPs of one process from one traced source: one group, three
+    // QPNs named and one more; a peer_mismatch from the same address, only claimed: another.
+    for (int k = 0; k < 4; ++k)
+        d.add(alert_line("rkey_unknown", "warning", 100 + k, 80 + k, kTraced, 3));
+    d.add(alert_line("peer_mismatch", "critical", 500, 80, kUntraced));
+    const AlertGroups& g = d.alert_groups;
+    EXPECT_EQ(g.alerts(), 5u);
+    EXPECT_EQ(g.critical(), 1u);
+    const auto groups = g.ordered();
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0]->kind, "peer_mismatch");  // critical first
+    EXPECT_TRUE(groups[0]->claimed);
+    EXPECT_EQ(groups[0]->source, "10.0.0.5");
+    EXPECT_EQ(groups[1]->victim, "server[300]@hB 10.0.0.2");
+    EXPECT_EQ(groups[1]->source, "insert-attack[26]@h4 10.0.0.5");
+    EXPECT_EQ(groups[1]->victim_qpns, (std::vector<uint64_t>{80, 81, 82}));
+    EXPECT_EQ(groups[1]->more_qpns, 1u);
+    EXPECT_EQ(groups[1]->alerts, 4u);
+    EXPECT_EQ(groups[1]->offences, 12u);
+    EXPECT_EQ(groups[1]->t_first_ns, 100);
+    EXPECT_EQ(g.victims(), std::vector<std::string>{"server[300]@hB 10.0.0.2"});
+    // The known kinds in docs/correlation.md 8's order.
+    const auto kinds = g.kinds();
+    ASSERT_EQ(kinds.size(), 2u);
+    EXPECT_EQ(kinds[0], std::make_pair(std::string("rkey_unknown"), uint64_t{4}));
+
+    std::string html;
+    append_verdict(html, d, false);
+    EXPECT_NE(html.find("5 alerts (1 critical) against 1 victim: 4 rkey_unknown, 1 peer_mismatch."),
+              std::string::npos);
+    EXPECT_NE(html.find("claimed source 10.0.0.5 (possibly spoofed)"), std::string::npos);
+    EXPECT_NE(html.find("server[300]@hB 10.0.0.2 QP 0x000050, 0x000051, 0x000052 and 1 more"),
+              std::string::npos);
+    EXPECT_NE(html.find("No congestion episodes."), std::string::npos);
+}
+
+TEST(AlertGroups, bounded_against_a_hostile_file) {
+    ReportLimits limits;
+    limits.alert_groups = 3;
+    ReportData d(limits);
+    for (int k = 0; k < 10; ++k) {
+        const std::string source = R"({"ip":"10.0.0.)" + std::to_string(k) + R"(","claimed":true})";
+        d.add(alert_line("kind" + std::to_string(k), "warning", k, 1, source));
+    }
+    EXPECT_EQ(d.alert_groups.ordered().size(), 3u);
+    EXPECT_EQ(d.alert_groups.ungrouped(), 7u);
+    EXPECT_EQ(d.alert_groups.alerts(), 10u);
+}
+
+TEST(Verdict, lists_every_kind_first) {
+    // 14 groups of rkey_unknown (a source each), then one access_denied: 12 rows, the
+    // access_denied among them, the 3 alerts of the rows left out counted.
+    ReportData d;
+    for (int k = 0; k < 14; ++k) {
+        const std::string source = R"({"ip":"10.0.1.)" + std::to_string(k) + R"(","claimed":true})";
+        d.add(alert_line("rkey_unknown", "warning", k, 1, source));
+    }
+    d.add(alert_line("access_denied", "warning", 99, 2, kTraced));
+    std::string html;
+    append_verdict(html, d, false);
+    EXPECT_EQ(count(html, "<tr><td class=\"kind\">"), 12u);
+    EXPECT_NE(html.find("access_denied</td><td>insert-attack[26]@h4 10.0.0.5</td>"),
+              std::string::npos);
+    EXPECT_NE(html.find("3 more alerts not listed here"), std::string::npos);
+}
+
+TEST(Verdict, says_when_nothing_happened) {
+    ReportData d;
+    d.add(kE2e);
+    std::string html;
+    append_verdict(html, d, false);
+    EXPECT_NE(html.find("class=\"quiet\""), std::string::npos);
+    EXPECT_NE(html.find("No alerts, no congestion episodes."), std::string::npos);
+    html.clear();
+    append_verdict(html, d, true);  // a live page: so far
+    EXPECT_NE(html.find("No alerts, no congestion episodes so far."), std::string::npos);
+}
+
+TEST(CongestionText, per_message_never_a_sum) {
+    EXPECT_EQ(duration_text(840), "840 ns");
+    EXPECT_EQ(duration_text(12'340), "12.3 us");
+    EXPECT_EQ(duration_text(1'840'000, true), "+1.84 ms");
+    EXPECT_EQ(duration_text(-200'000, true), "-200 us");
+    EXPECT_EQ(duration_text(2.1e9), "2.10 s");
+    EXPECT_EQ(share_text(0.31), "31%");
+    EXPECT_EQ(share_text(0.062), "6.2%");
+    EXPECT_EQ(share_text(0.0001), "<0.1%");
+    EXPECT_EQ(share_text(std::nullopt), "-");
+    EXPECT_EQ(bytes_text(6'200'000), "6.20 MB");
+
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    ASSERT_EQ(parser
+                  .parse(std::string(
+                      R"({"type":"congestion","t_start_ns":0,"t_end_ns":20000000,)"
+                      R"("where":{"node":"hB","dst_ips":["10.0.0.2"]},)"
+                      R"("signals":{"p99_net_ns":3400000,"baseline_net_ns":5000,"cnps":4},)"
+                      R"("victims":[{"ip":"10.0.0.3","pid":5,"comm":"kv","host":"hC","msgs":20,)"
+                      R"("net_ns_mean":2440000,"net_ns_p99":3400000,"baseline_net_ns_mean":600000,)"
+                      R"("baseline_net_ns_p99":200000,"added_net_ns_mean":1840000,)"
+                      R"("added_net_ns_p99":3200000,"cnps":0,"contributor":true},)"
+                      R"({"ip":"10.0.0.9","pid":9,"comm":"old","host":"hE","msgs":2000,)"
+                      R"("added_net_ns":58031590800}],)"
+                      R"("contributors":[{"ip":"10.0.0.3","pid":5,"comm":"kv","host":"hC",)"
+                      R"("msgs":20,"bytes":3100000,"bytes_share":0.31,"victim":true}]})"))
+                  .get(e),
+              simdjson::SUCCESS);
+    const auto victims = episode_victims(e);
+    ASSERT_EQ(victims.size(), 2u);
+    std::string out;
+    append_victim(out, victims[0], e);
+    EXPECT_EQ(
+        out,
+        "<b>kv[5]@hC 10.0.0.3</b>: +1.84 ms per message (p99 +3.20 ms), 4.1x its usual 600 us, 20 "
+        "messages; also contributes 31% of the bytes");
+    out.clear();
+    append_victim(out, victims[1], e);  // the earlier shape: a sum, never shown
+    EXPECT_EQ(out, "<b>old[9]@hE 10.0.0.9</b>: - per message (p99 -), 2000 messages");
+    out.clear();
+    append_contributor(out, episode_contributors(e)[0], e);
+    EXPECT_EQ(out,
+              "<b>kv[5]@hC 10.0.0.3</b>: 31% of the bytes (3.10 MB in 20 messages), also a victim");
+    EXPECT_EQ(episode_headline(e),
+              "toward hB (10.0.0.2) for 20.0 ms: p99 network latency 3.40 ms (baseline 5.00 us), 4 "
+              "CNPs");
+}
+
+TEST(AlertAxis, fits_the_alerts_and_breaks_between_bursts) {
+    // Alerts over 97-99 s of a 100 s run: one segment, those 2 s padded by 4%.
+    std::vector<std::pair<double, double>> even;
+    for (int k = 0; k <= 100; ++k) even.emplace_back(97 + k * 0.02, 97 + k * 0.02);
+    const AlertAxis one(even, 100);
+    ASSERT_EQ(one.segments().size(), 1u);
+    EXPECT_NEAR(one.segments()[0].from_s, 96.92, 1e-9);
+    EXPECT_NEAR(one.segments()[0].to_s, 99.08, 1e-9);
+    EXPECT_NEAR(one.x(98), AlertAxis::kWidth / 2, 1e-9);
+    // Ten alerts within 4 ms, one at 1.3 s, one at 2.6 s: three segments; the burst gets
+    // 0.1 + 0.7 x 10/12 of the width left after two breaks.
+    std::vector<std::pair<double, double>> bursts;
+    for (int k = 0; k < 10; ++k) bursts.emplace_back(0.0002 + k * 0.0004, 0.0002 + k * 0.0004);
+    bursts.emplace_back(1.3, 1.3);
+    bursts.emplace_back(2.6, 2.6);
+    const AlertAxis broken(bursts, 2.6);
+    ASSERT_EQ(broken.segments().size(), 3u);
+    const double width = AlertAxis::kWidth - 2 * AlertAxis::kBreakWidth;
+    EXPECT_NEAR(broken.segments()[0].x1, width * (0.1 + 0.7 * 10 / 12), 1e-6);
+    EXPECT_EQ(broken.segments()[2].x1, AlertAxis::kWidth);
+    EXPECT_LT(broken.segments()[0].to_s, 0.005);
+    EXPECT_GT(broken.x(1.3), broken.segments()[0].x1 + AlertAxis::kBreakWidth);
+    // A single alert: in the middle of 2% of the run around it.
+    const AlertAxis lone({{5, 5}}, 100);
+    EXPECT_NEAR(lone.segments()[0].from_s, 4, 1e-9);
+    EXPECT_NEAR(lone.x(5), AlertAxis::kWidth / 2, 1e-9);
 }
 
 }  // namespace

@@ -20,7 +20,6 @@ fixed records of tests/correlator/report/fixture.py, streamed into --listen:
             alerts
 
 usage: http_test.py CASE"""
-import fcntl
 import json
 import os
 import re
@@ -38,6 +37,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "report"))
 import chromium_check  # noqa: E402
+import chromium_session  # noqa: E402
 import fixture  # noqa: E402
 
 SRC = os.environ.get("INSERT_SOURCE_ROOT", os.path.join(HERE, "..", "..", ".."))
@@ -272,78 +272,6 @@ def case_metrics(tmp):
           "404/HEAD; batch records unchanged; bad --http refused")
 
 
-class Browser:
-    """Headless Chromium driven over its DevTools pipe (--remote-debugging-pipe: commands in
-    on descriptor 3, answers out on 4, each a JSON text ended by a NUL byte)."""
-
-    def __init__(self):
-        self.profile = tempfile.mkdtemp(prefix="insert-chromium-")
-        cmd_r, self.cmd = os.pipe()
-        self.answers, ans_w = os.pipe()
-        # Above 3 and 4, so that moving them there never closes one of them.
-        cmd_r, ans_w = (self._high(fd) for fd in (cmd_r, ans_w))
-        argv = [chromium_check.CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                "--disable-extensions", "--remote-debugging-pipe",
-                f"--user-data-dir={self.profile}", "about:blank"]
-        # bash (dash takes no descriptor above 9) puts the pipes at 3 and 4, where Chromium
-        # expects them.
-        self.proc = subprocess.Popen(
-            ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{cmd_r} 4>&{ans_w} {cmd_r}<&- {ans_w}>&-', *argv],
-            pass_fds=(cmd_r, ans_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
-        os.close(cmd_r)
-        os.close(ans_w)
-        self.buffer = b""
-        self.next_id = 0
-        self.session = None
-
-    @staticmethod
-    def _high(fd):
-        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-        os.close(fd)
-        return moved
-
-    def call(self, method, params=None, session=True):
-        self.next_id += 1
-        message = {"id": self.next_id, "method": method, "params": params or {}}
-        if session and self.session:
-            message["sessionId"] = self.session
-        os.write(self.cmd, json.dumps(message).encode() + b"\0")
-        end = time.monotonic() + DEADLINE_S
-        while True:
-            while b"\0" in self.buffer:
-                text, _, self.buffer = self.buffer.partition(b"\0")
-                answer = json.loads(text)
-                if answer.get("id") == self.next_id:
-                    check("error" not in answer, f"{method}: {answer.get('error')}")
-                    return answer["result"]
-            check(time.monotonic() < end, f"chromium did not answer {method}")
-            chunk = os.read(self.answers, 65536)
-            check(chunk, "chromium closed its DevTools pipe")
-            self.buffer += chunk
-
-    def open(self, url):
-        target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=False)["sessionId"]
-
-    def evaluate(self, expression):
-        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
-        return r.get("result", {}).get("value")
-
-    def close(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        os.close(self.cmd)
-        os.close(self.answers)
-        shutil.rmtree(self.profile, ignore_errors=True)
-
-
 # What the open page says about itself: charts drawn, script errors, the alert table's text,
 # and how it was loaded (navigate, or reload: it reloaded itself).
 PAGE_STATE = """JSON.stringify({
@@ -372,7 +300,7 @@ def case_page(tmp):
         check(fixture.HOSTILE_HOST in "".join(dom.text) and "data-pwned" not in dom.body,
               "the hostile host name is not shown as text")
 
-        browser = Browser()
+        browser = chromium_session.Browser()
         browser.open(c.url + "/")
         end = time.monotonic() + DEADLINE_S
         while True:
