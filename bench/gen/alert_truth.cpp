@@ -281,7 +281,7 @@ void AlertTruth::check(uint32_t k) {
         o.kind = *kind;
         offences_.push_back(o);
     }
-    if (m.status == TruthStatus::ok && j.wire_only_after_match && j.req) {
+    if (j.wire_only_after_match && j.req) {  // whatever its status (v1.3)
         const Incarnation& r = e2e_.incarnations()[*j.req];
         const int64_t t = static_cast<int64_t>(m.t_first_ns) + e2e_.theta()[r.host];
         if (!lost_near(r.host, t)) {

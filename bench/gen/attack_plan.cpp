@@ -33,7 +33,10 @@ std::string validate_attacks(const Scenario& sc, const std::vector<uint32_t>& pe
         if (a.victim >= sc.conns.size()) return p + ".victim: no such explicit connection";
         const ConnSpec& v = sc.conns[a.victim];
         const bool inject = a.kind >= AttackKind::peer_mismatch;
-        if (a.kind != AttackKind::spoofed_injection) {
+        const bool spoofed = a.kind == AttackKind::spoofed_injection ||
+                             a.kind == AttackKind::spoofed_first ||
+                             a.kind == AttackKind::spoofed_unacked;
+        if (!spoofed) {
             if (a.attacker >= nh) return p + ".attacker: no such host";
             if (a.attacker == v.b) return p + ".attacker: the victim's own host";
             if (sc.hosts[a.attacker].ip.is_v4() != sc.hosts[v.b].ip.is_v4())
@@ -41,8 +44,12 @@ std::string validate_attacks(const Scenario& sc, const std::vector<uint32_t>& pe
         }
         if (a.kind == AttackKind::peer_mismatch && a.attacker == v.a)
             return p + ".attacker: the victim's peer (peer_mismatch needs a third host)";
-        if (a.len == 0 || a.len > (inject ? v.mtu : kAttackMtu))
+        if (a.kind == AttackKind::spoofed_first) {
+            if (a.len <= v.mtu || a.len > 64 * v.mtu)
+                return p + ".len: more than the path MTU, at most 64 of it (a WRITE First)";
+        } else if (a.len == 0 || a.len > (inject ? v.mtu : kAttackMtu)) {
             return p + ".len: 1 to the path MTU (one WRITE Only packet)";
+        }
         if (a.kind == AttackKind::out_of_bounds && a.len < 16)
             return p + ".len: at least 16 (half of it past the MR's end)";
         if (a.kind == AttackKind::rkey_guess && (a.count == 0 || a.count > kMaxGuesses))
@@ -51,10 +58,9 @@ std::string validate_attacks(const Scenario& sc, const std::vector<uint32_t>& pe
             return p + ": needs an MR without REMOTE_WRITE (host_trace.mrs_per_process >= 3)";
         if (a.kind == AttackKind::unowned_qp && a.qpn && (*a.qpn < 2 || *a.qpn > proto::kPsnMask))
             return p + ".qpn: 2..0xFFFFFF";
-        if ((a.kind == AttackKind::peer_mismatch || a.kind == AttackKind::spoofed_injection) &&
-            per_conn[a.victim] == 0)
+        if ((a.kind == AttackKind::peer_mismatch || spoofed) && per_conn[a.victim] == 0)
             return p + ".victim: the connection has no traffic (its QPs never exist)";
-        if (a.kind == AttackKind::spoofed_injection) {
+        if (spoofed) {
             if (v.transport != ConnTransport::rc) return p + ".victim: an RC connection";
             for (const TargetSpec& t : sc.imp.targets)
                 if (t.conn == a.victim && t.action == Action::access_error)
@@ -203,6 +209,8 @@ std::vector<Injection> AttackPlan::apply(HugeVector<MsgInfo>& msgs,
                 inj.at_ns = std::clamp(a.at_ns, first_post, last_post);
                 break;
             case AttackKind::spoofed_injection:  // its PSN: the one expected when sent
+            case AttackKind::spoofed_first:
+            case AttackKind::spoofed_unacked:
                 inj.src_host = static_cast<uint16_t>(vc.spec.a);
                 break;
             case AttackKind::unowned_qp: {

@@ -214,7 +214,15 @@ Scenario attacks(const ScaleOptions& o) {
     attack(AttackKind::peer_mismatch, 1, kMs / 4);
     attack(AttackKind::spoofed_injection, 1, kMs / 2);
     attack(AttackKind::unowned_qp, 2, 4 * kMs);
-    s.host_trace.processes_per_host = 2;
+    // Forgeries that never complete (v1.3: injected whatever the status), spoofed from the
+    // peers of connections 3 and 4.
+    AttackSpec first;
+    first.kind = AttackKind::spoofed_first;
+    first.victim = 3;
+    first.at_ns = kMs / 2;
+    first.len = 3 * 4096;
+    s.attacks.push_back(first);
+    attack(AttackKind::spoofed_unacked, 4, kMs / 2);
     s.host_trace.unsignaled_every = 2;
     return s;
 }

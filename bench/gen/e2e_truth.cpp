@@ -491,16 +491,22 @@ E2eTruth::Join E2eTruth::join(const std::vector<int64_t>& theta) const {
                    std::make_pair(proto::psn_sub(b.psn_first, base), b.t_first_ns);
         });
         // Agree(w, m): same family; SEND len == bytes, WRITE/READ len == dma_len, atomics
-        // len == 8; WRITE, READ, atomics also remote_addr == va and rkey == rkey.
+        // len == 8; WRITE, READ, atomics also remote_addr == va and rkey == rkey. A message
+        // that never completed, whose length is its bytes seen (a SEND, a WRITE without its
+        // First), agrees with a request at least that long: its last packets may be lost.
         auto agree = [&](std::size_t wi, std::size_t mi) {
             const Wr& x = w[wi];
             const TruthMsg& y = *msgs_[mq[mi]];
             if (x.fam != y.op) return false;
+            const bool unfinished = y.status != TruthStatus::ok;
+            const auto seen_fits = [&](uint64_t seen) {
+                return x.len == seen || (unfinished && seen <= x.len);
+            };
             switch (y.op) {
                 case OpType::send:
-                    return x.len == y.bytes;
+                    return seen_fits(y.bytes);
                 case OpType::write:  // its RETH length; bytes without one (reading)
-                    if (x.len != (y.dma_len ? *y.dma_len : y.bytes)) return false;
+                    if (y.dma_len ? x.len != *y.dma_len : !seen_fits(y.bytes)) return false;
                     break;
                 case OpType::read:  // without dma_len it agrees with nothing
                     if (!y.dma_len || x.len != *y.dma_len) return false;

@@ -18,6 +18,7 @@ struct MsgHostEvents {
     uint64_t done_ns = kNoTime;       // the requester's NIC completed it (ACK, response, NAK,
                                       // flush; UC: its last packet left the NIC)
     uint64_t delivered_ns = kNoTime;  // the responder accepted its last packet in order
+    uint64_t injected_ns = kNoTime;   // an attack's packet reached the victim's NIC
     WcStatus status = WcStatus::none;
 };
 

@@ -305,9 +305,14 @@ void HostTrace::build_conn(Draws& d, uint32_t c) {
 
     // A spoofed injection into the connection (attack_plan.hpp) follows its traffic: the QPs
     // live on until it was delivered.
-    for (const Injection& inj : sim_.injections())
-        if (inj.conn == c && ev[inj.uid].delivered_ns != kNoTime)
+    for (const Injection& inj : sim_.injections()) {
+        if (inj.conn != c) continue;
+        if (ev[inj.uid].delivered_ns != kNoTime)
             conn_end = std::max(conn_end, static_cast<int64_t>(ev[inj.uid].delivered_ns));
+        if (ev[inj.uid].injected_ns != kNoTime &&
+            (inj.kind == AttackKind::spoofed_first || inj.kind == AttackKind::spoofed_unacked))
+            conn_end = std::max(conn_end, static_cast<int64_t>(ev[inj.uid].injected_ns));
+    }
 
     // Teardown: both QPs go once everything of the connection is over; a QP whose process
     // exits without destroying it ends at the exit (build_processes) - unless a later

@@ -15,7 +15,7 @@ const char* op_name(OpType op) {
 const char* attack_kind_name(AttackKind k) {
     static constexpr const char* kNames[] = {"rkey_guess",    "stale_rkey",    "out_of_bounds",
                                              "access_denied", "peer_mismatch", "spoofed_injection",
-                                             "unowned_qp"};
+                                             "unowned_qp",    "spoofed_first", "spoofed_unacked"};
     return kNames[static_cast<int>(k)];
 }
 

@@ -192,8 +192,13 @@ enum class AttackKind : uint8_t {
     peer_mismatch,      // a WRITE from the attacker's address to the victim QP
     spoofed_injection,  // a WRITE from the victim QP's peer address at the PSN it expects
     unowned_qp,         // a WRITE to a QPN of the victim's host that no QP has
+    // Spoofed from the victim QP's peer at the PSN it expects, never completing: a WRITE
+    // First (`len` > the path MTU) whose Middle/Last never come, and a WRITE Only the
+    // victim's NIC drops, never acknowledged. Both `incomplete` on the wire.
+    spoofed_first,
+    spoofed_unacked,
 };
-constexpr std::size_t kAttackKinds = 7;
+constexpr std::size_t kAttackKinds = 9;
 const char* attack_kind_name(AttackKind k);
 
 struct AttackSpec {

@@ -191,7 +191,7 @@ AttackKind parse_attack_kind(const std::string& s, const std::string& path) {
         if (s == attack_kind_name(static_cast<AttackKind>(k))) return static_cast<AttackKind>(k);
     fail(path, "unknown kind \"" + s +
                    "\" (rkey_guess stale_rkey out_of_bounds access_denied peer_mismatch "
-                   "spoofed_injection unowned_qp)");
+                   "spoofed_injection unowned_qp spoofed_first spoofed_unacked)");
 }
 
 AttackSpec read_attack(const json& x, const std::string& p) {

@@ -1281,7 +1281,12 @@ void Simulator::on_inject(uint32_t i) {
     const ConnInfo& ci = conn_info_[inj.conn];
     ConnState& cs = conn_[inj.conn];
     MsgInfo& m = msgs_[inj.uid];
-    const bool spoofed = inj.kind == AttackKind::spoofed_injection;
+    // Spoofed from the peer: accepted and acknowledged (spoofed_injection), or never
+    // completing (spoofed_first, spoofed_unacked: observed, then dropped by the victim's NIC
+    // or left waiting for the rest - on the wire alike, nothing answers).
+    const bool accepted = inj.kind == AttackKind::spoofed_injection;
+    const bool spoofed = accepted || inj.kind == AttackKind::spoofed_first ||
+                         inj.kind == AttackKind::spoofed_unacked;
     if (spoofed) {
         if (cs.error || cs.resp_error) return;  // nothing left to inject into
         const uint32_t last = ci.first_msg + ci.num_msgs - 1;
@@ -1297,15 +1302,18 @@ void Simulator::on_inject(uint32_t i) {
     p.dst_host = inj.dst_host;
     // A raw sender's source port; the spoofed packet copies the peer's.
     p.sport = spoofed ? cs.sport_req : kInjectSport;
-    p.conn = spoofed ? inj.conn : kNone;  // kNone: delivered to no connection
+    p.conn = accepted ? inj.conn : kNone;  // kNone: delivered to no connection
     p.dir = 0;
     p.msg_uid = inj.uid;
-    p.t.bth.opcode = op::kWriteOnly;
+    const bool first = inj.kind == AttackKind::spoofed_first;
+    p.t.bth.opcode = first ? op::kWriteFirst : op::kWriteOnly;
     p.t.bth.dest_qp = inj.dest_qpn;
     p.t.bth.psn = m.psn_first;
-    p.t.bth.ack_req = true;
+    p.t.bth.ack_req = !first;
     p.t.reth = {m.va, m.rkey, m.len};
-    p.payload_len = m.len;
+    p.payload_len = first ? ci.spec.mtu : m.len;  // a First carries a full MTU
+    // The victim's QPs live on until then (host_trace.cpp), as for an accepted one.
+    if (!host_ev_.empty()) host_ev_[inj.uid].injected_ns = now_;
     p.t.bth.pad = proto::pad_for(p.payload_len);
     schedule(now_, Ev::observe, idx, p.conn);
 }

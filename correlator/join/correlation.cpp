@@ -107,8 +107,16 @@ struct Signature {
     uint64_t len = 0;
     int64_t va = kNone;
     int64_t rkey = kNone;
-    friend bool operator==(const Signature&, const Signature&) = default;
+    // A message that never completed whose length is the bytes seen (no RETH length): its
+    // last packets may be missing, so a request at least that long agrees with it.
+    bool partial = false;
 };
+
+// Does request `w` agree with message `m` (docs/correlation.md 4)?
+bool agrees(const Signature& w, const Signature& m) {
+    if (w.op != m.op || w.va != m.va || w.rkey != m.rkey) return false;
+    return w.len == m.len || (m.partial && m.len <= w.len);
+}
 
 constexpr uint64_t kNoLength = UINT64_MAX;  // agrees with nothing a request can say
 
@@ -123,12 +131,17 @@ Signature signature(const WorkRequest& w) {
 
 Signature signature(const WireMsg& m) {
     Signature s{m.op, m.bytes, kNone, kNone};
+    const bool unfinished = m.status != MsgStatus::ok;
     switch (m.op) {
         case Op::send:
+            s.partial = unfinished;
             return s;
         case Op::write:
             // The RETH length: bytes can be short when packets were never observed.
-            if (m.dma_len != kNone) s.len = static_cast<uint64_t>(m.dma_len);
+            if (m.dma_len != kNone)
+                s.len = static_cast<uint64_t>(m.dma_len);
+            else
+                s.partial = unfinished;
             break;
         case Op::read:
             s.len = m.dma_len == kNone ? kNoLength : static_cast<uint64_t>(m.dma_len);
@@ -258,7 +271,7 @@ RequesterJoin join_requesters(const HostModel& model, const WireMsgs& msgs,
         for (std::size_t i = 0; i < inc.wrs.size(); ++i) wr_sig[i] = signature(inc.wrs[i]);
         for (std::size_t j = 0; j < list.size(); ++j) msg_sig[j] = signature(msgs[list[j]]);
         const Alignment a = align(wr_sig.size(), msg_sig.size(), [&](std::size_t i, std::size_t j) {
-            return wr_sig[i] == msg_sig[j];
+            return agrees(wr_sig[i], msg_sig[j]);
         });
         r.unmatched_wr[q] = a.unmatched_a.size();
         r.wire_only[q] = a.unmatched_b.size();

@@ -48,13 +48,12 @@ bool peer_mismatch(const RuleInput& in) {
     return in.target && in.target->has_peer && !(in.msg.src_ip == in.target->peer_ip);
 }
 
-// No posted work request matches a message of a QP whose data path is traced. A message
-// that did not complete (`incomplete`, NAKed) may be a posted one whose packets the
-// observer partly missed, so its bytes disagree with the request: only a complete,
-// accepted message no one posted is injected.
+// No posted work request matches a message of a QP whose data path is traced, whatever
+// the message's status (SPEC 10 v1.3): a forged WRITE First that never completes is an
+// injection too. A posted message whose last packets the observer missed still matches
+// its request (the join lets a request cover the bytes seen of an unfinished message).
 bool injected_message(const RuleInput& in) {
-    return in.target && in.wire == WireState::wire_only_covered && in.msg.status == MsgStatus::ok &&
-           !in.source_lost_records;
+    return in.target && in.wire == WireState::wire_only_covered && !in.source_lost_records;
 }
 
 constexpr std::array<SecurityRule, kAlertKinds> kRules = {{

@@ -68,14 +68,16 @@ uint32_t victim_pid(const Judged& j, const AlertRecord& a) {
 // The attacks scenario (builtin_scenarios.cpp): h4 against connection 0's responder process
 // (9 guesses in three connections 100 us apart, a stale rkey, a write past an MR's end, one
 // into a read-only MR, two lone guesses more than a second apart), connection 1's responder
-// QP (a WRITE from h4, one spoofed from its peer) and a QPN of connection 2's responder host
-// that nobody owns.
+// QP (a WRITE from h4, one spoofed from its peer), a QPN of connection 2's responder host
+// that nobody owns, and forgeries spoofed from the peers of connections 3 and 4 that never
+// complete.
 TEST(GenIncidentTruth, every_attack_raises_exactly_its_alert_naming_the_victim) {
     const Scenario sc = builtin("attacks");
     constexpr uint16_t kAttacker = 4;
     for (const uint64_t seed : kSeeds) {
         const Judged j = judge(sc, seed);
-        std::map<std::string, uint64_t> alerts;  // kind -> alert records
+        std::map<std::string, uint64_t> alerts;      // kind -> alert records
+        std::map<uint32_t, uint64_t> injected_into;  // connection -> peer_mismatch/injections
         for (const AlertRecord& a : j.alerts->alerts()) {
             const std::string kind = alert_kind_name(a.kind);
             ++alerts[kind];
@@ -91,16 +93,26 @@ TEST(GenIncidentTruth, every_attack_raises_exactly_its_alert_naming_the_victim) 
                     EXPECT_EQ(o.src_ip, kAttacker) << kind << " seed " << seed;
                     break;
                 case AlertKind::peer_mismatch:
-                case AlertKind::injected_message:
-                    EXPECT_EQ(o.victim_ip, sc.conns[1].b) << kind << " seed " << seed;
-                    EXPECT_EQ(o.victim_qpn, j.gen->sim().conns()[1].qpn_b) << kind;
-                    EXPECT_EQ(victim_pid(j, a), responder_pid(j, 1)) << kind << " seed " << seed;
-                    // peer_mismatch comes from the attacker's own address; the injection
-                    // carries the spoofed address of the QP's peer.
+                case AlertKind::injected_message: {
+                    // Connection 1's responder QP takes the peer_mismatch and the accepted
+                    // injection; connections 3 and 4 the forgeries that never complete (a
+                    // WRITE First, an unacknowledged WRITE Only): injected whatever their
+                    // status (v1.3). Each injection carries its victim's peer address.
+                    const uint32_t c = a.kind == AlertKind::peer_mismatch ? 1
+                                       : o.victim_ip == sc.conns[3].b &&
+                                               o.victim_qpn == j.gen->sim().conns()[3].qpn_b
+                                           ? 3
+                                       : o.victim_ip == sc.conns[4].b ? 4
+                                                                      : 1;
+                    ++injected_into[c];
+                    EXPECT_EQ(o.victim_ip, sc.conns[c].b) << kind << " seed " << seed;
+                    EXPECT_EQ(o.victim_qpn, j.gen->sim().conns()[c].qpn_b) << kind;
+                    EXPECT_EQ(victim_pid(j, a), responder_pid(j, c)) << kind << " seed " << seed;
                     EXPECT_EQ(o.src_ip,
-                              a.kind == AlertKind::peer_mismatch ? kAttacker : sc.conns[1].a)
+                              a.kind == AlertKind::peer_mismatch ? kAttacker : sc.conns[c].a)
                         << kind << " seed " << seed;
                     break;
+                }
                 case AlertKind::unowned_qp:
                     EXPECT_EQ(o.victim_ip, sc.conns[2].b) << "seed " << seed;
                     EXPECT_EQ(o.victim_inc, kNoIncarnation) << "seed " << seed;
@@ -112,8 +124,10 @@ TEST(GenIncidentTruth, every_attack_raises_exactly_its_alert_naming_the_victim) 
         // 12 rkey offences inside one second a scan; every other attack once.
         const std::map<std::string, uint64_t> want = {
             {"rkey_unknown", 5}, {"rkey_stale", 1}, {"out_of_bounds", 1}, {"access_denied", 1},
-            {"rkey_scan", 1},    {"unowned_qp", 1}, {"peer_mismatch", 1}, {"injected_message", 1}};
+            {"rkey_scan", 1},    {"unowned_qp", 1}, {"peer_mismatch", 1}, {"injected_message", 3}};
         EXPECT_EQ(alerts, want) << "seed " << seed;
+        EXPECT_EQ(injected_into, (std::map<uint32_t, uint64_t>{{1, 2}, {3, 1}, {4, 1}}))
+            << "seed " << seed;
         for (const AlertRecord& a : j.alerts->alerts()) {
             if (a.kind == AlertKind::rkey_scan) {
                 EXPECT_EQ(a.count, 12u) << "seed " << seed;

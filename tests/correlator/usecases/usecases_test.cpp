@@ -187,6 +187,44 @@ TEST(Security, unowned_qp_and_peer_mismatch) {
     EXPECT_EQ(alerts[1]["source"]["pid"], nullptr);
 }
 
+// SPEC 10 v1.3: injected whatever the message's status. A forged WRITE First at the next
+// PSN with a valid rkey, whose Last never comes (`incomplete`, its RETH length 4096 of
+// which 1024 were seen), is an injection; a posted SEND whose last packets the capture
+// lacks (`incomplete`, 6325 of 16384 bytes seen) still matches its request and is none.
+TEST(Security, injected_message_whatever_its_status) {
+    std::vector<json> trace = connection();
+    trace.push_back(kClient.post_send(1000, "0xa0", 17, 1, "RDMA_WRITE", 64, kBase, 77));
+    trace.push_back(kClient.poll(2000, 17, 1, "RDMA_WRITE"));
+    trace.push_back(kClient.post_send(3000, "0xa0", 17, 2, "SEND", 16384));
+    json forged = wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1002, 1024, 9000, std::nullopt,
+                           kBase, 77, "incomplete");
+    forged["dma_len"] = 4096;  // inside the MR: no out_of_bounds
+    std::vector<json> dp = {
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1000, 64, 1100, 1500, kBase, 77),
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", 1001, 6325, 3100, std::nullopt,
+                 std::nullopt, std::nullopt, "incomplete"),
+        forged};
+    const Outcome run = correlate({dp, trace}, {"--same-clock"});
+    ASSERT_EQ(alerts_of(run).size(), 1u);
+    const json a = alerts_of(run)[0];
+    EXPECT_EQ(a["kind"], "injected_message");
+    EXPECT_EQ(a["evidence"]["psn_first"], 1002);
+    EXPECT_EQ(a["evidence"]["status"], "incomplete");
+    EXPECT_EQ(a["source"]["claimed"], true);
+    // The cut SEND is joined to its request (wr_id 2), not wire-only.
+    const auto e2e = run.of_type("e2e");
+    ASSERT_EQ(e2e.size(), 2u);
+    EXPECT_EQ(e2e[1]["wr_id"], 2);
+    EXPECT_EQ(e2e[1]["status"], "incomplete");
+    // A request shorter than the bytes seen cannot be that message: wire-only, injected
+    // too (one alert of the two offences, under a second apart).
+    trace[trace.size() - 1]["len"] = 4096;
+    const auto both = alerts_of(correlate({dp, trace}, {"--same-clock"}));
+    ASSERT_EQ(both.size(), 1u);
+    EXPECT_EQ(both[0]["count"], 2);
+    EXPECT_EQ(both[0]["evidence"]["psn_first"], 1001);
+}
+
 TEST(Security, injected_message_needs_a_traced_data_path) {
     // The client posted one WRITE (matched); a second WRITE from its QP was never posted.
     std::vector<json> trace = connection();
@@ -355,7 +393,9 @@ TEST(TerminalReport, names_from_the_input_cannot_drive_the_terminal) {
     std::string report;
     const Outcome run = correlate({dp, trace}, {"--same-clock"}, &report);
     ASSERT_EQ(run.status, 0);
-    ASSERT_EQ(alerts_of(run).size(), 1u);  // rkey_unknown, its source the renamed client
+    // rkey_unknown, its source the renamed client; and, the client having posted no such
+    // WRITE, injected_message (unacknowledged: v1.3, whatever its status).
+    ASSERT_EQ(alerts_of(run).size(), 2u);
     EXPECT_EQ(report.find_first_of("\x1b\x07\r"), std::string::npos) << report;
     EXPECT_NE(report.find("x\\x1b]0;owned\\x07\\x0d[100]"), std::string::npos) << report;
     EXPECT_NE(report.find("h\\x1b[2J"), std::string::npos) << report;
