@@ -26,6 +26,7 @@ class ParseOnlyEngine final : public state::Engine {
                                 std::memory_order_relaxed);
     }
     void tick(uint64_t) noexcept override {}
+    void close_windows(uint64_t) noexcept override {}
     void report(uint64_t) override {}
     bool advance_report() noexcept override { return false; }
     void finish(uint64_t) override {}

@@ -93,6 +93,8 @@ void HumanSummary::observe(const Record& r) {
         case RecordType::event:
             ++events_by_kind_[static_cast<unsigned>(r.event.kind) % 8];
             break;
+        case RecordType::mark:
+            break;
     }
 }
 
@@ -167,13 +169,15 @@ std::string HumanSummary::render(const SummaryCounts& s, const RunInfo& run) con
         fmt::format_to(out, "; max/mean {:.2f}\n", mean > 0 ? most / mean : 0.0);
     }
     if (run.table_full || run.records_dropped || run.evicted || run.msgs_overflow ||
-        run.orphans_dropped)
+        run.orphans_dropped || run.events_unwindowed)
         fmt::format_to(out,
                        "  limits      table full {} pkts ({} endpoints), records dropped {}, "
-                       "evicted idle {}, msgs frozen early {}, held pkts dropped {}\n",
+                       "evicted idle {}, msgs frozen early {}, held pkts dropped {}, "
+                       "events without a window {}\n",
                        grouped(run.table_full), grouped(run.table_full_endpoints),
                        grouped(run.records_dropped), grouped(run.evicted),
-                       grouped(run.msgs_overflow), grouped(run.orphans_dropped));
+                       grouped(run.msgs_overflow), grouped(run.orphans_dropped),
+                       grouped(run.events_unwindowed));
 
     if (!by_bytes_.empty()) {
         fmt::format_to(out, "\nTop {} QPs by bytes received\n", by_bytes_.size());

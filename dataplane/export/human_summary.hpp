@@ -30,6 +30,7 @@ struct RunInfo {
     uint64_t evicted = 0;                 // endpoints evicted idle
     uint64_t msgs_overflow = 0;           // messages frozen early (too many outstanding)
     uint64_t orphans_dropped = 0;         // held packets (before their First) dropped for room
+    uint64_t events_unwindowed = 0;       // events written alone: no room for their window
 };
 
 class HumanSummary {

@@ -169,6 +169,8 @@ void append_qp(char*& cursor, const QpRecord& q) {
     o.boolean("final", q.final);
 }
 
+// docs/semantics.md "Events": a windowed kind's record is the window of one destination
+// endpoint and kind; `t_ns`/`psn` (and `syndrome`) are its first event's.
 void append_event(char*& cursor, const EventRecord& e) {
     JsonObject o(cursor);
     o.str("type", "event");
@@ -186,17 +188,19 @@ void append_event(char*& cursor, const EventRecord& e) {
         case EventKind::fatal_nak:
             o.num("syndrome", e.syndrome);
             break;
-        case EventKind::cnp:
-            o.num("count", e.count);
-            break;
         case EventKind::pair:
             o.ip("peer_ip", e.peer_ip);
             o.num("peer_qpn", e.peer_qpn);
             o.str("pair_by", pair_by_name(e.pair_by));
-            break;
+            return;
         default:
             break;
     }
+    o.num("count", e.count);
+    o.num("sources", e.sources.count());
+    o.boolean("sources_exact", e.sources.exact());
+    o.num("t_last_ns", e.t_last_ns);
+    o.num("window_ns", uint64_t{e.window} * kEventWindowNs);
 }
 
 void write_summary_object(char*& cursor, const SummaryCounts& s) {
@@ -248,6 +252,8 @@ char* write_json(char* p, const Record& r) {
             break;
         case RecordType::event:
             append_event(p, r.event);
+            break;
+        case RecordType::mark:  // never written: the exporter's merge consumes them
             break;
     }
     return p;
@@ -322,6 +328,7 @@ class TextBlocks {
 }  // namespace
 
 void RecordWriter::write_summary(SummaryCounts s) {
+    events_.finish(emit_);
     finaliser_.join_held_evictions([this](const Record& r) { emit(r); });
     const uint32_t n = finaliser_.finals();
     // The two threads only read the finaliser's book and fill their own records.

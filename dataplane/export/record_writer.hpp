@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "dataplane/export/event_merger.hpp"
 #include "dataplane/export/record_finaliser.hpp"
 #include "dataplane/proto/parser.hpp"
 #include "dataplane/state/records.hpp"
@@ -72,17 +73,26 @@ class RecordWriter {
         finaliser_.hold_split_evictions(timeout_ns, tick_ns);
     }
     void set_bounded_memory(bool on) { finaliser_.set_bounded_memory(on); }
+    // The number of workers whose records come in: their event windows of one endpoint,
+    // kind and second are merged into one record (EventMerger).
+    void set_event_sources(unsigned workers) { events_.set_sources(workers); }
 
     // Writes the JSON line of every record the finaliser lets out now (with its latency
-    // fields); end-of-input final `qp` records are held until write_summary().
-    void write(state::Record& record) {
+    // fields); end-of-input final `qp` records are held until write_summary(). `worker`:
+    // the worker the record comes from (event windows and marks).
+    void write(state::Record& record, unsigned worker = 0) {
+        if (record.type == state::RecordType::mark ||
+            (record.type == state::RecordType::event && state::windowed(record.event.kind))) {
+            events_.take(record, worker, emit_);
+            return;
+        }
         if (finaliser_.take(record)) emit(record);
     }
     [[gnu::always_inline]] void prefetch(const state::Record& record, int stage) const {
         finaliser_.prefetch(record, stage);
     }
-    // Writes the held final `qp` records, then the summary, whose `endpoints` becomes the
-    // number of distinct endpoints with a final record.
+    // Writes the event windows still held, the held final `qp` records, then the summary,
+    // whose `endpoints` becomes the number of distinct endpoints with a final record.
     void write_summary(SummaryCounts summary);
     // False if a write to `out` failed (disk full, closed pipe).
     bool flush();
@@ -98,6 +108,8 @@ class RecordWriter {
     std::FILE* out_;
     Observer observer_;
     RecordFinaliser finaliser_;
+    EventMerger events_;
+    const EventMerger::Emit emit_ = [this](const state::Record& r) { emit(r); };
     // JSON lines waiting for one fwrite: records are written straight into it (room for
     // one more object is always left), flushed once kFlushBytes are used.
     static constexpr std::size_t kFlushBytes = 1 << 16;

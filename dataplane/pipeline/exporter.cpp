@@ -29,6 +29,7 @@ Exporter::Exporter(const ExporterConfig& config, std::vector<RecordRing*> rings,
     if (config_.tick_ns != 0)
         writer_.hold_split_evictions(config_.idle_timeout_ns, config_.tick_ns);
     writer_.set_bounded_memory(config_.bounded_memory);
+    writer_.set_event_sources(static_cast<unsigned>(rings_.size()));
 }
 
 Exporter::~Exporter() {
@@ -56,7 +57,8 @@ void Exporter::finish() {
 
 unsigned Exporter::drain_once() {
     unsigned total = 0;
-    for (RecordRing* ring : rings_) {
+    for (unsigned w = 0; w < rings_.size(); ++w) {
+        RecordRing* ring = rings_[w];
         for (;;) {
             // Records are formatted where they lie in the ring: copying them out first cost
             // as much as formatting them. Each is four cache lines a worker wrote on another
@@ -75,7 +77,7 @@ unsigned Exporter::drain_once() {
                     state::prefetch_range(&batch[i + kRecordAhead], sizeof(state::Record));
                 if (i + kSlotAhead < n) writer_.prefetch(batch[i + kSlotAhead], 0);
                 if (i + kHistogramAhead < n) writer_.prefetch(batch[i + kHistogramAhead], 1);
-                writer_.write(batch[i]);
+                writer_.write(batch[i], w);
             }
             ring->release(batch);
             total += n;

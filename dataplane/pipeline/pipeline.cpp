@@ -127,6 +127,7 @@ exporter::RunInfo Pipeline::run_info() const {
         info.evicted += e.evicted.load(std::memory_order_relaxed);
         info.msgs_overflow += e.msgs_overflow.load(std::memory_order_relaxed);
         info.orphans_dropped += e.orphans_dropped.load(std::memory_order_relaxed);
+        info.events_unwindowed += e.events_unwindowed.load(std::memory_order_relaxed);
     }
     return info;
 }

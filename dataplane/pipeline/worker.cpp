@@ -36,8 +36,9 @@ uint64_t thread_cpu_ns() noexcept {
     return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
-// The periodic report and the housekeeping tick of every boundary at or before `ts`, at
-// the newest such boundary. `first_boundaries`: the first time (0 until then) is set from
+// The periodic report, the housekeeping tick and the close of the event windows (every
+// whole second: docs/semantics.md "Events") of every boundary at or before `ts`, at the
+// newest such boundary. `first_boundaries`: the first time (0 until then) is set from
 // `ts`; a quiet link's clock only moves boundaries a frame has set (nothing to report or
 // evict before the first frame).
 void cross_boundaries(WorkerContext& ctx, uint64_t ts, bool first_boundaries) noexcept {
@@ -56,6 +57,17 @@ void cross_boundaries(WorkerContext& ctx, uint64_t ts, bool first_boundaries) no
             bump(ctx.counters.ticks, 1);
         }
         ctx.tick_next = next_boundary(ts, tick);
+    }
+    // Event windows need no run of their own: closing them at the start of the run whose
+    // first packet passed the second is enough, since no later packet is older (capture
+    // order; a packet of the new second in the run before only pushed its endpoint's older
+    // window early). So no packet pays a comparison for them. Unlike reports and ticks, a
+    // quiet link's clock closes them before any frame came too: the exporter merges every
+    // worker's windows once all have passed them, and a worker with no traffic must not
+    // hold the others' back.
+    if (ts >= ctx.window_next) {
+        ctx.engine->close_windows(ts);
+        ctx.window_next = next_boundary(ts, state::kEventWindowNs);
     }
 }
 

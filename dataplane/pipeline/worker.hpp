@@ -50,6 +50,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) WorkerContext {
     std::atomic<bool> finished{false};  // engine finished, every record pushed
     uint64_t report_next = 0;           // next --interval boundary (0: before the first packet)
     uint64_t tick_next = 0;             // next housekeeping boundary
+    uint64_t window_next = 0;           // next whole second: event windows close there
 
     // Scratch of the current burst.
     std::array<proto::ParsedPacket, kBurst> parsed;

@@ -153,13 +153,7 @@ struct alignas(64) Endpoint {
     uint64_t t_transport_ns = 0;
     PendingNak pending[kPendingNaks];
     uint32_t next_part = kNoIndex;  // the next part of the same (ip, qpn), from the index's
-    // CNPs of the current one-second window of capture time, reported as one `cnp` event
-    // when the window is over (docs/semantics.md "Congestion events").
-    uint32_t cnp_window = 0;     // seconds since the epoch
-    uint32_t cnp_count = 0;      // CNPs in it; 0: no window open
-    uint32_t cnp_first_off = 0;  // first CNP's ns within the window
-    uint32_t cnp_psn = 0;        // first CNP's PSN
-    uint8_t pending_mask = 0;    // used entries of pending[] (most often none)
+    uint8_t pending_mask = 0;       // used entries of pending[] (most often none)
     uint8_t pending_next = 0;
 
     // The part's source: the IP every packet of this part comes from.

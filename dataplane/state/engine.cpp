@@ -34,6 +34,11 @@ constexpr uint32_t kMinPoolSlots = 64;
 // Parts from a second source IP (docs/semantics.md "Sources"): most endpoints have one
 // source; UD QPs and QP 1 have one per sender. Up to one slot in two may be such a part.
 constexpr uint32_t kPartsDivisor = 2;
+// Open event windows (docs/semantics.md "Events"): one per destination endpoint and kind
+// with events in the current second - congested or lossy endpoints, a few percent of them
+// at once in practice. An event that finds the table full is written as a window of its
+// own (counted in events_unwindowed).
+constexpr uint32_t kEventWindowsDivisor = 16;
 // Entries a growing hash table starts with room for (EngineConfig::grow_tables).
 constexpr std::size_t kInitialTableEntries = 4096;
 
@@ -82,6 +87,7 @@ uint64_t Engine::memory_bytes(const EngineConfig& config) {
     using Hosts = FixedHashMap<HostPairKey, PairCount, HostPairKeyHash>;
     using CmRequests = FixedHashMap<CmRequestKey, uint32_t, CmRequestKeyHash>;
     using CmPairs = FixedHashMap<PartKey, PartKey, PartKeyHash>;
+    using EventIndex = FixedHashMap<EventKey, uint32_t, EventKeyHash>;
     const uint32_t n = std::max<uint32_t>(config.max_endpoints, 1);
     const bool grow = config.grow_tables;
     const uint64_t wheel = config.idle_timeout_ns != 0 ? kWheelBytesPerEndpoint : 0;
@@ -93,7 +99,9 @@ uint64_t Engine::memory_bytes(const EngineConfig& config) {
            CmPairs::memory_bytes_for(pool_size(n, kCmRequestsDivisor / 2), grow) +
            MessagePool::memory_bytes_for(std::max(kMinPoolSlots, n * kMessagesPerEndpoint)) +
            SlotPool<OrphanBlock>::memory_bytes_for(pool_size(n, kOrphanBlocksDivisor)) +
-           kRefusedFilterBits / 8;
+           EventIndex::memory_bytes_for(pool_size(n, kEventWindowsDivisor), grow) +
+           SlotPool<EventRecord>::memory_bytes_for(pool_size(n, kEventWindowsDivisor)) +
+           uint64_t{pool_size(n, kEventWindowsDivisor)} * sizeof(uint32_t) + kRefusedFilterBits / 8;
 }
 
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config, RecordSink& sink,
@@ -130,7 +138,10 @@ EngineImpl::EngineImpl(const EngineConfig& config, RecordSink& sink)
       wheel_prev_(wheel_slots(config)),
       wheel_next_(wheel_slots(config)),
       wheel_bucket_(wheel_slots(config)),
-      tick_candidates_(wheel_slots(config)) {
+      tick_candidates_(wheel_slots(config)),
+      event_index_(pool_size(config.max_endpoints, kEventWindowsDivisor), initial_entries(config)),
+      event_windows_(pool_size(config.max_endpoints, kEventWindowsDivisor)),
+      open_windows_(pool_size(config.max_endpoints, kEventWindowsDivisor)) {
     wheel_heads_.fill(kNoIndex);
     config_.report_sweep_slots = std::max(config_.report_sweep_slots, 1u);  // 0 never ends
 }
@@ -139,7 +150,8 @@ bool EngineImpl::valid() const {
     return endpoints_.valid() && free_endpoints_.valid() && index_.valid() && parts_.valid() &&
            hosts_.valid() && cm_requests_.valid() && cm_pairs_.valid() && messages_.valid() &&
            orphan_blocks_.valid() && refused_bits_.valid() && wheel_prev_.valid() &&
-           wheel_next_.valid() && wheel_bucket_.valid() && tick_candidates_.valid();
+           wheel_next_.valid() && wheel_bucket_.valid() && tick_candidates_.valid() &&
+           event_index_.valid() && event_windows_.valid() && open_windows_.valid();
 }
 
 std::size_t EngineImpl::bytes_per_endpoint() const {
@@ -148,7 +160,8 @@ std::size_t EngineImpl::bytes_per_endpoint() const {
         parts_.memory_bytes() + hosts_.memory_bytes() + cm_requests_.memory_bytes() +
         cm_pairs_.memory_bytes() + messages_.memory_bytes() + orphan_blocks_.memory_bytes() +
         refused_bits_.memory_bytes() + wheel_prev_.memory_bytes() + wheel_next_.memory_bytes() +
-        wheel_bucket_.memory_bytes() + tick_candidates_.memory_bytes();
+        wheel_bucket_.memory_bytes() + tick_candidates_.memory_bytes() +
+        event_index_.memory_bytes() + event_windows_.memory_bytes() + open_windows_.memory_bytes();
     return total / capacity_;
 }
 
@@ -299,7 +312,7 @@ void EngineImpl::process_one(const ParsedPacket& pkt, uint64_t ts, unsigned k) n
 
     if (info.transport == Transport::cnp) {
         ++ep.counters.cnps;
-        note_cnp(idx, pkt.t.bth.psn, ts);
+        count_event(EventKind::cnp, ep, pkt.t.bth.psn, ts);
         return;
     }
     if (ep.transport == TransportFamily::unknown) {
@@ -372,7 +385,7 @@ void EngineImpl::handle_request(uint32_t idx, const ParsedPacket& pkt, uint64_t 
                     const uint32_t missing = proto::psn_sub(psn, expected);
                     ++ep.counters.gaps;
                     ep.counters.missing += missing;
-                    emit_event(EventKind::gap, ep, psn, ts, missing);
+                    count_event(EventKind::gap, ep, psn, ts, missing);
                 }
             }
             note_next_request(ep, psn);
@@ -408,7 +421,7 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
             case proto::AethClass::rnr_nak:
                 nak = true;
                 ++ep.counters.naks.rnr;
-                emit_event(EventKind::rnr_nak, ep, psn, ts, 0, syndrome);
+                count_event(EventKind::rnr_nak, ep, psn, ts, 0, syndrome);
                 break;
             case proto::AethClass::reserved:
             case proto::AethClass::nak: {
@@ -430,8 +443,8 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
                         ++ep.counters.naks.op;
                         break;
                 }
-                emit_event(proto::nak_is_fatal(code) ? EventKind::fatal_nak : EventKind::nak, ep,
-                           psn, ts, 0, syndrome);
+                count_event(proto::nak_is_fatal(code) ? EventKind::fatal_nak : EventKind::nak, ep,
+                            psn, ts, 0, syndrome);
                 break;
             }
         }
@@ -443,7 +456,7 @@ void EngineImpl::handle_response(uint32_t idx, const ParsedPacket& pkt, uint64_t
     if (!peer) {
         if (!ep.reported_unknown) {
             ep.reported_unknown = true;
-            emit_event(EventKind::unknown_qp, ep, psn, ts);
+            count_event(EventKind::unknown_qp, ep, psn, ts);
         }
         return;
     }

@@ -49,6 +49,9 @@ struct EngineCounters {
     std::atomic<uint64_t> orphans_dropped{0};  // Middle/Last packets whose First never came in time
     // Deadline-wheel entries tick() looked at: those whose bucket came due (not every slot).
     std::atomic<uint64_t> tick_examined{0};
+    // Events that found no room in the table of open event windows, each written as a window
+    // of its own (docs/semantics.md "Events").
+    std::atomic<uint64_t> events_unwindowed{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -78,11 +81,15 @@ class Engine {
     void process(const proto::ParsedPacket& pkt, uint64_t ts_ns) noexcept {
         process_burst(&pkt, &ts_ns, 1);
     }
-    // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout and reports
-    // CNP windows that ended. Its work is proportional to the entries of the deadline
-    // buckets that came due since the last call (plus at most a wheel turn of empty
-    // buckets), not to the endpoints held.
+    // Housekeeping at `now_ns`: evicts endpoints idle longer than the timeout (a `timeout`
+    // event per open message) and pushes the windows of `timeout` events that ended. Its
+    // work is proportional to the entries of the deadline buckets that came due since the
+    // last call (plus at most a wheel turn of empty buckets), not to the endpoints held.
     virtual void tick(uint64_t now_ns) noexcept = 0;
+    // No packet after this call is older than `now_ns`: the event windows (one second of
+    // capture time, docs/semantics.md "Events") that ended by then are pushed, then a
+    // WindowMark (workers call it at every whole second their packets or clock pass).
+    virtual void close_windows(uint64_t now_ns) noexcept = 0;
     // A `qp` record for every live endpoint as it was at `now_ns` (the periodic --interval
     // report), with bounded work per call: an endpoint is reported just before the first
     // change to it after `now_ns` (a packet to it, its peer's response, pairing, eviction),
@@ -93,7 +100,8 @@ class Engine {
     // A step of the report in progress, if any (a worker calls it when a poll is empty, so
     // that a quiet link still completes its report); true while one is in progress.
     virtual bool advance_report() noexcept = 0;
-    // End of input: freezes every open message, emits final `qp` records.
+    // End of input: freezes every open message, emits final `qp` records and every event
+    // window still open.
     virtual void finish(uint64_t end_ns) = 0;
 
     virtual const EngineCounters& counters() const = 0;

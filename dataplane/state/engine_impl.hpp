@@ -49,6 +49,19 @@ struct CmRequestKeyHash {
     }
 };
 
+// An endpoint's open event window of one kind (EngineImpl::event_index_).
+struct EventKey {
+    EndpointKey endpoint;
+    EventKind kind = EventKind::gap;
+    friend bool operator==(const EventKey&, const EventKey&) = default;
+};
+struct EventKeyHash {
+    std::size_t operator()(const EventKey& k) const noexcept {
+        return hash_ip(k.endpoint.ip,
+                       k.endpoint.qpn ^ uint64_t{static_cast<uint8_t>(k.kind)} << 32);
+    }
+};
+
 // Counters of pairing-input changes, one per slot of host pairs (EngineImpl::pair_slots_).
 constexpr uint32_t kPairSlots = 4096;
 
@@ -68,6 +81,7 @@ class EngineImpl final : public Engine {
     void process_burst(const proto::ParsedPacket* pkts, const uint64_t* ts_ns,
                        unsigned n) noexcept override;
     void tick(uint64_t now_ns) noexcept override;
+    void close_windows(uint64_t now_ns) noexcept override;
     void report(uint64_t now_ns) override;
     bool advance_report() noexcept override;
     void finish(uint64_t end_ns) override;
@@ -103,7 +117,6 @@ class EngineImpl final : public Engine {
     // Gives back a slot just taken whose table entry could not be made.
     void drop_new_slot(uint32_t idx) noexcept;
     void count_refused(uint64_t hash) noexcept;
-    void note_cnp(uint32_t idx, uint32_t psn, uint64_t ts) noexcept;
     void handle_request(uint32_t idx, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     // The next PSN of the newest message, in order: attributed at once (true), or false.
     bool continue_tail(Endpoint& ep, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
@@ -160,9 +173,6 @@ class EngineImpl final : public Engine {
     // One `qp` record for an endpoint: its index part `primary` and every part chained to
     // it, merged (state/qp_merge.hpp).
     void emit_endpoint_qp(uint32_t primary, bool final) noexcept;
-    // The `cnp` event of the part's open CNP window, if it has one.
-    void flush_cnp(Endpoint& ep) noexcept;
-    void flush_cnp_before(Endpoint& ep, uint64_t now_ns) noexcept;
     void unlink_part(uint32_t idx) noexcept;
     // The periodic report (engine_records.cpp): called with report_pending_ before anything
     // changes part `idx`, it reports the part's endpoint first if the report has not yet.
@@ -171,13 +181,11 @@ class EngineImpl final : public Engine {
     void report_endpoint(uint32_t primary) noexcept;
     // Sweeps up to `slots` slots from the report's cursor (all with UINT32_MAX).
     void sweep_report(uint32_t slots) noexcept;
-    void emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
-                    uint32_t extra = 0, uint8_t syndrome = 0) noexcept;
     void push(const Record& r) noexcept;
     void evict(uint32_t idx) noexcept;
     // The deadline wheel of tick(). A live part's deadline is the first capture time at
-    // which tick() must act on it: its idle deadline, or the end of its open CNP window if
-    // earlier. Each live part is filed in the bucket of a deadline never later than its own.
+    // which tick() must act on it: when it will have been idle longer than the timeout.
+    // Each live part is filed in the bucket of a deadline never later than its own.
     uint64_t deadline_of(const Endpoint& ep) const noexcept;
     uint64_t bucket_of(uint64_t deadline) const noexcept;
     void wheel_file(uint32_t idx, uint64_t bucket) noexcept;
@@ -186,6 +194,22 @@ class EngineImpl final : public Engine {
     void wheel_earlier(uint32_t idx, uint64_t bucket) noexcept;
     // A packet older than the part's last one moved its idle deadline back.
     void traffic_went_back(uint32_t idx, uint64_t ts) noexcept;
+
+    // engine_events.cpp: event windows per destination endpoint and kind (docs/semantics.md
+    // "Events"). An event of part `ep` at `ts` (its window: ts's second). Never inlined, and
+    // cold: inlined into the packet path by the link-time optimizer, the window table's
+    // code cost every packet ~7 instructions more (scripts/count-instructions.sh), events
+    // or not.
+    [[gnu::noinline, gnu::cold]] void count_event(EventKind kind, const Endpoint& ep, uint32_t psn,
+                                                  uint64_t ts, uint64_t missing = 0,
+                                                  uint8_t syndrome = 0) noexcept;
+    // The same, in `window`: a `timeout` falls in the window of the moment its part had
+    // been idle longer than the timeout, which every worker count agrees on.
+    void count_event_in(uint32_t window, EventKind kind, const Endpoint& ep, uint32_t psn,
+                        uint64_t ts, uint64_t missing, uint8_t syndrome) noexcept;
+    // Pushes every open window before closed_events_ (closed_timeouts_ for timeouts), then
+    // a WindowMark saying so.
+    void flush_windows() noexcept;
 
     EngineConfig config_;
     RecordSink& sink_;
@@ -232,6 +256,15 @@ class EngineImpl final : public Engine {
     bool report_parity_ = false;
     uint32_t report_cursor_ = 0;
     uint64_t report_now_ = 0;
+    // Open event windows (after the members every packet reads): by (endpoint, kind), their
+    // records, and the list of them that flush_windows() walks. Windows before closed_events_
+    // (seconds since the epoch; before closed_timeouts_ for timeouts) have been pushed.
+    FixedHashMap<EventKey, uint32_t, EventKeyHash> event_index_;
+    SlotPool<EventRecord> event_windows_;
+    LazyArray<uint32_t> open_windows_;
+    uint32_t open_count_ = 0;
+    uint32_t closed_events_ = 0;
+    uint32_t closed_timeouts_ = 0;
 };
 
 // Inline: continue_tail() runs it on every Middle/Last of a message, and as a call from

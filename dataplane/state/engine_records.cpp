@@ -2,27 +2,13 @@
 #include <algorithm>
 
 #include "dataplane/state/engine_impl.hpp"
+#include "dataplane/state/event_window.hpp"
 #include "dataplane/state/qp_merge.hpp"
 
 namespace insert::state {
 
 void EngineImpl::push(const Record& r) noexcept {
     if (!sink_.push(r)) bump(counters_.records_dropped);
-}
-
-void EngineImpl::emit_event(EventKind kind, const Endpoint& ep, uint32_t psn, uint64_t ts,
-                            uint32_t extra, uint8_t syndrome) noexcept {
-    Record r;
-    r.type = RecordType::event;
-    r.event = EventRecord{};
-    r.event.kind = kind;
-    r.event.ip = ep.key.ip;
-    r.event.qpn = ep.key.qpn;
-    r.event.psn = psn;
-    r.event.t_ns = ts;
-    r.event.missing = extra;
-    r.event.syndrome = syndrome;
-    push(r);
 }
 
 void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
@@ -90,53 +76,14 @@ void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
 }
 
 void EngineImpl::freeze_open(Endpoint& ep, bool timeout, uint64_t now) noexcept {
+    // A timeout's window is that of the moment its part had been idle longer than the
+    // timeout (its deadline), which does not depend on when a worker's tick came.
+    const uint32_t window = timeout ? event_window(deadline_of(ep)) : 0;
     while (ep.msg_head != kNoIndex) {
         const OpenMessage& m = messages_[ep.msg_head];
-        if (timeout) emit_event(EventKind::timeout, ep, m.psn_first, now);
+        if (timeout) count_event_in(window, EventKind::timeout, ep, m.psn_first, now, 0, 0);
         freeze(ep, ep.msg_head, m.nak_status, false, 0);
     }
-}
-
-namespace {
-constexpr uint64_t kNsPerSecond = 1'000'000'000;
-}
-
-void EngineImpl::note_cnp(uint32_t idx, uint32_t psn, uint64_t ts) noexcept {
-    // One `cnp` event per part and one-second window of capture time, with the count: a
-    // CNP storm (a million a second at a congested port) must not flood the records.
-    Endpoint& ep = endpoints_[idx];
-    const uint32_t window = static_cast<uint32_t>(ts / kNsPerSecond);
-    if (ep.cnp_count != 0 && ep.cnp_window == window) {
-        ++ep.cnp_count;
-        return;
-    }
-    flush_cnp(ep);
-    ep.cnp_window = window;
-    ep.cnp_count = 1;
-    ep.cnp_first_off = static_cast<uint32_t>(ts % kNsPerSecond);
-    ep.cnp_psn = psn;
-    // tick() reports the window once it ends, which may come before the idle deadline the
-    // part is filed at (at most once a second per part: not a per-packet cost).
-    if (wheel_on_) wheel_earlier(idx, bucket_of((uint64_t{window} + 1) * kNsPerSecond));
-}
-
-void EngineImpl::flush_cnp(Endpoint& ep) noexcept {
-    if (ep.cnp_count == 0) return;
-    Record r;
-    r.type = RecordType::event;
-    r.event = EventRecord{};
-    r.event.kind = EventKind::cnp;
-    r.event.ip = ep.key.ip;
-    r.event.qpn = ep.key.qpn;
-    r.event.psn = ep.cnp_psn;
-    r.event.t_ns = uint64_t{ep.cnp_window} * kNsPerSecond + ep.cnp_first_off;
-    r.event.count = ep.cnp_count;
-    ep.cnp_count = 0;
-    push(r);
-}
-
-void EngineImpl::flush_cnp_before(Endpoint& ep, uint64_t now_ns) noexcept {
-    if (ep.cnp_count != 0 && (uint64_t{ep.cnp_window} + 1) * kNsPerSecond <= now_ns) flush_cnp(ep);
 }
 
 void EngineImpl::fill_qp(const Endpoint& ep, bool final, bool evicted, QpRecord& q) noexcept {
@@ -233,11 +180,8 @@ void EngineImpl::report_before_change(uint32_t idx) noexcept {
 }
 
 void EngineImpl::report_endpoint(uint32_t primary) noexcept {
-    for (uint32_t p = primary; p != kNoIndex; p = endpoints_[p].next_part) {
-        Endpoint& part = endpoints_[p];
-        flush_cnp_before(part, report_now_);
-        part.report_parity = report_parity_;
-    }
+    for (uint32_t p = primary; p != kNoIndex; p = endpoints_[p].next_part)
+        endpoints_[p].report_parity = report_parity_;
     emit_endpoint_qp(primary, false);
 }
 
@@ -248,12 +192,12 @@ void EngineImpl::finish(uint64_t end_ns) {
     for (uint32_t i = 0; i < high_water_; ++i) {
         Endpoint& first = endpoints_[i];
         if (!first.live || first.secondary) continue;
-        for (uint32_t p = i; p != kNoIndex; p = endpoints_[p].next_part) {
+        for (uint32_t p = i; p != kNoIndex; p = endpoints_[p].next_part)
             freeze_open(endpoints_[p], false, end_ns);
-            flush_cnp(endpoints_[p]);
-        }
         emit_endpoint_qp(i, true);
     }
+    closed_events_ = closed_timeouts_ = UINT32_MAX;  // every window is over
+    flush_windows();
 }
 
 // Takes a part out of its endpoint's chain and the table that finds it. An index part with
@@ -286,7 +230,6 @@ void EngineImpl::unlink_part(uint32_t idx) noexcept {
 void EngineImpl::evict(uint32_t idx) noexcept {
     Endpoint& ep = endpoints_[idx];
     freeze_open(ep, true, ep.traffic.t_last_ns);
-    flush_cnp(ep);
     emit_qp(ep, true, true);
     forget_source(ep);
     if (ep.has_orphans) orphan_blocks_.release(ep.orphans);
@@ -301,14 +244,13 @@ void EngineImpl::evict(uint32_t idx) noexcept {
 // The deadline wheel. tick(now) must act on exactly the live parts the rule below names
 // (the full scan it replaces), in ascending slot order:
 //   idle:       now > t_last && now - t_last > timeout  -> evict
-//   CNP window: cnp_count != 0 && window end <= now    -> flush the window's event
-// i.e. on every part whose deadline (deadline_of: t_last + timeout + 1, or the window end
-// if earlier) is <= now. A part is filed at a bucket no later than its deadline's, which
-// stays true because every change that makes a deadline earlier refiles the part: a new
-// part is filed at creation (take_slot); its t_last only moves back through a packet older
-// than the last one (traffic_went_back); a CNP window opens only in note_cnp. Everything
-// else (newer packets, a window reported by report()) makes the deadline later, and the
-// part is then found early, checked and refiled at its true deadline. Buckets are
+// i.e. on every part whose deadline (deadline_of: t_last + timeout + 1) is <= now. (Until
+// the event windows became per destination endpoint, a part's CNP window was a deadline
+// too.) A part is filed at a bucket no later than its deadline's, which stays true because
+// every change that makes a deadline earlier refiles the part: a new part is filed at
+// creation (take_slot); its t_last only moves back through a packet older than the last
+// one (traffic_went_back). Newer packets make the deadline later, and the part is then
+// found early, checked and refiled at its true deadline. Buckets are
 // absolute, deadline / granularity rounded up, so that a tick at a multiple of the
 // granularity (the workers tick at multiples of timeout/8) finds every entry of its
 // bucket due: bucket b holds deadlines in ((b-1)G, bG]. (Rounded down, the tick at bG
@@ -317,9 +259,7 @@ uint64_t EngineImpl::deadline_of(const Endpoint& ep) const noexcept {
     const uint64_t t_last = ep.traffic.t_last_ns;
     const uint64_t timeout = config_.idle_timeout_ns;
     // Past UINT64_MAX nothing is ever idle: the last time is a bound no later than never.
-    uint64_t d = t_last < UINT64_MAX - timeout ? t_last + timeout + 1 : UINT64_MAX;
-    if (ep.cnp_count != 0) d = std::min(d, (uint64_t{ep.cnp_window} + 1) * kNsPerSecond);
-    return d;
+    return t_last < UINT64_MAX - timeout ? t_last + timeout + 1 : UINT64_MAX;
 }
 
 uint64_t EngineImpl::bucket_of(uint64_t deadline) const noexcept {
@@ -391,9 +331,7 @@ void EngineImpl::tick(uint64_t now_ns) noexcept {
                 const Endpoint& ep = endpoints_[i];
                 const bool idle =
                     now_ns > ep.traffic.t_last_ns && now_ns - ep.traffic.t_last_ns > timeout;
-                const bool window_over =
-                    ep.cnp_count != 0 && (uint64_t{ep.cnp_window} + 1) * kNsPerSecond <= now_ns;
-                if (idle || window_over)
+                if (idle)
                     tick_candidates_[candidates++] = i;
                 else
                     wheel_file(i, bucket_of(deadline_of(ep)));  // traffic moved it on
@@ -402,20 +340,20 @@ void EngineImpl::tick(uint64_t now_ns) noexcept {
         }
     }
     bump(counters_.tick_examined, static_cast<int64_t>(examined));
-    // Acting on one part changes no other part's deadline (an eviction touches its
-    // endpoint's chain and the pairing tables, not other parts' times or CNP windows), so
-    // the candidates are what the scan would find, and in slot order they are what it did.
+    // Evicting one part changes no other part's deadline (an eviction touches its
+    // endpoint's chain and the pairing tables, not other parts' times), so the candidates
+    // are what the scan would find, and in slot order they are what it did.
     std::sort(tick_candidates_.get(), tick_candidates_.get() + candidates);
     for (uint32_t k = 0; k < candidates; ++k) {
         const uint32_t idx = tick_candidates_[k];
         if (report_pending_) report_before_change(idx);
-        Endpoint& ep = endpoints_[idx];
-        if (now_ns > ep.traffic.t_last_ns && now_ns - ep.traffic.t_last_ns > timeout) {
-            evict(idx);
-        } else {
-            flush_cnp_before(ep, now_ns);
-            wheel_file(idx, bucket_of(deadline_of(ep)));
-        }
+        evict(idx);
+    }
+    // Every part idle past the timeout at `now` is gone, with its `timeout` events: the
+    // timeout windows that ended by `now` are complete.
+    if (event_window(now_ns) > closed_timeouts_) {
+        closed_timeouts_ = event_window(now_ns);
+        flush_windows();
     }
 }
 

@@ -7,18 +7,29 @@
 #include <type_traits>
 
 #include "dataplane/proto/ip_address.hpp"
+#include "dataplane/state/source_sketch.hpp"
 
 namespace insert::state {
 
 using proto::IpAddress;
 
-enum class RecordType : uint8_t { msg, qp, event };
+// `mark` is not exported: an engine's word that its event windows before a time are all
+// pushed (WindowMark), which the exporter needs to merge the workers' windows.
+enum class RecordType : uint8_t { msg, qp, event, mark };
 
 enum class MsgOp : uint8_t { send, write, read, cmp_swap, fetch_add };
 
 enum class MsgStatus : uint8_t { ok, nak_inv, nak_access, nak_op, nak_seq, nak_rnr, incomplete };
 
 enum class EventKind : uint8_t { gap, nak, rnr_nak, fatal_nak, cnp, timeout, pair, unknown_qp };
+
+// Events of every kind but `pair` are counted per destination endpoint, kind and one-second
+// window, with their distinct sources (docs/semantics.md "Events"): a spray from any number
+// of sources gives one record a second. A `pair` event stands for a connection.
+constexpr bool windowed(EventKind kind) {
+    return kind != EventKind::pair;
+}
+constexpr uint64_t kEventWindowNs = 1'000'000'000;
 
 enum class PairBy : uint8_t { none, host, cm, sport, ip, psn };
 
@@ -94,18 +105,34 @@ struct QpRecord {
     IpAddress src_ip;
 };
 
+// A windowed kind's record: the events of one destination endpoint (ip, qpn) and kind in
+// one window; the first event's time, PSN and syndrome, how many, their distinct sources.
+// A `pair` record: one pair.
 struct EventRecord {
     EventKind kind = EventKind::gap;
-    uint8_t syndrome = 0;  // nak / rnr_nak / fatal_nak
-    IpAddress ip;
-    IpAddress peer_ip;  // pair
-    uint32_t qpn = 0;
-    uint32_t psn = 0;
-    uint32_t peer_qpn = 0;          // pair
-    uint32_t missing = 0;           // gap
+    uint8_t syndrome = 0;           // nak / rnr_nak / fatal_nak: the first event's
     PairBy pair_by = PairBy::none;  // pair
-    uint32_t count = 0;             // cnp: CNPs in the event's one-second window
-    uint64_t t_ns = 0;
+    uint32_t qpn = 0;
+    uint32_t psn = 0;  // the first event's
+    IpAddress ip;
+    IpAddress peer_ip;      // pair
+    uint32_t peer_qpn = 0;  // pair
+    // Windowed kinds: seconds since the epoch of the window, the number of events in it
+    // (a window is one second: 2^32 events of one endpoint and kind cannot fit in it).
+    uint32_t window = 0;
+    uint32_t count = 0;
+    uint64_t missing = 0;    // gap: PSNs missing, summed over the window's gaps
+    uint64_t t_ns = 0;       // the first event's time
+    uint64_t t_last_ns = 0;  // windowed kinds: the last event's time
+    SourceSketch sources;    // windowed kinds: the distinct source IPs of the events
+};
+
+// Every event window of this engine before `events` (seconds since the epoch; before
+// `timeouts` for `timeout` events) has been pushed: the exporter may write a window once
+// every worker has passed it.
+struct WindowMark {
+    uint32_t events = 0;
+    uint32_t timeouts = 0;
 };
 
 struct Record {
@@ -114,6 +141,7 @@ struct Record {
         MsgRecord msg;
         QpRecord qp;
         EventRecord event;
+        WindowMark mark;
     };
     constexpr Record() : msg() {}
 };

@@ -1,7 +1,8 @@
 // libFuzzer target for SPEC invariant 1 under multi-source traffic: the same
 // packets through one engine, and through 2-4 engines sharded by the replay's ip-pair hash,
 // must give the same `msg` records, the same final `qp` records (merged per endpoint as the
-// exporter merges them), the same events and the same counters. Every 12 input bytes become
+// exporter merges them), the same events (each engine's event windows merged per endpoint,
+// kind and second as the exporter merges them) and the same counters. Every 12 input bytes become
 // one well-formed RoCEv2 packet among four hosts and four shared QPNs each - so most QPs
 // receive from several hosts (a third host's SEND into a connection, stray ACKs, CNPs and
 // UD from anyone, CM exchanges) - with PSNs that mostly continue each sender's sequence.
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/export/event_merger.hpp"
 #include "dataplane/export/record_writer.hpp"
 #include "dataplane/pipeline/shard.hpp"
 #include "dataplane/proto/builder.hpp"
@@ -56,10 +58,21 @@ std::string json(const state::Record& r) {
 Outcome outcome(const std::vector<std::unique_ptr<Collect>>& sinks,
                 const std::vector<std::unique_ptr<state::Engine>>& engines) {
     Outcome o;
-    for (const auto& sink : sinks)
-        for (const state::Record& r : sink->records) {
+    // Each engine's records in its own order (a worker's ring), engine after engine: the
+    // merge holds a window until every engine's mark has passed it, or the end.
+    exporter::EventMerger windows;
+    windows.set_sources(static_cast<unsigned>(sinks.size()));
+    const exporter::EventMerger::Emit event = [&o](const state::Record& r) {
+        o.events.push_back(json(r));
+    };
+    for (unsigned k = 0; k < sinks.size(); ++k)
+        for (const state::Record& r : sinks[k]->records) {
             if (r.type == state::RecordType::msg) o.msgs.push_back(json(r));
-            if (r.type == state::RecordType::event) o.events.push_back(json(r));
+            if (r.type == state::RecordType::mark ||
+                (r.type == state::RecordType::event && state::windowed(r.event.kind)))
+                windows.take(r, k, event);
+            else if (r.type == state::RecordType::event)
+                o.events.push_back(json(r));
             if (r.type != state::RecordType::qp || !r.qp.final) continue;
             if (r.qp.evicted) {
                 o.evicted.push_back(json(r));
@@ -69,6 +82,7 @@ Outcome outcome(const std::vector<std::unique_ptr<Collect>>& sinks,
             auto [it, added] = o.finals.try_emplace(key, r.qp);
             if (!added) state::merge_qp(it->second, r.qp);
         }
+    windows.finish(event);
     for (const auto& e : engines) {
         o.connections += e->counters().connections.load();
         o.msgs_count += e->counters().msgs.load();

@@ -74,9 +74,11 @@ TEST(HumanSummary, limits_line_names_every_limit_reached) {
     run.evicted = 3;
     run.msgs_overflow = 4;
     run.orphans_dropped = 5;
+    run.events_unwindowed = 6;
     const std::string text = s.render(counts, run);
     EXPECT_NE(text.find("limits      table full 12,345 pkts (678 endpoints), records dropped 2, "
-                        "evicted idle 3, msgs frozen early 4, held pkts dropped 5"),
+                        "evicted idle 3, msgs frozen early 4, held pkts dropped 5, "
+                        "events without a window 6"),
               std::string::npos)
         << text;
 }

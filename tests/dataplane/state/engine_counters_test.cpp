@@ -249,6 +249,9 @@ TEST(EngineTable, idle_endpoints_are_evicted_with_a_final_record) {
     EXPECT_EQ(h.engine->counters().evicted.load(), 1u);
     EXPECT_EQ(h.engine->counters().endpoints_live.load(), 0u);
     EXPECT_EQ(h.qp(kB, 1).pkts, 1u);
+    // Its `timeout` event is in the window of second 0, which a tick past it closes.
+    EXPECT_EQ(h.events(state::EventKind::timeout).size(), 0u);
+    h.engine->tick(1'000'000'000);
     EXPECT_EQ(h.events(state::EventKind::timeout).size(), 1u);
     ASSERT_EQ(h.msgs().size(), 1u);
     EXPECT_EQ(h.msgs()[0].status, state::MsgStatus::incomplete);

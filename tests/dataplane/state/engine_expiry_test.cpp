@@ -1,6 +1,9 @@
-// Idle eviction and CNP windows at tick(): the deadline wheel must act on exactly the parts
-// the rule of a scan of every slot names, at the same ticks and in ascending slot order
-// (SPEC invariant 1 depends on it: records must not depend on what else a worker holds).
+// Idle eviction at tick(): the deadline wheel must act on exactly the parts the rule of a
+// scan of every slot names, at the same ticks and in ascending slot order (SPEC invariant
+// 1 depends on it: records must not depend on what else a worker holds). Until the event
+// windows became per destination endpoint (docs/semantics.md "Events"), a part's CNP
+// window was a deadline of the wheel too; CNPs are now traffic like any other here, and
+// the `timeout` events' windows are checked below.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,8 +24,7 @@ constexpr const char* kA = "10.0.0.1";
 constexpr const char* kB = "10.0.0.2";
 constexpr uint64_t kSecond = 1'000'000'000;
 
-// What a tick did, in order: ('c', qpn, count) a CNP window's event, ('q', qpn, 0) the
-// final qp record of an eviction.
+// What a tick did, in order: ('q', qpn, 0) the final qp record of an eviction.
 using Act = std::tuple<char, uint32_t, uint32_t>;
 
 state::EngineConfig config_with(uint64_t timeout, uint32_t capacity = 1024) {
@@ -36,10 +38,7 @@ std::vector<Act> acts_since(const EngineHarness& h, std::size_t from) {
     std::vector<Act> out;
     for (std::size_t i = from; i < h.sink.records.size(); ++i) {
         const state::Record& r = h.sink.records[i];
-        if (r.type == state::RecordType::event && r.event.kind == state::EventKind::cnp)
-            out.emplace_back('c', r.event.qpn, r.event.count);
-        else if (r.type == state::RecordType::qp && r.qp.evicted)
-            out.emplace_back('q', r.qp.qpn, 0);
+        if (r.type == state::RecordType::qp && r.qp.evicted) out.emplace_back('q', r.qp.qpn, 0);
     }
     return out;
 }
@@ -60,7 +59,7 @@ class ScanModel {
   public:
     ScanModel(uint64_t timeout, uint32_t capacity) : timeout_(timeout), capacity_(capacity) {}
 
-    void packet(uint32_t qpn, uint64_t ts, bool cnp) {
+    void packet(uint32_t qpn, uint64_t ts) {
         uint32_t i;
         const auto found = index_.find(qpn);
         if (found != index_.end()) {
@@ -75,20 +74,10 @@ class ScanModel {
             } else {
                 return;  // table full: not tracked
             }
-            slots_[i] = Slot{qpn, ts, true, 0, 0};
+            slots_[i] = Slot{qpn, ts, true};
             index_[qpn] = i;
         }
-        Slot& s = slots_[i];
-        s.t_last = ts;
-        if (cnp) {
-            const auto w = static_cast<uint32_t>(ts / kSecond);
-            if (s.count != 0 && s.window == w) {
-                ++s.count;
-            } else {
-                s.window = w;
-                s.count = 1;
-            }
-        }
+        slots_[i].t_last = ts;
     }
 
     std::vector<Act> tick(uint64_t now) {
@@ -97,14 +86,10 @@ class ScanModel {
             Slot& s = slots_[i];
             if (!s.live) continue;
             if (now > s.t_last && now - s.t_last > timeout_) {
-                if (s.count != 0) out.emplace_back('c', s.qpn, s.count);
                 out.emplace_back('q', s.qpn, 0);
                 s.live = false;
                 index_.erase(s.qpn);
                 free_.push_back(i);
-            } else if (s.count != 0 && (uint64_t{s.window} + 1) * kSecond <= now) {
-                out.emplace_back('c', s.qpn, s.count);
-                s.count = 0;
             }
         }
         return out;
@@ -115,8 +100,6 @@ class ScanModel {
         uint32_t qpn;
         uint64_t t_last;
         bool live;
-        uint32_t window;
-        uint32_t count;
     };
     uint64_t timeout_;
     uint32_t capacity_;
@@ -131,7 +114,7 @@ struct Pair {
         : h(config_with(timeout, capacity)), model(timeout, capacity) {}
     void packet(uint32_t qpn, uint64_t ts, bool cnp = false) {
         h.send(Pkt{kA, kB, cnp ? kCnp : kSendOnly, qpn, psn[qpn]++, cnp ? 0u : 8u}, ts);
-        model.packet(qpn, ts, cnp);
+        model.packet(qpn, ts);
     }
     // The tick's acts, checked against the model's.
     std::vector<Act> tick(uint64_t now) {
@@ -196,26 +179,34 @@ TEST(EngineExpiry, traffic_keeps_an_endpoint_alive_and_it_is_refiled_not_rescann
     EXPECT_EQ(p.tick(59000), (std::vector<Act>{{'q', 7, 0}}));  // idle 9000 > 8000 ns
 }
 
-TEST(EngineExpiry, a_cnp_window_is_reported_at_the_first_tick_after_it_ends) {
-    constexpr uint64_t kTimeout = 10 * kSecond;  // buckets of 1.25 s
-    Pair p(kTimeout, 1024);
-    p.packet(9, 3 * kSecond + 200'000'000, true);  // window [3 s, 4 s)
-    p.packet(9, 3 * kSecond + 300'000'000, true);
-    EXPECT_TRUE(p.tick(3 * kSecond + 750'000'000).empty());
-    EXPECT_TRUE(p.tick(4 * kSecond - 1).empty());  // in the bucket of the window's end
-    EXPECT_EQ(p.tick(4 * kSecond), (std::vector<Act>{{'c', 9, 2}}));
-    EXPECT_TRUE(p.tick(5 * kSecond).empty());
-    // The idle deadline is 13.3 s: the next ticks at multiples of 1.25 s find it at 13.75.
-    for (uint64_t t = 6'250'000'000; t <= 12'500'000'000; t += 1'250'000'000)
-        EXPECT_TRUE(p.tick(t).empty());
-    EXPECT_EQ(p.tick(13'750'000'000), (std::vector<Act>{{'q', 9, 0}}));
-}
-
-TEST(EngineExpiry, a_cnp_window_ends_with_its_eviction_when_the_timeout_is_shorter) {
-    Pair p(100'000'000, 1024);  // 0.1 s
-    p.packet(4, 2 * kSecond + 10, true);
-    EXPECT_TRUE(p.tick(2 * kSecond + 100'000'010).empty());
-    EXPECT_EQ(p.tick(2 * kSecond + 100'000'011), (std::vector<Act>{{'c', 4, 1}, {'q', 4, 0}}));
+// The `timeout` events of an eviction fall in the window of the part's deadline (its last
+// packet + the timeout), and the window goes out at the first tick past its second: with
+// several workers each ticks at its own packets' boundaries, but the deadline is the same.
+TEST(EngineExpiry, timeouts_fall_in_the_window_of_their_deadline_and_go_out_past_it) {
+    constexpr uint64_t kTimeout = 400'000'000;  // 0.4 s, ticks every 50 ms
+    EngineHarness h(config_with(kTimeout));
+    const uint64_t t0 = 7 * kSecond + 500'000'000;
+    h.send(Pkt{kA, kB, kSendFirst, 9, 1, 256}, t0);  // idle from 7.5 s: deadline 7.9 s
+    h.send(Pkt{"10.0.0.3", kB, kSendFirst, 9, 40, 256}, t0 + 200'000'000);  // 8.1 s: window 8
+    const auto timeouts = [&] { return h.events(state::EventKind::timeout); };
+    h.engine->tick(7 * kSecond + 950'000'000);
+    EXPECT_TRUE(timeouts().empty());  // evicted, its window (7) still open
+    h.engine->tick(8 * kSecond);
+    ASSERT_EQ(timeouts().size(), 1u);
+    EXPECT_EQ(timeouts()[0].window, 7u);
+    EXPECT_EQ(timeouts()[0].t_ns, t0);  // the part's last packet, as before windows
+    EXPECT_EQ(timeouts()[0].psn, 1u);
+    EXPECT_EQ(timeouts()[0].count, 1u);
+    h.engine->tick(8 * kSecond + 150'000'000);  // the second part goes: window 8
+    EXPECT_EQ(timeouts().size(), 1u);
+    h.engine->tick(9 * kSecond);
+    ASSERT_EQ(timeouts().size(), 2u);
+    EXPECT_EQ(timeouts()[1].window, 8u);
+    EXPECT_EQ(timeouts()[1].psn, 40u);
+    // A mark follows each flush: every timeout window before 9 s is out.
+    const state::Record& last = h.sink.records.back();
+    ASSERT_EQ(last.type, state::RecordType::mark);
+    EXPECT_EQ(last.mark.timeouts, 9u);
 }
 
 TEST(EngineExpiry, reused_slots_are_evicted_in_slot_order_not_creation_order) {
@@ -233,8 +224,12 @@ TEST(EngineExpiry, reused_slots_are_evicted_in_slot_order_not_creation_order) {
     p.packet(10, 20000);
     p.packet(10, 20001);
     p.h.finish(20002);
-    const state::Record& last = p.h.sink.records.back();
-    ASSERT_EQ(last.type, state::RecordType::qp);
+    // The last qp record (the timeout windows and their mark come after it).
+    const auto last_qp =
+        std::find_if(p.h.sink.records.rbegin(), p.h.sink.records.rend(),
+                     [](const auto& r) { return r.type == state::RecordType::qp; });
+    ASSERT_NE(last_qp, p.h.sink.records.rend());
+    const state::Record& last = *last_qp;
     EXPECT_EQ(last.qp.qpn, 10u);
     EXPECT_FALSE(last.qp.evicted);
     EXPECT_EQ(last.qp.pkts, 2u);
@@ -321,11 +316,11 @@ TEST(EngineExpiry, random_traffic_matches_the_scan_short_timeout) {
     random_against_the_scan(8000, 1500, 0, 1);
 }
 
-TEST(EngineExpiry, random_traffic_matches_the_scan_timeout_past_the_cnp_window) {
+TEST(EngineExpiry, random_traffic_matches_the_scan_timeout_of_seconds) {
     random_against_the_scan(3 * kSecond, 300'000'000, 1'700'000'000 * kSecond, 2);
 }
 
-TEST(EngineExpiry, random_traffic_matches_the_scan_timeout_within_the_cnp_window) {
+TEST(EngineExpiry, random_traffic_matches_the_scan_timeout_below_a_second) {
     random_against_the_scan(500'000'000, 60'000'000, 5 * kSecond, 3);
 }
 

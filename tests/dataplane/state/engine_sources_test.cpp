@@ -1,7 +1,8 @@
 // docs/semantics.md "Sources": an endpoint's state is kept per source IP, so that packets
 // from a third host never touch the sequence state, messages or pair of the endpoint's own
 // requester (SPEC invariant 4), and results do not depend on which worker a host pair
-// lands on (invariant 1). Also "Congestion events": CNPs aggregated per second.
+// lands on (invariant 1). Events, windowed per destination rather than per part:
+// engine_events_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,32 +173,6 @@ TEST(EngineSources, qp_records_merge_the_same_in_any_order) {
         EXPECT_EQ(m.pair_by, PairBy::sport);                 // the lower peer IP
         EXPECT_EQ(m.peer_qpn, 9u);
     }
-}
-
-// docs/semantics.md "Congestion events": one `cnp` event per part and one-second window of
-// capture time, carrying the count; the qp record counts every CNP.
-TEST(EngineCongestion, a_cnp_storm_gives_one_event_per_second_with_its_count) {
-    EngineHarness h;
-    constexpr uint64_t kSecond = 1'000'000'000;
-    const uint64_t t0 = 1'700'000'000 * kSecond + 250;
-    for (uint64_t i = 0; i < 1000; ++i) h.send(Pkt{kResp, kReq, kCnp, kReqQp, 0, 0}, t0 + i * 1000);
-    for (uint64_t i = 0; i < 3; ++i)
-        h.send(Pkt{kResp, kReq, kCnp, kReqQp, 0, 0}, t0 + 2 * kSecond + i);
-    h.engine->report(t0 + 4 * kSecond);  // closes the second window, once it has swept
-    while (h.engine->advance_report()) {
-    }
-    auto events = h.events(state::EventKind::cnp);
-    ASSERT_EQ(events.size(), 2u);
-    EXPECT_EQ(events[0].count, 1000u);
-    EXPECT_EQ(events[0].t_ns, t0);
-    EXPECT_EQ(events[1].count, 3u);
-    EXPECT_EQ(events[1].t_ns, t0 + 2 * kSecond);
-    h.send(Pkt{kResp, kReq, kCnp, kReqQp, 0, 0}, t0 + 5 * kSecond);
-    h.finish(t0 + 5 * kSecond + 1);  // the end reports the window still open
-    events = h.events(state::EventKind::cnp);
-    ASSERT_EQ(events.size(), 3u);
-    EXPECT_EQ(events[2].count, 1u);
-    EXPECT_EQ(h.qp(kReq, kReqQp).cnps, 1004u);
 }
 
 // docs/semantics.md "Table full": endpoints refused are counted, not only their packets.

@@ -5,7 +5,7 @@ usage: hardening_test.py CASE INSERT_DP MAKE_PIPELINE_PCAPS [INSERT_TRACE]
 
 Each case runs the real binaries on real files and checks the exact behaviour
 docs/pipeline.md and docs/live.md promise; each is a defect such a user found, kept fixed.
-Cases: input, signals, options, eal, outputs, cnp, limits, log.
+Cases: input, signals, options, eal, outputs, cnp, spray, limits, log.
 """
 import glob
 import json
@@ -318,6 +318,73 @@ def case_cnp(insert_dp, d):
     print("cnp: 30000 CNPs -> 3 events of 10000, the qp record counts 30000")
 
 
+# docs/semantics.md "Events": the stated bound of `sources` once it is an estimate.
+SOURCES_BOUND = 0.2
+
+
+def case_spray(insert_dp, d):
+    """Issue 37: 200000 CNPs to one QP, each from a spoofed source IP of its own (and 20000
+    NAKs to another QP from 20000 more) - one event record per QP, kind and second, with its
+    count and distinct sources, the same for 1 and 2 workers; were 240000 records (a part,
+    hence an event, per source)."""
+    pcap = os.path.join(d, "spray.pcap")
+    base = 1_700_000_000
+    outcomes = []
+    for workers in (1, 2):
+        p = run_checked([insert_dp, "replay", pcap, "--quiet", "--workers", str(workers),
+                         "--records", "-", *EAL])
+        if p.returncode != 0:
+            fail(f"--workers {workers}: exit {p.returncode}: {p.stderr.strip()}")
+        recs = [json.loads(line) for line in p.stdout.splitlines()]
+        label = f"--workers {workers}"
+        events = [r for r in recs if r["type"] == "event"]
+        # The capture spans two windows: [0.5 s, 1.5 s) after `base`.
+        by_kind = {}
+        for e in events:
+            by_kind.setdefault((e["kind"], e["ip"], e["qpn"]), []).append(e)
+        expected = {("cnp", "10.20.0.1", 0x2000): 100000, ("nak", "10.20.0.2", 0x2001): 10000,
+                    ("unknown_qp", "10.20.0.2", 0x2001): 10000}
+        if sorted(by_kind) != sorted(expected) or len(events) != 6:
+            fail(f"{label}: {len(events)} event records {sorted(by_kind)}, expected 2 each of "
+                 f"{sorted(expected)}")
+        for key, per_window in expected.items():
+            windows = sorted(by_kind[key], key=lambda e: e["window_ns"])
+            if [e["window_ns"] for e in windows] != [base * 10**9, (base + 1) * 10**9]:
+                fail(f"{label}: {key} windows {[e['window_ns'] for e in windows]}")
+            if [e["count"] for e in windows] != [per_window, per_window]:
+                fail(f"{label}: {key} counts {[e['count'] for e in windows]}, expected {per_window} each")
+            for e in windows:
+                if e["sources_exact"] or abs(e["sources"] - e["count"]) > SOURCES_BOUND * e["count"]:
+                    fail(f"{label}: {key} sources {e['sources']} (exact {e['sources_exact']}) for "
+                         f"{e['count']} distinct sources: beyond the stated {SOURCES_BOUND:.0%}")
+            total = sum(e["sources"] for e in windows)
+            if abs(total - 2 * per_window) > SOURCES_BOUND * 2 * per_window:
+                fail(f"{label}: {key} sources {total} in all for {2 * per_window}")
+        cnp = by_kind[("cnp", "10.20.0.1", 0x2000)]
+        if sum(e["count"] for e in cnp) != 200000:
+            fail(f"{label}: cnp counts sum to {sum(e['count'] for e in cnp)}")
+        if min(e["t_ns"] for e in cnp) != base * 10**9 + 500_000_000:
+            fail(f"{label}: the first window's t_ns is not its first CNP's")
+        q = [r for r in recs if r["type"] == "qp" and r["ip"] == "10.20.0.1"]
+        if len(q) != 1 or q[0]["cnps"] != 200000 or q[0]["pkts"] != 200000:
+            fail(f"{label}: the sprayed QP's record {q}")
+        n = [r for r in recs if r["type"] == "qp" and r["ip"] == "10.20.0.2"]
+        if len(n) != 1 or n[0]["naks"]["seq"] != 20000:
+            fail(f"{label}: the NAKed QP's record {n}")
+        summary = dict(recs[-1])
+        for wall_clock in ("wall_s", "mpps"):
+            summary.pop(wall_clock)
+        outcomes.append((sorted(json.dumps(r, sort_keys=True) for r in recs[:-1]), summary))
+    if outcomes[0] != outcomes[1]:
+        only = sorted(set(outcomes[0][0]) ^ set(outcomes[1][0]))[:2]
+        fail(f"records differ between 1 and 2 workers (SPEC invariant 1), e.g. {only}")
+    print("spray: 200000 spoofed-source CNPs and 20000 NAKs -> 6 event records, the same for "
+          "1 and 2 workers; sources " +
+          ", ".join(str(e["sources"]) for e in sorted(
+              (json.loads(r) for r in outcomes[0][0] if '"event"' in r),
+              key=lambda e: (e["kind"], e["window_ns"]))))
+
+
 def case_limits(insert_dp, d):
     """A full table is in the summary; memory options that do not fit are refused up front."""
     recs = [json.loads(line) for line in run_checked(
@@ -349,7 +416,8 @@ def main():
             case_options(insert_dp, d, insert_trace)
             return
         {"input": case_input, "signals": case_signals, "eal": case_eal, "outputs": case_outputs,
-         "cnp": case_cnp, "limits": case_limits, "log": case_log}[case](insert_dp, d)
+         "cnp": case_cnp, "spray": case_spray, "limits": case_limits,
+         "log": case_log}[case](insert_dp, d)
 
 
 if __name__ == "__main__":

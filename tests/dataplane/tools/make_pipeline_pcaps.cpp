@@ -9,6 +9,8 @@
 //   stray.pcap    - two RC connections, each hit by one SEND from a third host
 //   multisource.pcap - random traffic from many hosts to a few shared QPs
 //   cnp_storm.pcap - 30000 CNPs to one QP over 3 s of capture time, and a quiet connection
+//   spray.pcap    - 200000 CNPs to one QP from 200000 spoofed source IPs, and 20000 NAKs
+//                   to another from 20000 more, over two seconds of capture time
 // usage: make-pipeline-pcaps OUTDIR
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "dataplane/capture/pcap_writer.hpp"
+#include "dataplane/proto/aeth.hpp"
 #include "dataplane/proto/builder.hpp"
 #include "dataplane/proto/opcodes.hpp"
 #include "dataplane/workload/workload.hpp"
@@ -278,6 +281,38 @@ bool write_cnp_storm(const std::string& path) {
     return w.pcap.close();
 }
 
+// Issue 37's spray: 200000 CNPs to (10.20.0.1, 0x2000), each from a source IP of its own
+// (10.128.0.0 + i), 5 us apart from half a second into a whole second: 100000 in each of
+// two one-second windows. Every tenth CNP is followed by a sequence NAK to (10.20.0.2,
+// 0x2001) from one more source of its own (10.160.0.0 + i): 10000 in each window, to a QP
+// that never pairs (an unknown_qp event per source, per part). The frames are in time
+// order, so every worker count sees the same windows.
+bool write_spray(const std::string& path) {
+    Writer w;
+    if (!w.pcap.open(path)) return false;
+    w.ts += 500'000'000;
+    const auto ip = [](uint32_t base, uint32_t i) {
+        const uint32_t a = base + i;
+        return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xFF) + "." +
+               std::to_string((a >> 8) & 0xFF) + "." + std::to_string(a & 0xFF);
+    };
+    for (uint32_t i = 0; i < 200000; ++i) {
+        const uint64_t at = w.ts;
+        FrameSpec cnp = roce(ip(0x0A800000u, i).c_str(), "10.20.0.1", 0x2000, op::kCnp, i, 0);
+        cnp.payload_len = 0;
+        cnp.t.bth.pad = 0;
+        w.frame(cnp);
+        if (i % 10 == 0) {
+            FrameSpec nak =
+                roce(ip(0x0AA00000u, i / 10).c_str(), "10.20.0.2", 0x2001, op::kAck, i / 10, 0);
+            nak.t.aeth.syndrome = aeth_nak(NakCode::psn_seq_error);
+            w.frame(nak);
+        }
+        w.ts = at + 5000;
+    }
+    return w.pcap.close();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,11 +321,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string dir = argv[1];
-    const bool ok =
-        write_mixed(dir + "/mixed.pcap", 400, 5000, 1) &&
-        write_mixed(dir + "/many.pcap", 2000, 40000, 2) && write_hostile(dir + "/hostile.pcap") &&
-        write_idle(dir + "/idle.pcap") && write_stray(dir + "/stray.pcap") &&
-        write_multisource(dir + "/multisource.pcap") && write_cnp_storm(dir + "/cnp_storm.pcap");
+    const bool ok = write_mixed(dir + "/mixed.pcap", 400, 5000, 1) &&
+                    write_mixed(dir + "/many.pcap", 2000, 40000, 2) &&
+                    write_hostile(dir + "/hostile.pcap") && write_idle(dir + "/idle.pcap") &&
+                    write_stray(dir + "/stray.pcap") &&
+                    write_multisource(dir + "/multisource.pcap") &&
+                    write_cnp_storm(dir + "/cnp_storm.pcap") && write_spray(dir + "/spray.pcap");
     if (!ok) {
         std::fprintf(stderr, "make-pipeline-pcaps: cannot write into %s\n", dir.c_str());
         return 1;
