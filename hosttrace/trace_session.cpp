@@ -14,6 +14,7 @@
 
 #include "dataplane/common/json_line.hpp"
 #include "dataplane/common/version.hpp"
+#include "hosttrace/cgroup_paths.hpp"
 #include "hosttrace/elf_symbols.hpp"
 #include "hosttrace/event_decoder.hpp"
 #include "hosttrace/json_text.hpp"
@@ -105,6 +106,7 @@ class Session {
     std::string batch_;
     std::unique_ptr<VerbsTracer> tracer_;
     ProcessTable table_;
+    CgroupPaths cgroups_;
     Counters reported_;
     uint64_t events_ = 0;
     bool output_failed_ = false;
@@ -162,6 +164,19 @@ bool Session::attach_library(const std::string& path, pid_t attach_pid, pid_t se
 
 void Session::on_event(const insert_trace_event& e) {
     events_++;
+    if (cgroups_.first_sight(e.cgroup_id)) {
+        // The tenant's name, once per cgroup, before its first verb record.
+        JsonLine j(batch_);
+        j.word("type", "cgroup");
+        j.u("t_ns", e.ts_ns);
+        j.i("wall_ns", static_cast<int64_t>(e.ts_ns) + wall_offset_);
+        j.u("id", e.cgroup_id);
+        if (const auto path = cgroups_.path_of(e.cgroup_id, monotonic_ns()))
+            text(j, "path", *path);
+        else
+            j.null("path");
+        end_record(j);
+    }
     decode_event(e, table_, wall_offset_, opt_.host, batch_);
     if (batch_.size() >= kBatchBytes) write_batch();
     if (table_.claim_context_for_ops(static_cast<pid_t>(e.pid), e.ctx))

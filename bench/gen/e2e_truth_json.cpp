@@ -120,7 +120,9 @@ class Writer {
         JsonCursor c = out_.reserve();
         c.lit("{\"type\":\"app\"").key("host").padded(name_[a.host]).key("ip").padded(ip_[a.ip]);
         c.field("pid", trace_.pid(a.proc));
-        comm(c.key("comm"), a.proc).field("cgroup", trace_.cgroup(a.proc)).field("qps", a.qps);
+        comm(c.key("comm"), a.proc).field("cgroup", trace_.cgroup(a.proc));
+        c.key("cgroup_path").lit("\"").str(trace_.cgroup_path(a.proc)).lit("\"");
+        c.field("qps", a.qps);
         by_op(c.key("msgs"), a.msgs);
         by_op(c.key("bytes"), a.bytes);
         part(c.key("host_ns"), a.host_ns);

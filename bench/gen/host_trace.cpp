@@ -445,6 +445,10 @@ uint64_t HostTrace::cgroup(uint32_t proc) const {
     return 4026531840ull + 7919ull * process(proc).tenant;
 }
 
+std::string HostTrace::cgroup_path(uint32_t proc) const {
+    return "/insert-gen/tenant-" + std::to_string(process(proc).tenant);
+}
+
 uint64_t HostTrace::ctx(uint32_t proc) const {
     return 0x55A000000000ull + 0x40000000ull * (proc % 1024) + 0x2A0;
 }

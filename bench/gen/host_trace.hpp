@@ -168,6 +168,8 @@ class HostTrace {
     uint32_t tid(const HostRecord& r) const;
     const char* comm(uint32_t proc) const;
     uint64_t cgroup(uint32_t proc) const;
+    // Its path, as insert-trace's `cgroup` record names it: one directory per tenant.
+    std::string cgroup_path(uint32_t proc) const;
     uint64_t ctx(uint32_t proc) const;
     uint64_t pd(uint32_t proc) const { return ctx(proc) + 0x10000; }
     uint64_t cq(uint32_t proc) const { return ctx(proc) + 0x20000; }

@@ -1,6 +1,7 @@
 #include "bench/gen/host_trace_json.hpp"
 
 #include <array>
+#include <set>
 #include <vector>
 
 #include "bench/gen/jsonl_file.hpp"
@@ -63,9 +64,18 @@ class Writer {
     }
 
     void write(const HostRecord& r) {
-        JsonCursor c = out_.reserve();
         const TraceHost& th = trace_.hosts()[r.host];
         const int64_t t_ns = r.wall_ns - th.wall_offset_ns;
+        if (is_verb(r.kind) && named_.emplace(r.host, trace_.cgroup(r.proc)).second) {
+            // As insert-trace does: the cgroup's path before its first verb record.
+            JsonCursor c = out_.reserve();
+            c.lit("{\"type\":\"cgroup\"").field("t_ns", static_cast<uint64_t>(t_ns));
+            c.field("wall_ns", static_cast<uint64_t>(r.wall_ns)).field("id", trace_.cgroup(r.proc));
+            c.key("path").lit("\"").str(trace_.cgroup_path(r.proc)).lit("\"");
+            c.key("host").padded(name_[r.host]).lit("}\n");
+            out_.commit(c);
+        }
+        JsonCursor c = out_.reserve();
         switch (r.kind) {
             case HostRec::trace_start:
                 // As insert-trace writes it, the records' schema first (docs/records.md).
@@ -246,6 +256,11 @@ class Writer {
     const HostTrace& trace_;
     JsonOut& out_;
     std::vector<PaddedString> ip_, gid_, name_, comm_;
+    std::set<std::pair<uint16_t, uint64_t>> named_;  // (host, cgroup) with a cgroup record
+
+    static bool is_verb(HostRec k) {
+        return k != HostRec::trace_start && k != HostRec::lost && k != HostRec::process_exit;
+    }
 };
 
 }  // namespace

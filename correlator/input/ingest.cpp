@@ -105,6 +105,10 @@ uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uin
                 ++counts.host;
                 out.events.push_back(event);
                 break;
+            case LineKind::cgroup_name:
+                ++counts.host;
+                out.cgroups.push_back(parser.cgroup());
+                break;
             case LineKind::ignored:
                 ++counts.ignored;
                 break;
@@ -215,6 +219,7 @@ bool ingest(const std::vector<std::string>& inputs, HostNames& hosts, Ingested& 
     concatenate(out.msgs, parts, &Ingested::msgs);
     concatenate(out.qps, parts, &Ingested::qps);
     concatenate(out.events, parts, &Ingested::events);
+    concatenate(out.cgroups, parts, &Ingested::cgroups);
     out.counts.bytes = reader.bytes();
     return error.empty() && reader.check_shrunk();
 }

@@ -44,6 +44,7 @@ struct Ingested {
     WireMsgs msgs;
     WireQps qps;
     HostEvents events;
+    std::vector<CgroupName> cgroups;  // insert-trace's `cgroup` records
     IngestCounts counts;
     std::vector<IngestCounts> per_input;  // batch ingest(): by input, in the inputs' order
     std::vector<BadLine> first_bad;       // the first kMaxReported, in input order

@@ -28,7 +28,8 @@ enum class LineKind : uint8_t {
     wire_msg,
     wire_qp,
     host_event,
-    ignored,  // a known record the join does not use
+    cgroup_name,  // insert-trace's `cgroup` record: LineParser::cgroup() has it
+    ignored,      // a known record the join does not use
     blank,
     not_json,
     bad_field,
@@ -38,6 +39,9 @@ enum class LineKind : uint8_t {
 class LineParser {
   public:
     explicit LineParser(HostNames& hosts) : hosts_(hosts) {}
+
+    // The last line of kind LineKind::cgroup_name.
+    const CgroupName& cgroup() const { return cgroup_; }
 
     // `line` (without its newline) must be followed by at least SIMDJSON_PADDING readable
     // bytes: `capacity` counts them. On a bad line `reason` says what is wrong.
@@ -65,6 +69,7 @@ class LineParser {
     LineKind parse_host(Fields& obj, HostKind kind, HostEvent& event, std::string& reason);
     template <class V>
     bool read_common_host_field(Field f, V& v, HostEvent& e, bool& ok);
+    LineKind parse_cgroup(simdjson::ondemand::object& obj, std::string& reason);
     uint32_t host_id(std::string_view name);
 
     simdjson::ondemand::parser parser_;
@@ -74,6 +79,7 @@ class LineParser {
     const FieldTable& fields_ = field_table();
     // The last host name and its id: a stream's records nearly always share it.
     std::string last_host_;
+    CgroupName cgroup_;
     uint32_t last_host_id_ = UINT32_MAX;
     // An address field read like read_opt_ip, remembering the last text it parsed: a
     // stream's records nearly always repeat it (a host's own address, a QP's source and

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "correlator/input/huge_allocator.hpp"
@@ -72,6 +73,15 @@ struct WireQp {
     uint64_t ecn_ce = 0;
     int64_t t_first = 0;
     int64_t t_last = 0;
+};
+
+// insert-trace's `cgroup` record: the path of a cgroup id on a host (the name people know a
+// tenant by; docs/insert-trace.md). Few per run: kept as text, not interned.
+struct CgroupName {
+    uint32_t host = 0;  // interned name (HostNames)
+    uint64_t id = 0;
+    bool has_path = false;
+    std::string path;
 };
 
 // insert-trace record kinds the join uses.

@@ -47,6 +47,7 @@ void LiveCorrelator::note(uint32_t stream, int64_t t) {
 
 void LiveCorrelator::add(uint32_t stream, Ingested& block) {
     if (stream >= streams_.size()) streams_.resize(stream + 1);
+    if (!block.cgroups.empty()) sink_.learn_cgroups(block.cgroups, names_);
     const int64_t newest_before = streams_[stream].newest;
     for (WireMsg& m : block.msgs) {
         note(stream, m.t_first);

@@ -53,10 +53,28 @@ void RecordSink::lines(std::string_view text) {
     maybe_flush();
 }
 
+void RecordSink::learn_cgroups(const std::vector<CgroupName>& cgroups, const HostNames& names) {
+    for (const CgroupName& c : cgroups) {
+        auto key = std::make_pair(names.name(c.host), c.id);
+        const auto at = cgroup_paths_.find(key);
+        if (at != cgroup_paths_.end() && (at->second || !c.has_path)) continue;
+        std::optional<std::string> path;
+        if (c.has_path) path = c.path;
+        cgroup_paths_[key] = path;
+        if (!active()) continue;
+        const std::size_t from = buffer_.size();
+        append_cgroup(buffer_, key.first, c.id, path ? &*path : nullptr);
+        appended(from);
+    }
+    maybe_flush();
+}
+
 void RecordSink::app(const AppView& a, bool final) {
     if (!active()) return;
     const std::size_t from = buffer_.size();
-    append_app(buffer_, a, final);
+    const auto path = cgroup_paths_.find({a.host, a.cgroup});
+    append_app(buffer_, a, final,
+               path != cgroup_paths_.end() && path->second ? &*path->second : nullptr);
     appended(from);
     maybe_flush();
 }

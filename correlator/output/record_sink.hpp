@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -65,6 +67,9 @@ class RecordSink {
     void lines(std::string_view text);
     // Whether records are wanted at all (an output or an observer): formatting can be skipped.
     bool wants_records() const { return active(); }
+    // insert-trace's cgroup paths: a `cgroup` record for each (host, id) the first time
+    // it is seen (again when a path becomes known), and `cgroup_path` in app records.
+    void learn_cgroups(const std::vector<CgroupName>& cgroups, const HostNames& names);
     void app(const AppView& app, bool final);
     void pair(const PairView& pair, const HostNames& names);
     void clock(const std::string& host, const ClockEstimate& clock);
@@ -80,6 +85,8 @@ class RecordSink {
     // Hands the line appended since `from` to the observer.
     void appended(std::size_t from);
 
+    // (host, cgroup id) -> its path (nullopt: announced without one).
+    std::map<std::pair<std::string, uint64_t>, std::optional<std::string>> cgroup_paths_;
     OutputStream* out_;
     std::function<void(std::string_view)> observer_;
     std::string buffer_;

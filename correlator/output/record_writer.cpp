@@ -36,15 +36,29 @@ void append_by_op(JsonLine& line, std::string_view key, const std::array<uint64_
 
 }  // namespace
 
-void append_app(std::string& out, const AppView& a, bool final) {
+void append_cgroup(std::string& out, std::string_view host, uint64_t id, const std::string* path) {
+    JsonLine line(out);
+    line.word("type", "cgroup").s("host", host).u("id", id);
+    if (path)
+        line.s("path", *path);
+    else
+        line.null("path");
+    line.end();
+}
+
+void append_app(std::string& out, const AppView& a, bool final, const std::string* cgroup_path) {
     JsonLine line(out);
     line.s("type", "app")
         .s("host", a.host)
         .ip("ip", a.ip)
         .i("pid", a.pid)
         .s("comm", a.comm.view())
-        .u("cgroup", a.cgroup)
-        .u("qps", a.qps);
+        .u("cgroup", a.cgroup);
+    if (cgroup_path)
+        line.s("cgroup_path", *cgroup_path);
+    else
+        line.null("cgroup_path");
+    line.u("qps", a.qps);
     append_by_op(line, "msgs", a.msgs);
     append_by_op(line, "bytes", a.bytes);
     append_part(line, "host_ns", a.host_ns);

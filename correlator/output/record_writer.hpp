@@ -15,7 +15,9 @@ namespace insert::correlate {
 class HostNames;
 
 void append_e2e(std::string& out, const E2eRow& row, const HostNames& names);
-void append_app(std::string& out, const AppView& app, bool final);
+// `cgroup_path`: the app's cgroup path from insert-trace's `cgroup` records (null if none).
+void append_app(std::string& out, const AppView& app, bool final, const std::string* cgroup_path);
+void append_cgroup(std::string& out, std::string_view host, uint64_t id, const std::string* path);
 void append_pair(std::string& out, const PairView& pair, const HostNames& names);
 void append_clock(std::string& out, std::string_view host, const ClockEstimate& clock);
 void append_alert(std::string& out, const Alert& alert);

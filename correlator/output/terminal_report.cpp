@@ -66,9 +66,11 @@ std::string episode_lines(const CongestionEpisode& e) {
         static_cast<double>(e.p99_net_ns) / 1e3, static_cast<double>(e.baseline_net_ns) / 1e3,
         e.cnps, e.ecn_ce, e.retx_pkts);
     const auto name = [](const EpisodeApp& a) {
-        return a.app.owner.traced ? fmt::format("{}[{}]@{}", terminal_text(a.app.owner.comm.view()),
-                                                a.app.owner.pid, a.app.ip.to_string())
-                                  : a.app.ip.to_string();
+        return a.app.owner.traced
+                   ? fmt::format("{}[{}]@{} ({})", terminal_text(a.app.owner.comm.view()),
+                                 a.app.owner.pid, terminal_text(a.app.owner.host),
+                                 a.app.ip.to_string())
+                   : a.app.ip.to_string() + " (untraced)";
     };
     std::string contributors, victims;
     for (std::size_t k = 0; k < e.contributors.size() && k < 5; ++k)

@@ -67,6 +67,10 @@ bool ReportData::add_record(element r, std::string_view line) {
         add_congestion(r, line);
     } else if (*type == "pair") {
         if (pairs.size() < limits.pairs) pairs.emplace_back(line);
+    } else if (*type == "cgroup") {
+        const auto id = uint_field(r, "id");
+        const auto path = text_field(r, "path");
+        if (id && path) net.name(*id, std::string(*path));
     } else if (*type == "clock") {
         if (clocks.size() < limits.clocks) clocks.emplace_back(line);
     } else if (*type == "summary" && uint_field(r, "e2e")) {

@@ -110,7 +110,9 @@ std::vector<Series> NetLatencySeries::series() const {
         if (t.other) {
             out[s].label = "other cgroups";
         } else {
-            out[s].label = "cgroup " + std::to_string(t.cgroup) + ":";
+            const auto path = paths_.find(t.cgroup);
+            out[s].label = path != paths_.end() ? path->second + ":"
+                                                : "cgroup " + std::to_string(t.cgroup) + ":";
             for (std::size_t k = 0; k < t.comms.size(); ++k)
                 out[s].label += (k ? ", " : " ") + t.comms[k];
         }

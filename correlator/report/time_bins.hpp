@@ -49,6 +49,10 @@ class NetLatencySeries {
         : max_series_(max_series), max_bins_(max_bins) {}
 
     void add(uint64_t cgroup, const std::string& comm, int64_t t_ns, int64_t net_ns);
+    // A `cgroup` record: the tenant's path, its series' label (ids alone otherwise).
+    void name(uint64_t cgroup, std::string path) {
+        if (paths_.size() < 4096) paths_.emplace(cgroup, std::move(path));
+    }
     std::vector<Series> series() const;
     int64_t bin_ns() const { return bin_ns_; }
 
@@ -67,6 +71,7 @@ class NetLatencySeries {
     int64_t bin_ns_ = 1'000'000;
     std::vector<Tenant> tenants_;
     std::map<uint64_t, std::size_t> by_cgroup_;
+    std::map<uint64_t, std::string> paths_;
     // bin index (t / bin_ns_, rounded down) -> series -> histogram
     std::map<int64_t, std::map<std::size_t, LogHistogram>> bins_;
 };

@@ -173,6 +173,7 @@ int run_batch(const CorrelateOptions& options) {
     for (const Alert& a : alerts) sink.alert(a);
     for (const CongestionEpisode& e : episodes) sink.congestion(e);
     for (const PairView& p : views.pairs) sink.pair(p, names);
+    sink.learn_cgroups(in.cgroups, names);  // the tenants' names, before the apps in them
     for (const AppView* a : views.apps.apps()) sink.app(*a, true);
     for (const auto& [host, clock] : clocks) sink.clock(host, clock);
     sink.summary(summary);

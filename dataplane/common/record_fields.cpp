@@ -297,6 +297,22 @@ constexpr RecordField kProcessExit[] = {
     {"host", kText, "text", kAlways, "trace_start's host"},
 };
 
+constexpr RecordField kTraceCgroup[] = {
+    {"type", kText, "name", kAlways, "\"cgroup\""},
+    {"t_ns", kInt, "ns", kAlways, "CLOCK_MONOTONIC of the first event seen from the cgroup"},
+    {"wall_ns", kInt, "ns", kAlways, "the same on the host's wall clock"},
+    {"id", kInt, "id", kAlways, "the cgroup v2 id (inode of its directory), as verb records' cgroup"},
+    {"path", kText, "path", kNull, "its path under the cgroup2 mount (\"/\" the root); null if it was gone before it was looked up"},
+    {"host", kText, "text", kAlways, "trace_start's host"},
+};
+
+constexpr RecordField kCorrelateCgroup[] = {
+    {"type", kText, "name", kAlways, "\"cgroup\""},
+    {"host", kText, "text", kAlways, "the host whose tracer named the cgroup"},
+    {"id", kInt, "id", kAlways, "the cgroup v2 id, as in e2e, app, alert and congestion records"},
+    {"path", kText, "path", kNull, "its path (the tenant's name); null if the tracer found none"},
+};
+
 constexpr RecordField kTraceStats[] = {
     {"type", kText, "name", kAlways, "\"trace_stats\""},
     {"final", kBool, "", kAlways, "true: written at the stop"},
@@ -357,6 +373,7 @@ constexpr RecordField kApp[] = {
     {"pid", kInt, "id", kAlways, "its process"},
     {"comm", kText, "text", kAlways, "its command name"},
     {"cgroup", kInt, "id", kAlways, "its cgroup v2 id"},
+    {"cgroup_path", kText, "path", kNull, "that cgroup's path (insert-trace's cgroup records); null when no tracer named it"},
     {"qps", kInt, "count", kAlways, "its requester QPs (incarnations) with a matched message"},
     {"msgs", kObject, "", kAlways, "its matched messages (e2e records as requester), by op"},
     {"msgs.SEND", kInt, "count", kAlways, "SEND messages"},
@@ -583,6 +600,10 @@ constexpr RecordType kTypes[] = {
     {Producer::insert_trace, "lost",
      "The ring buffer was full and dropped records (within 250 ms of the loss).", kLost},
     {Producer::insert_trace, "process_exit", "A traced process was found gone.", kProcessExit},
+    {Producer::insert_trace, "cgroup",
+     "Once per cgroup id, before the first verb record from it: the path people know the "
+     "tenant by.",
+     kTraceCgroup},
     {Producer::insert_trace, "trace_stats", "Once, last, at the stop: the tracer's counters.",
      kTraceStats},
     {Producer::insert_correlate, "e2e",
@@ -593,6 +614,10 @@ constexpr RecordType kTypes[] = {
      "Per application (host, ip, pid, comm, cgroup) with a matched message: final, and in a "
      "live run every --interval (cumulative).",
      kApp},
+    {Producer::insert_correlate, "cgroup",
+     "Per (host, cgroup id) a tracer named: its path, before the app records (live: when "
+     "learned).",
+     kCorrelateCgroup},
     {Producer::insert_correlate, "pair",
      "A traced QP whose RTR peer the dataplane did not pair, or paired otherwise.", kPair},
     {Producer::insert_correlate, "clock",

@@ -881,7 +881,9 @@ def test_perftest_netns(tmp):
 
 
 def test_cgroup_filter(tmp):
-    """--cgroup DIR: only processes of that cgroup v2 are traced, and events carry its id."""
+    """--cgroup DIR: only processes of that cgroup v2 are traced, and events carry its id;
+    one `cgroup` record names that id's path (relative to the cgroup2 mount), before the
+    first verb record from it."""
     cg = os.path.join(cgroup2_mount(), f"insert-trace-test-{os.getpid()}")
     os.mkdir(cg)
     cg_id = os.stat(cg).st_ino
@@ -909,6 +911,12 @@ def test_cgroup_filter(tmp):
     check(not verb_events(recs, outside.pid), "a process outside the cgroup was traced")
     ev = compare_with_truth(recs, inside.pid, inside.truth)
     check(all(r["cgroup"] == cg_id for r in ev), f"cgroup id != {cg_id}")
+    named = [(i, r) for i, r in enumerate(recs) if r.get("type") == "cgroup"]
+    check(len(named) == 1 and named[0][1]["id"] == cg_id and
+          named[0][1]["path"] == "/" + os.path.basename(cg),
+          f"cgroup records {[r for _, r in named]}, expected one for {cg_id} at /{os.path.basename(cg)}")
+    first_verb = next(i for i, r in enumerate(recs) if r.get("type") == "verb")
+    check(named[0][0] < first_verb, "the cgroup record comes after a verb record of its cgroup")
 
 
 def test_scan_finds_library(tmp):

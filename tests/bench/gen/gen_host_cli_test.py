@@ -20,7 +20,7 @@ E2E_FIELDS = ["type", "src_ip", "src_qpn", "dst_ip", "dst_qpn", "op", "bytes", "
               "t_poll_ns", "host_ns", "net_ns", "completion_ns", "total_ns", "retx_pkts", "naks",
               "status", "match", "host", "peer_host", "peer_cgroup", "signaled", "wc_status",
               "t_recv_poll_ns", "t_covered_ns", "gen_msg"]
-APP_FIELDS = ["type", "host", "ip", "pid", "comm", "cgroup", "qps", "msgs", "bytes", "host_ns",
+APP_FIELDS = ["type", "host", "ip", "pid", "comm", "cgroup", "cgroup_path", "qps", "msgs", "bytes", "host_ns",
               "net_ns", "completion_ns", "total_ns", "signaled_wrs", "retx_pkts", "naks", "cnps",
               "ecn_ce", "ecn_ce_caused", "unmatched_wr", "final"]
 CLOCK_FIELDS = ["type", "host", "lo_ns", "hi_ns", "offset_ns", "source", "consistent", "matches",
