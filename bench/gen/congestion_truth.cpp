@@ -89,19 +89,39 @@ CongestionTruth::CongestionTruth(const Scenario& sc, const E2eTruth& e2e,
         // The bin spans [first, last] of the node's episodes so far: a source's messages
         // outside them and before an episode are its own baseline there.
         std::vector<std::pair<uint64_t, uint64_t>> spans;
+        // Per bin: its source applications, and whether a message retransmitted or was
+        // NAKed. An episode starts and ends with a bin of two sources or more, or signalled:
+        // at its edges, one application alone being slow is it queueing behind itself.
+        std::map<uint64_t, std::set<std::tuple<uint16_t, int, uint32_t>>> bin_sources;
+        std::map<uint64_t, bool> bin_signal;
+        for (uint32_t k : ks) {
+            const TruthMsg& m = *msgs[k];
+            const std::optional<uint32_t> req = joins[k].req;
+            bin_sources[m.t_first_ns / opt.bin_ns].insert(
+                req ? std::make_tuple(m.src_host, static_cast<int>(incs[*req].host), incs[*req].pid)
+                    : std::make_tuple(m.src_host, -1, 0u));
+            bin_signal[m.t_first_ns / opt.bin_ns] |= m.retx_pkts > 0 || m.naks > 0;
+        }
+        const auto edge = [&](uint64_t bin) {
+            return bin_sources[bin].size() >= 2 || bin_signal[bin];
+        };
         for (std::size_t i = 0; i < bins.size();) {
             std::size_t j = i + 1;
             while (j < bins.size() && bins[j] - bins[j - 1] <= kMaxBinStep) ++j;
-            // The episode: congested bins [i, j); its messages are those of these bins.
-            const std::set<uint64_t> mine(bins.begin() + static_cast<std::ptrdiff_t>(i),
-                                          bins.begin() + static_cast<std::ptrdiff_t>(j));
+            std::size_t from = i, to = j;
+            i = j;
+            while (from + 1 < to && !edge(bins[from])) ++from;
+            while (to - 1 > from && !edge(bins[to - 1])) --to;
+            if (!edge(bins[from])) continue;
+            // The episode: congested bins [from, to); its messages are those of these bins.
+            const std::set<uint64_t> mine(bins.begin() + static_cast<std::ptrdiff_t>(from),
+                                          bins.begin() + static_cast<std::ptrdiff_t>(to));
             CongestionRecord c;
-            c.t_start_ns = bins[i] * opt.bin_ns;
-            c.t_end_ns = (bins[j - 1] + 1) * opt.bin_ns;
+            c.t_start_ns = bins[from] * opt.bin_ns;
+            c.t_end_ns = (bins[to - 1] + 1) * opt.bin_ns;
             c.node = node;
             c.baseline_net_ns = baseline;
-            const uint64_t first_bin = bins[i], last_bin = bins[j - 1];
-            i = j;
+            const uint64_t first_bin = bins[from], last_bin = bins[to - 1];
             std::map<uint64_t, std::vector<int64_t>> bin_nets;
             // Sources by (address, host, pid) - untraced: the address alone - with their
             // requester endpoints (address, QPN).

@@ -94,6 +94,15 @@ int64_t CongestionTracker::decide(const std::string& node, const Destination& d,
                           p99 - baseline >= options_.min_added_ns;
         return slow || b.retx > 0 || b.naks > 0;
     };
+    // An episode's first and last bins are congested and contended (two applications or
+    // more) or signalled (retransmissions, NAKs); see below.
+    const auto edge = [&](const Bin& b) {
+        return congested(b) && (b.apps.size() >= 2 || b.retx > 0 || b.naks > 0);
+    };
+    const auto leading_edge = [&](BinIter first, BinIter last) {
+        while (first != last && !edge(first->second)) ++first;
+        return first;
+    };
     auto it = d.bins.begin();
     while (it != d.bins.end() && it->first < until) {
         if (!congested(it->second)) {
@@ -109,18 +118,31 @@ int64_t CongestionTracker::decide(const std::string& node, const Destination& d,
         }
         // A bin still to come could extend the run: it is decided later.
         if (until != kForever && last->first + 2 >= until) {
-            if (ongoing)
-                if (CongestionEpisode e = make_episode(node, first, last, baseline, outside);
+            if (const auto from = leading_edge(first, last); ongoing && edge(from->second)) {
+                AppNets before = outside;
+                for (auto b = first; b != from; ++b) fold_outside(b->second, before);
+                if (CongestionEpisode e = make_episode(node, from, last, baseline, before);
                     e.msgs > 0)
                     ongoing->push_back(std::move(e));
+            }
             return first->first;
         }
         it = std::next(last);
-        if (CongestionEpisode e = make_episode(node, first, last, baseline, outside); e.msgs > 0) {
+        // The run's edges where one application alone was slow, with no retransmission or
+        // NAK, are one transfer queueing behind itself (or its own jitter), not the
+        // episode: it starts and ends with a bin that is contended or signalled.
+        const auto from = leading_edge(first, last);
+        auto to = last;
+        while (to != from && !edge(to->second)) --to;
+        for (auto b = first; b != from; ++b) fold_outside(b->second, outside);
+        CongestionEpisode e;
+        if (edge(from->second)) e = make_episode(node, from, to, baseline, outside);
+        if (e.msgs > 0) {
             out.push_back(std::move(e));
+            for (auto b = std::next(to); b != it; ++b) fold_outside(b->second, outside);
         } else {
             // Not an episode after all: its bins are outside any.
-            for (auto b = first; b != it; ++b) fold_outside(b->second, outside);
+            for (auto b = from; b != it; ++b) fold_outside(b->second, outside);
         }
     }
     return until;

@@ -284,10 +284,11 @@ TEST(Security, alertmanager_body_carries_labels_and_time) {
     EXPECT_FALSE(parse_alertmanager_url("ftp://x:1", host, port, prefix, error));
 }
 
-TEST(Congestion, episode_names_contributors_and_victims) {
-    // Destination 10.0.0.2: 100 quiet messages (net 5 us) from 0 to 99 ms; then from 200 ms,
-    // 20 ms of congestion: an incast sender (pid 100, 8 KB each) sees net 205 us and a
-    // victim (pid 500, 64 B) 210 us. Baseline = p10 = 5 us; bins of 10 ms.
+// Destination 10.0.0.2: 100 quiet messages (net 5 us) from 0 to 99 ms; then from 200 ms,
+// 20 ms of congestion: an incast sender (pid 100, 8 KB each) sees net 205 us and a victim
+// (pid 500, 64 B) 210 us. Baseline = p10 = 5 us; bins of 10 ms. `lead_in`: messages of
+// pid 100 alone, just as slow, 1 ms apart from 180 ms on.
+std::pair<std::vector<json>, std::vector<json>> incast_inputs(int lead_in = 0) {
     const TraceProcess victim{"hC", 500, "victim", 11, "10.0.0.3"};
     std::vector<json> trace = connection();
     trace.push_back(victim.create_qp(100, "0xc0", 30));
@@ -299,6 +300,10 @@ TEST(Congestion, episode_names_contributors_and_victims) {
     for (int k = 0; k < 100; ++k)
         dp.push_back(wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", psn++, 64, k * 1'000'000,
                               k * 1'000'000 + 5'000));
+    for (int k = 0; k < lead_in; ++k) {
+        const int64_t t = 180'000'000 + k * 1'000'000;
+        dp.push_back(wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", psn++, 8192, t, t + 205'000));
+    }
     for (int k = 0; k < 20; ++k) {
         const int64_t t = 200'000'000 + k * 1'000'000;
         dp.push_back(wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", psn++, 8192, t, t + 205'000));
@@ -317,6 +322,11 @@ TEST(Congestion, episode_names_contributors_and_victims) {
                   {"t_first_ns", 0},
                   {"t_last_ns", 220'000'000},
                   {"final", true}});
+    return {dp, trace};
+}
+
+TEST(Congestion, episode_names_contributors_and_victims) {
+    const auto [dp, trace] = incast_inputs();
     const Outcome run = correlate({dp, trace}, {"--same-clock"});
     const auto episodes = run.of_type("congestion");
     ASSERT_EQ(episodes.size(), 1u);
@@ -361,6 +371,27 @@ TEST(Congestion, episode_names_contributors_and_victims) {
     EXPECT_EQ(w["added_net_ns_p99"], 200000);
     EXPECT_FALSE(w.contains("added_net_ns"));  // a sum over messages is not a latency
     EXPECT_EQ(run.summary()["congestion"], 1);
+}
+
+// One application alone slow at the run's edge is it queueing behind itself (or its own
+// jitter), not the episode: pid 100's 10 messages at 180-189 ms, as slow as in the incast,
+// make bin 18 congested, two bins before the incast's, but the episode still starts where
+// a second application does (200 ms); those messages are pid 100's own latency outside
+// episodes, which its incast messages do not exceed: not a victim.
+TEST(Congestion, an_episode_starts_and_ends_where_applications_contend) {
+    const auto [dp, trace] = incast_inputs(10);
+    const Outcome run = correlate({dp, trace}, {"--same-clock"});
+    const auto episodes = run.of_type("congestion");
+    ASSERT_EQ(episodes.size(), 1u);
+    const json e = episodes[0];
+    EXPECT_EQ(e["t_start_ns"], 200'000'000);
+    EXPECT_EQ(e["t_end_ns"], 220'000'000);
+    EXPECT_EQ(e["signals"]["msgs"], 40);
+    ASSERT_EQ(e["victims"].size(), 1u);
+    EXPECT_EQ(e["victims"][0]["pid"], 500);
+    ASSERT_EQ(e["contributors"].size(), 2u);
+    EXPECT_EQ(e["contributors"][0]["pid"], 100);
+    EXPECT_EQ(e["contributors"][0]["victim"], false);
 }
 
 TEST(Congestion, steady_traffic_has_no_episode) {
