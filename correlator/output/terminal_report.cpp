@@ -45,9 +45,9 @@ std::string terminal_text(std::string_view name) {
 
 std::string alert_line(const Alert& a) {
     const auto who = [](const QpOwner& o) {
-        return o.traced
-                   ? fmt::format("{}[{}] cgroup {}", terminal_text(o.comm.view()), o.pid, o.cgroup)
-                   : std::string("untraced");
+        return o.traced ? fmt::format("{}[{}]@{}", terminal_text(o.comm.view()), o.pid,
+                                      terminal_text(o.host))
+                        : std::string("untraced");
     };
     const Offence& o = a.first;
     // A source only claimed is said so: the address may be another's (SPEC 10 v1.3).
