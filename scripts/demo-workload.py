@@ -22,16 +22,20 @@ demo-workload.py tee UPSTREAM SOCKET=FILE...
 demo-workload.py watch-alertmanager URL OUT_FILE T0_NS
     Polls the Alertmanager's GET /api/v2/alerts every 100 ms and writes a JSON line to
     OUT_FILE when an alert is first listed (`seen_ns`: CLOCK_REALTIME when the answer that
-    listed it arrived) and when it is no longer listed (`gone_ns`), and a progress line
-    on stdout for each (seconds since T0_NS). SIGTERM: one last poll, then exit.
+    listed it arrived), when a listed security alert's `record` annotation is first another
+    alert of the correlator's (`again`: the same labels, a new `t_ns`) and when it is no
+    longer listed (`gone_ns`), and a progress line on stdout for each (seconds since T0_NS).
+    SIGTERM: one last poll, then exit.
 
 demo-workload.py alert-delays OUT_DIR
-    For every security alert the Alertmanager listed (logs/alertmanager.jsonl; without that
-    file, every one the correlator told), the attack it names (attacks.jsonl: its source and
-    victim addresses), that attack's first packet at insert-dp (the earliest t_first_ns of
-    its messages in dp.jsonl), the time the live correlator told it on stderr
-    (logs/insert-correlate-times.tsv) and the delays: one line each on stdout, and
-    OUT_DIR/alert-delays.jsonl. Exit 1 when an attack's alert was never listed (told).
+    For every security alert of the live correlator (correlated.jsonl), the attack that sent
+    the message its evidence names (attacks.jsonl: source and victim addresses, victim QPN,
+    a PSN the attacker sent), that attack's first packet at insert-dp (the earliest
+    t_first_ns of its messages in dp.jsonl), the time the correlator told the alert on
+    stderr (logs/insert-correlate-times.tsv), the time the Alertmanager first listed it
+    (logs/alertmanager.jsonl, when the demo had one) and the delays: one line each on
+    stdout, and OUT_DIR/alert-delays.jsonl. Exit 1 when an attack has no alert listed (told,
+    without an Alertmanager).
 
 demo-workload.py latency OUT_DIR
     The latency application's story, from the correlator's records (correlated.jsonl) and
@@ -67,6 +71,12 @@ def qpn_text(qpn):
         return f"0x{int(qpn):06x}"
     except (TypeError, ValueError):
         return "?"
+
+
+def psn_text(psn):
+    """A PSN as the demo's lines print it: hex; '?' when unknown."""
+    return f"{psn:#x}" if isinstance(psn, int) else "?"
+
 
 def read_tsv(path, columns):
     rows = []
@@ -207,6 +217,9 @@ def write_workload(out_dir):
         if a.get("attack") == "rkey_guess":
             expected = ["rkey_unknown"] + (["rkey_scan"] if len(a.get("rkeys_tried", [])) >= 8 else [])
         elif a.get("spoofed"):
+            # As the victim's peer: a message of the peer's traced QP that no work request
+            # posted, whatever its status (SPEC 10 v1.3) - the WRITE Only the victim accepted
+            # and the WRITE First whose Last never comes alike.
             expected = ["injected_message"]
         else:
             expected = ["peer_mismatch"]
@@ -410,6 +423,10 @@ def watch_alertmanager(url, out_path, t0_ns):
     stopping = Stopping()
     query = url.rstrip("/") + "/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true"
     listed = {}   # fingerprint -> labels, listed at the last poll
+    # (fingerprint, the alert record's t_ns): the Alertmanager knows an alert by its labels,
+    # and a later alert of the same kind, victim and source (the demo's two spoofed
+    # injections) is the same alert to it - listed already, its `record` annotation now the
+    # new one's. Each such record is an alert of the correlator's: noted when first seen.
     seen = set()
     failures = 0
     with open(out_path, "a") as out:
@@ -435,18 +452,26 @@ def watch_alertmanager(url, out_path, t0_ns):
                     fp = a.get("fingerprint")
                     labels = a.get("labels", {})
                     current[fp] = labels
-                    if fp in seen:
-                        continue
-                    seen.add(fp)
                     try:
                         record = json.loads(a.get("annotations", {}).get("record", "null"))
                     except ValueError:
                         record = None
+                    t_ns = (record or {}).get("t_ns") if labels.get("kind") != "congestion" else None
+                    if (fp, t_ns) in seen:
+                        continue
+                    again = any(f == fp for f, _ in seen)
+                    seen.add((fp, t_ns))
                     out.write(json.dumps({"event": "listed", "seen_ns": now, "fingerprint": fp,
                                           "labels": labels, "startsAt": a.get("startsAt"),
-                                          "endsAt": a.get("endsAt"), "record": record}) + "\n")
+                                          "endsAt": a.get("endsAt"), "record": record,
+                                          "again": again}) + "\n")
                     out.flush()
-                    say(f"lists {alert_text(labels)}", now)
+                    if again:
+                        psn = ((record or {}).get("evidence") or {}).get("psn_first")
+                        say(f"lists another alert as {alert_text(labels)} (the same labels; "
+                            f"PSN {psn_text(psn)})", now)
+                    else:
+                        say(f"lists {alert_text(labels)}", now)
                 for fp, labels in listed.items():
                     if fp not in current:
                         out.write(json.dumps({"event": "gone", "gone_ns": now, "fingerprint": fp,
@@ -470,6 +495,24 @@ def read_jsonl(path):
 TOLD_RE = re.compile(r"ALERT (\S+) \(\S+\) x\d+: victim (\S+) QP (0x[0-9a-f]+) .*; (?:claimed )?source (\S+)")
 
 
+def attack_psns(a):
+    """The PSNs of the messages an attacker reports having sent: its guesses', or the
+    injected ones."""
+    if a.get("attack") == "rkey_guess":
+        return {g["psn"] for g in a.get("guesses", [])}
+    return set(a.get("psns") or [a.get("psn_first")])
+
+
+def attack_text(a):
+    """An attack as a delay line names it: rkey_guess, inject, inject spoofed WRITE_FIRST."""
+    if a is None:
+        return "no attack"
+    if a.get("attack") != "inject":
+        return a.get("attack", "?")
+    return "inject" + (" spoofed" if a.get("spoofed") else "") + \
+        (f" {a['opcode']}" if a.get("opcode") not in (None, "WRITE_ONLY") else "")
+
+
 def alert_delays(out_dir):
     logs = os.path.join(out_dir, "logs")
     am_path = os.path.join(logs, "alertmanager.jsonl")
@@ -480,18 +523,20 @@ def alert_delays(out_dir):
         for line in f:
             if '"type":"msg"' in line:
                 msgs.append(json.loads(line))
-    # Each attack's first packet at insert-dp: the earliest of its messages (the ones the
-    # attacker reports sending: its guesses' PSNs, or the injected PSN).
+    # Each attack's first packet at insert-dp: the earliest of its messages.
+    psns = [attack_psns(a) for a in attacks]
     firsts = []
-    for a in attacks:
-        psns = {g["psn"] for g in a.get("guesses", [])} if a.get("attack") == "rkey_guess" \
-            else {a.get("psn_first")}
+    for a, mine_psns in zip(attacks, psns):
         mine = [m["t_first_ns"] for m in msgs if m["src_ip"] == a.get("src_ip") and
                 m["dst_ip"] == a.get("dst_ip") and m["dst_qpn"] == a.get("dst_qpn") and
-                m["psn_first"] in psns]
+                m["psn_first"] in mine_psns]
         firsts.append(min(mine) if mine else None)
-    # (kind, victim ip, victim QPN, source ip) -> when the correlator's line was printed,
-    # and when the Alertmanager first listed it (with the pid and record it had there).
+
+    def key_of(kind, victim_ip, victim_qpn, source_ip):
+        return (kind, victim_ip, int(victim_qpn) if victim_qpn is not None else -1, source_ip)
+
+    # (kind, victim ip, victim QPN, source ip) -> when the correlator's lines telling alerts
+    # of that key were printed, in order: one line per alert, at its first offence.
     told = {}
     times = os.path.join(logs, "insert-correlate-times.tsv")
     if os.path.exists(times):
@@ -499,51 +544,69 @@ def alert_delays(out_dir):
             ns, _, text = line.rstrip("\n").partition("\t")
             m = TOLD_RE.search(text)
             if m and "(firing)" in text:
-                told.setdefault((m.group(1), m.group(2), int(m.group(3), 16), m.group(4)), int(ns))
+                told.setdefault(key_of(m.group(1), m.group(2), int(m.group(3), 16), m.group(4)), []).append(int(ns))
+    # (key, the alert record's t_ns) -> the Alertmanager's first listing of that alert (the
+    # watcher notes a later alert under the same labels by its record: watch_alertmanager).
     listed = {}
     for e in read_jsonl(am_path) if with_am else []:
         labels = e.get("labels", {})
         if e.get("event") != "listed" or labels.get("kind") in (None, "congestion"):
             continue
-        key = (labels["kind"], labels.get("victim_ip"), int(labels.get("victim_qpn", -1)),
-               labels.get("source_ip"))
-        listed.setdefault(key, (e["seen_ns"], labels, e.get("record") or {}))
+        key = key_of(labels["kind"], labels.get("victim_ip"), labels.get("victim_qpn", -1), labels.get("source_ip"))
+        listed.setdefault((key, (e.get("record") or {}).get("t_ns")), (e["seen_ns"], labels))
+    # Every security alert of the correlator's records, with the attack whose message its
+    # evidence names (same source address, victim QP, a PSN the attacker sent): each attack
+    # gets its own row even when two share kind, victim and source.
+    alerts = [r for r in read_jsonl(os.path.join(out_dir, "correlated.jsonl")) if r.get("type") == "alert"]
+    alerts.sort(key=lambda r: r["t_ns"])
+    nth = {}
     rows = []
-    for key in (listed if with_am else told):
-        kind, victim_ip, victim_qpn, source_ip = key
-        idx = next((i for i, a in enumerate(attacks) if a.get("src_ip") == source_ip and
-                    a.get("dst_ip") == victim_ip), None)
+    for al in alerts:
+        v, src = al["victim"], al["source"]
+        key = key_of(al["kind"], v["ip"], v["qpn"], src["ip"])
+        n = nth.get(key, 0)
+        nth[key] = n + 1
+        told_ns = told.get(key, [])[n] if n < len(told.get(key, [])) else None
+        seen_ns = listed.get((key, al["t_ns"]), (None, {}))[0]
+        psn = (al.get("evidence") or {}).get("psn_first")
+        idx = next((i for i, a in enumerate(attacks) if a.get("src_ip") == src["ip"] and
+                    a.get("dst_ip") == v["ip"] and a.get("dst_qpn") == v["qpn"] and psn in psns[i]), None)
         first = firsts[idx] if idx is not None else None
-        seen_ns, labels, record = listed.get(key, (None, {}, {}))
 
         def since(ns):
             return (ns - first) / 1e9 if first is not None and ns is not None else None
 
-        rows.append({"kind": kind, "victim_ip": victim_ip, "victim_qpn": victim_qpn,
-                     "victim_pid": int(labels["victim_pid"]) if "victim_pid" in labels else None,
-                     "source_ip": source_ip, "attack": attacks[idx].get("attack") if idx is not None else None,
-                     "attack_index": idx, "first_packet_ns": first, "alert_t_ns": record.get("t_ns"),
-                     "told_ns": told.get(key), "alertmanager_ns": seen_ns,
-                     "delay_s": since(seen_ns), "told_delay_s": since(told.get(key))})
+        rows.append({"kind": al["kind"], "victim_ip": v["ip"], "victim_qpn": v["qpn"], "victim_pid": v["pid"],
+                     "source_ip": src["ip"], "psn_first": psn,
+                     "attack": attacks[idx].get("attack") if idx is not None else None,
+                     "attack_index": idx, "first_packet_ns": first, "alert_t_ns": al["t_ns"],
+                     "told_ns": told_ns, "alertmanager_ns": seen_ns,
+                     "delay_s": since(seen_ns), "told_delay_s": since(told_ns)})
     rows.sort(key=lambda r: (r["first_packet_ns"] or 0, r["kind"]))
     with open(os.path.join(out_dir, "alert-delays.jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
     for r in rows:
-        what = f"alert {r['kind']} (victim {r['victim_ip']} QP {qpn_text(r['victim_qpn'])}, source {r['source_ip']}"
+        attack = attacks[r["attack_index"]] if r["attack_index"] is not None else None
+        what = (f"alert {r['kind']} (victim {r['victim_ip']} QP {qpn_text(r['victim_qpn'])}, source "
+                f"{r['source_ip']}, PSN {psn_text(r['psn_first'])}")
         if r["first_packet_ns"] is None:
             print(f"{what}): no attack of attacks.jsonl with its packets in dp.jsonl matches it")
             continue
         told_s = f"told by insert-correlate after {r['told_delay_s']:.1f} s" \
             if r["told_delay_s"] is not None else "not told on insert-correlate's stderr"
-        if with_am:
-            print(f"{what}, {r['attack']}) at Alertmanager {r['delay_s']:.1f} s after the attack's "
+        if with_am and r["delay_s"] is not None:
+            print(f"{what}, {attack_text(attack)}) at Alertmanager {r['delay_s']:.1f} s after the attack's "
                   f"first packet; {told_s}")
+        elif with_am:
+            print(f"{what}, {attack_text(attack)}) never listed by the Alertmanager; {told_s}")
         elif r["told_delay_s"] is not None:
-            print(f"{what}, {r['attack']}) told by insert-correlate {r['told_delay_s']:.1f} s after the "
-                  "attack's first packet (no Alertmanager)")
-    missing = [f"{a.get('attack')} from {a.get('src_ip')}" for i, a in enumerate(attacks)
-               if not any(r["attack_index"] == i for r in rows)]
+            print(f"{what}, {attack_text(attack)}) told by insert-correlate {r['told_delay_s']:.1f} s after "
+                  "the attack's first packet (no Alertmanager)")
+    # An attack is missing when none of its alerts reached the Alertmanager (was told).
+    when = "delay_s" if with_am else "told_delay_s"
+    missing = [f"{attack_text(a)} from {a.get('src_ip')}" for i, a in enumerate(attacks)
+               if not any(r["attack_index"] == i and r[when] is not None for r in rows)]
     for m in missing:
         print(f"attack {m}: no alert of it " + ("listed by the Alertmanager" if with_am else "told"))
     return 1 if missing else 0

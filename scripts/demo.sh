@@ -16,7 +16,8 @@
 #     64-byte SENDs back and forth, every one signaled); a victim ib_write_bw server
 #     attacked by insert-attack rkey-guess, and another one whose QP, after its client's
 #     writes, receives packets injected by insert-attack inject from h2, first from h2's
-#     own address, then spoofed as its client's,
+#     own address, then spoofed as its client's, then a WRITE First spoofed as its client's
+#     whose Middle and Last never come,
 # while the correlator joins everything live: its alerts and congestion episodes are printed
 # as it tells them, and the Alertmanager's listings as the demo sees them (polled every
 # 100 ms). Then it stops everything, deletes the cluster, prints the correlator's report,
@@ -189,8 +190,18 @@ RKEY_GUESSES=10
 # Then the server's QP expects exactly the client's first PSN + INJECT_ITERS, and the
 # client's QP has shown its writes traced: a spoofed request from the client's address is a
 # message the client never posted (injected_message).
+# The pair's path MTU is INJECT_MTU (perftest -m; softverbs' default is 4096) so that the
+# third injection, a WRITE First, is an honest one: its payload one path MTU, its RETH
+# length INJECT_FIRST_PKTS MTUs - the 4096 bytes the server advertises behind its VAddr
+# (perftest's buffer half: max(-s, 4096)), within the victim's MR as a real First would be.
+# It is sent INJECT_FIRST_GAP_S after the spoofed WRITE Only, more than --alert-gap (1 s):
+# alerts of one kind, victim and source less than that apart are one alert
+# (docs/correlation.md 8), and this one is an attack of its own.
 INJECT_ITERS=200
-INJECT_PAIR_ARGS=(-F -n "$INJECT_ITERS" -s 64 --wait_destroy=5)
+INJECT_MTU=1024
+INJECT_FIRST_PKTS=4
+INJECT_FIRST_GAP_S=1.5
+INJECT_PAIR_ARGS=(-F -n "$INJECT_ITERS" -s 64 -m "$INJECT_MTU" --wait_destroy=5)
 PHASE_DEADLINE_S=60
 CONGESTION_BIN_MS=50
 
@@ -396,14 +407,15 @@ phase_attacks() {
     # announced; once the client's writes are done (the server waits before destroying its
     # QP), the PSN the QP expects next is that one + INJECT_ITERS (one packet per message).
     wait_line inj_victim 'Waiting [0-9]+ seconds before releasing' 30
-    local loc rem qpn rkey va psn
+    local loc rem qpn rkey va psn mtu
     loc=$(grep -m1 'local address' "$LOGS/inj_victim.log")
     rem=$(grep -m1 'remote address' "$LOGS/inj_victim.log")
     qpn=$(echo "$loc" | sed -n 's/.*QPN \(0x[0-9a-f]*\).*/\1/p')
     rkey=$(echo "$loc" | sed -n 's/.*RKey \(0x[0-9a-f]*\).*/\1/p')
     va=$(echo "$loc" | sed -n 's/.*VAddr \(0x[0-9a-f]*\).*/\1/p')
     psn=$(echo "$rem" | sed -n 's/.*PSN \(0x[0-9a-f]*\).*/\1/p')
-    [ -n "$qpn" ] && [ -n "$rkey" ] && [ -n "$va" ] && [ -n "$psn" ] ||
+    mtu=$(sed -n 's/^ *Mtu *: *\([0-9]*\)\[B\].*/\1/p' "$LOGS/inj_victim.log" | head -1)
+    [ -n "$qpn" ] && [ -n "$rkey" ] && [ -n "$va" ] && [ -n "$psn" ] && [ -n "$mtu" ] ||
         die "cannot read the injection victim's QP from $LOGS/inj_victim.log"
     psn=$(printf '0x%x' $(((psn + INJECT_ITERS) & 0xffffff)))
     local inj=(inject --dst "$server_ip" --qpn "$qpn" --psn "$psn" --rkey "$rkey" --va "$va")
@@ -414,10 +426,33 @@ phase_attacks() {
     wait_keys 15 atk_spoof || die "insert-attack inject --src failed"
     say "  attacks: rkey-guess h3 -> ib_write_bw server $victim_ip ($RKEY_GUESSES rkeys);" \
         "inject h2 -> ib_write_bw server $server_ip QPN $qpn PSN $psn, then spoofed as $client_ip"
+    # 3. the accepted WRITE Only moved the QP's expected PSN on by one: at that PSN, spoofed
+    # as the client again, a WRITE First of one path MTU (the victim's, as perftest printed
+    # it) whose RETH announces INJECT_FIRST_PKTS packets; the rest never comes. The victim
+    # accepts it (valid rkey, in bounds) and waits for its Middle; insert-dp writes the
+    # message `incomplete` once the client's part of the victim's endpoint idles out
+    # (DP_IDLE_TIMEOUT).
+    local first_psn
+    first_psn=$(printf '0x%x' $(((psn + 1) & 0xffffff)))
+    sleep "$INJECT_FIRST_GAP_S"
+    spawn atk_first h2 0 attacker "" inj_victim "$server_ip" "" "" "$ATTACK_BIN" inject \
+        --dst "$server_ip" --qpn "$qpn" --psn "$first_psn" --rkey "$rkey" --va "$va" \
+        --src "$client_ip" --op write-first --len "$mtu" --dma-len $((INJECT_FIRST_PKTS * mtu))
+    wait_keys 15 atk_first || die "insert-attack inject --op write-first failed"
+    # Its target must still be there: a victim that released its QP before would make it an
+    # unowned_qp (--wait_destroy of INJECT_PAIR_ARGS bounds the three injections' time; a
+    # victim that exited is a zombie until wait_keys reaps it, hence its state, not kill -0).
+    grep -q '^State:[[:space:]]*[RSD]' "/proc/${P_PID[inj_victim]}/status" 2>/dev/null ||
+        die "the injection victim released its QP before the forged WRITE First reached it"
+    say "  attacks: inject h2 -> the same QP ${INJECT_FIRST_GAP_S} s later, spoofed as $client_ip:" \
+        "a WRITE First at PSN $first_psn, $mtu of $((INJECT_FIRST_PKTS * mtu)) bytes (path MTU" \
+        "$mtu), never continued"
     wait_keys "$PHASE_DEADLINE_S" atk_rkey atk_rkey_victim inj_victim inj_client ||
         die "an attack or its victim failed"
     local key
-    for key in atk_rkey atk_inject atk_spoof; do grep -m1 '^{' "$LOGS/$key.log" >> "$OUT/attacks.jsonl"; done
+    for key in atk_rkey atk_inject atk_spoof atk_first; do
+        grep -m1 '^{' "$LOGS/$key.log" >> "$OUT/attacks.jsonl"
+    done
     phase_end
 }
 
@@ -540,9 +575,9 @@ check_tracers_stopped() {
 LIVE_INTERVAL_S=0.5
 LIVE_MAX_DELAY_S=1
 # insert-dp evicts an endpoint idle this long, with its unfinished message: the injection
-# from h2's own address, which its victim never answers, reaches the correlator this long
-# after it (insert-dp's default, 60 s, is for links that stay busy; docs/demo.md "Alert
-# delays").
+# from h2's own address, which its victim never answers, and the forged WRITE First, whose
+# Last never comes, reach the correlator this long after them (insert-dp's default, 60 s,
+# is for links that stay busy; docs/demo.md "Alert delays").
 DP_IDLE_TIMEOUT=1
 SOCK_DIR="" CORR_PID="" CORR_LOG_PID="" TEE_PID="" WATCH_PID="" AM_PID="" AM_DIR=""
 declare -A LIVE_T
