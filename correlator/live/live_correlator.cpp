@@ -334,14 +334,29 @@ void LiveCorrelator::feed_congestion_window(Window& win) {
     for (CongestionEpisode& e : congestion_.settle(win.cutoff)) close_episode(std::move(e));
     // Episodes still going on at the watermark are told as they stand, once.
     if (!settings_.on_episode_opened) return;
-    for (const CongestionEpisode& e : congestion_.ongoing(saturating_sub(win.watermark, -1)))
-        if (episodes_fired_.emplace(e.node, e.t_start_ns).second) settings_.on_episode_opened(e);
+    const auto ongoing = congestion_.ongoing(saturating_sub(win.watermark, -1));
+    for (const CongestionEpisode& e : ongoing)
+        if (episodes_fired_.try_emplace({e.node, e.t_start_ns}, e).second)
+            settings_.on_episode_opened(e);
+    withdraw_told(win.cutoff, ongoing);
+}
+
+void LiveCorrelator::withdraw_told(int64_t before_ns,
+                                   const std::vector<CongestionEpisode>& ongoing) {
+    std::erase_if(episodes_fired_, [&](const auto& fired) {
+        const CongestionEpisode& told = fired.second;
+        if (told.t_end_ns > before_ns) return false;  // not decided yet
+        for (const CongestionEpisode& e : ongoing)
+            if (e.node == told.node && e.t_start_ns == told.t_start_ns) return false;
+        if (settings_.on_episode_closed) settings_.on_episode_closed(told);
+        return true;
+    });
 }
 
 void LiveCorrelator::close_episode(CongestionEpisode e) {
     sink_.congestion(e);
     std::erase_if(episodes_fired_, [&](const auto& fired) {
-        return fired.first == e.node && fired.second <= e.t_end_ns;
+        return fired.first.first == e.node && fired.first.second <= e.t_end_ns;
     });
     if (settings_.on_episode_closed) settings_.on_episode_closed(e);
     ++episode_count_;
@@ -426,6 +441,7 @@ std::vector<std::pair<std::string, ClockEstimate>> LiveCorrelator::clocks() cons
 void LiveCorrelator::finish(SummaryCounts& s) {
     for (std::size_t k = 0; k < alert_counts_.size(); ++k) s.alerts[k] = alert_counts_[k];
     for (CongestionEpisode& e : congestion_.episodes()) close_episode(std::move(e));
+    withdraw_told(kMax, {});
     s.congestion = episode_count_;
     if (offences_dropped_)
         std::fprintf(stderr,

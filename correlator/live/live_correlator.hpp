@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -99,6 +100,10 @@ class LiveCorrelator {
     void forget_msg(Window& win, std::size_t msg);
     void write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of);
     void close_episode(CongestionEpisode episode);
+    // Told episodes that ended before `before_ns` and were not decided episodes after all
+    // (their run did not stay one, or it starts elsewhere now) are resolved as told: what
+    // was fired at the Alertmanager never stays firing.
+    void withdraw_told(int64_t before_ns, const std::vector<CongestionEpisode>& ongoing);
     int64_t host_cutoff(const Window& win, uint32_t host) const;
     bool no_wr_can_match(const Window& win, std::size_t msg) const;
     int64_t clock_uncertainty(uint32_t host) const;
@@ -126,7 +131,8 @@ class LiveCorrelator {
     CongestionTracker congestion_;
     std::vector<CongestionEpisode> episodes_;
     uint64_t episode_count_ = 0;
-    std::set<std::pair<std::string, int64_t>> episodes_fired_;  // (node, t_start) still going
+    // Episodes told as they stood, by (node, t_start), until decided.
+    std::map<std::pair<std::string, int64_t>, CongestionEpisode> episodes_fired_;
     int64_t last_watermark_ = INT64_MIN;
     // Summary counts, cumulative.
     JoinCounts counts_;
