@@ -68,7 +68,9 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         "  insert-trace -p 4242 -o verbs.jsonl           # one running process\n"
         "  insert-trace -l build/hosttrace/softverbs/libibverbs.so.1 --datapath sample:100\n"
         "  insert-trace --comm ib_write_bw --unix /run/insert/correlator.sock\n"
-        "  insert-trace --netns h1 --host h1 -o h1.jsonl       # one emulated host\n");
+        "  insert-trace --netns h1 --host h1 -o h1.jsonl       # one emulated host\n"
+        "  insert-trace -o verbs.jsonl --nats nats://bus1:4222,nats://bus2:4222\n"
+        "      # also to NATS JetStream, by host partition (docs/scale-out.md)\n");
     std::string datapath = "all";
     std::string cgroup;
     std::string sites = "auto";
@@ -105,6 +107,7 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
                    "name of this host in every record (default: the hostname); the "
                    "correlator keys processes and clocks by it");
     app.add_flag("-v,--verbose", out.verbose, "libbpf diagnostics on stderr");
+    add_nats_options(app, out.nats);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -169,6 +172,10 @@ int parse_trace_options(int argc, char** argv, TraceOptions& out, std::string& e
         }
         out.host = name;
     }
+    if (!nats_config_from(out.nats, "insert-trace",
+                          default_producer_identity("insert-trace", out.host), out.nats_config,
+                          error))
+        return 2;
     if (out.pid && !out.libraries.empty()) {
         error = "--pid and --lib: the library of a process is the one it maps; give one of them";
         return 2;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/common/nats_options.hpp"
+
 namespace insert::hosttrace {
 
 struct TraceOptions {
@@ -30,6 +32,9 @@ struct TraceOptions {
     // host when namespaces stand in for machines). 0: every namespace.
     std::string netns;
     uint64_t netns_inode = 0;
+    // --nats: the records to NATS JetStream too (docs/scale-out.md), as configured here.
+    NatsOptions nats;
+    NatsConfig nats_config;
 };
 
 // Returns -1 to go on, 0 after --help, 2 with `error` set for a bad option.

@@ -491,7 +491,7 @@ int run_trace_session(const TraceOptions& options, const std::atomic<bool>& stop
     }
 
     std::string error;
-    auto out = OutputSink::open(options.output, options.unix_socket, options.unix_buffer, error);
+    auto out = OutputSink::open(options, error);
     if (!out) return fail(error);
     Session session(options, *out);
     return session.run(libraries, stop);

@@ -16,6 +16,9 @@ packages=(
     libcurl4-openssl-dev ca-certificates
     # --http of insert-dp and insert-correlate: /metrics and the live page (libmicrohttpd)
     libmicrohttpd-dev
+    # --nats of insert-dp and insert-trace: NATS JetStream's C client, and the server the
+    # scale-out tests start (docs/scale-out.md)
+    libnats-dev nats-server
     # tests and demos
     python3 tshark tcpreplay tcpdump iproute2 perftest iputils-ping ethtool
     # the HTML report (Chart.js, inlined into the page) and its checks: a real headless

@@ -28,6 +28,8 @@ Examples:
       any EAL virtual device
   insert-dp inline --iface eth1 --iface eth2 --records unix:/run/insert/correlator.sock
       records to insert-correlate --listen, reconnected when it restarts
+  insert-dp inline --iface eth1 --iface eth2 --nats nats://bus1:4222,nats://bus2:4222
+      records to NATS JetStream by host partition (docs/scale-out.md), retried while away
 
 Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): receiving stops,
 workers and rings drain, every record is written whole, the summary (its "signal" names
@@ -50,6 +52,8 @@ Examples:
       Prometheus /metrics on every address, port 9464; DPDK telemetry under a fixed prefix
   insert-dp monitor --iface span0 --records unix:/run/insert/correlator.sock
       records to insert-correlate --listen, reconnected when it restarts
+  insert-dp monitor --iface span0 --records mirror.jsonl --nats nats://bus:4222
+      the records to a file and to NATS JetStream (docs/scale-out.md)
 
 Stop with Ctrl-C or SIGTERM (or SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): workers and rings
 drain, every record is written whole, the summary names the signal, exit 0.
@@ -178,6 +182,7 @@ int parse_live_options(const char* name, ports::PortMode mode, int argc, char** 
         app.add_option("--telemetry-prefix", opt.telemetry_prefix,
                        "EAL file prefix NAME instead of a unique one: the DPDK telemetry socket is "
                        "then /var/run/dpdk/NAME/dpdk_telemetry.v2 (dpdk-telemetry.py -f NAME)");
+    add_nats_options(app, opt.nats);
     if (const int rc = parse_args(app, args, name); rc != 0) return rc;
     opt.records_given = records->count() > 0;
     std::string dup;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/common/nats_options.hpp"
 #include "dataplane/ports/source_config.hpp"
 
 namespace insert::tools {
@@ -31,6 +32,7 @@ struct LiveOptions {
     bool no_hairpin = false;
     std::string http;              // --http ADDR:PORT: /metrics (empty: none)
     std::string telemetry_prefix;  // --telemetry-prefix NAME: EAL's --file-prefix, fixed
+    NatsOptions nats;              // --nats: the records to NATS JetStream too (docs/scale-out.md)
     std::vector<std::string> eal_args;
 
     std::size_t ports() const { return ifaces.size() + vdevs.size() + pci.size(); }

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "dataplane/tools/live_plan.hpp"
 #include "dataplane/tools/output_file.hpp"
 #include "dataplane/tools/pipeline_config.hpp"
+#include "dataplane/tools/records_nats.hpp"
 #include "dataplane/tools/records_socket.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
@@ -42,8 +44,10 @@ namespace {
 
 constexpr uint64_t kMiB = 1u << 20;
 constexpr auto kRecordsFlush = std::chrono::milliseconds(100);
-// --records unix:PATH at the end: how long what waits may take to reach the collector.
+// --records unix:PATH at the end: how long what waits may take to reach the collector; and
+// --nats, the bus.
 constexpr auto kSocketFinish = std::chrono::seconds(2);
+constexpr auto kNatsFinish = std::chrono::seconds(2);
 
 void on_alarm(int) {  // --duration: the run's planned end, not an interruption
     request_stop();
@@ -118,7 +122,7 @@ void print_start(const char* name, bool is_inline, const LiveOptions& opt,
 int report(const char* name, bool is_inline, const LiveOptions& opt,
            const ports::PortSource& source, pipeline::Pipeline& pipe, const live::LiveStats& stats,
            const live::LiveTotals& t, double wall_s, int signal, std::FILE* summary_out,
-           RecordsSocket* socket) {
+           RecordsSocket* socket, RecordsNats* nats) {
     int status = 0;
     exporter::SummaryCounts totals = stats.summary(wall_s);
     totals.signal = signal_name(signal);
@@ -133,6 +137,7 @@ int report(const char* name, bool is_inline, const LiveOptions& opt,
         std::fprintf(stderr, "%s: writing records failed: %s\n", name, std::strerror(errno));
         status = 1;
     }
+    if (nats) nats->finish(kNatsFinish);
     if (socket) socket->finish(kSocketFinish);
     if (!opt.quiet) {
         exporter::RunInfo info = pipe.run_info();
@@ -219,6 +224,12 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
     if (opt.records_given && !records_to_stdout && socket_path.empty() &&
         !check_output("--records", opt.records, "", error))
         return fail(error);
+    NatsConfig nats_config;
+    if (!nats_config_from(opt.nats, name, default_producer_identity("insert-dp"), nats_config,
+                          error))
+        return fail(error);
+    std::unique_ptr<RecordsNats> nats;  // --nats; in front of the other output
+    if (opt.nats.enabled() && !(nats = RecordsNats::create(nats_config, error))) return fail(error);
     std::FILE* records = records_to_stdout ? stdout : nullptr;
     std::FILE* summary_out = records_to_stdout ? stderr : stdout;
     http::HttpServer http_server(name);  // stopped when the run returns, after unpublishing
@@ -272,6 +283,15 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
             if (!records) return fail(error);
             pipe->exporter().set_records(records);
         }
+        if (nats) {
+            if (!nats->open(records, cpus, error)) return fail(error);
+            pipe->exporter().set_records(nats->file());
+            // After each periodic flush: the socket (if any), then the bus's batches.
+            pipe->exporter().set_after_flush([&socket, &nats] {
+                if (socket) socket->after_flush();
+                nats->after_flush();
+            });
+        }
         live::LiveStats stats(is_inline ? "inline" : "monitor", *pipe, source.get(), &boards);
         stats.set_endpoint_capacity(opt.max_endpoints);
         live::publish(&stats);
@@ -299,9 +319,11 @@ int run_live(ports::PortMode mode, int argc, char** argv) {
 
         const live::LiveTotals t = stats.totals();
         live::publish(nullptr);
-        status = std::max(status, report(name, is_inline, opt, *source, *pipe, stats, t, wall_s,
-                                         signal, summary_out, socket ? &*socket : nullptr));
+        status =
+            std::max(status, report(name, is_inline, opt, *source, *pipe, stats, t, wall_s, signal,
+                                    summary_out, socket ? &*socket : nullptr, nats.get()));
         pipe.reset();
+        nats.reset();  // the FILE* in front of records
         source.reset();
     }
     close_records();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dataplane/capture/capture_file.hpp"
+#include "dataplane/common/nats_options.hpp"
 #include "dataplane/pipeline/eal_session.hpp"
 #include "dataplane/pipeline/file_source.hpp"
 #include "dataplane/pipeline/pipeline.hpp"
@@ -25,6 +26,7 @@
 #include "dataplane/tools/option_checks.hpp"
 #include "dataplane/tools/output_file.hpp"
 #include "dataplane/tools/pipeline_config.hpp"
+#include "dataplane/tools/records_nats.hpp"
 #include "dataplane/tools/stop_signals.hpp"
 
 namespace insert::tools {
@@ -33,6 +35,9 @@ namespace {
 
 constexpr const char* kName = "insert-dp replay";
 constexpr unsigned kMaxWorkers = 64;
+// --nats at the end: how long the bus gets to acknowledge what waits (while the bus is
+// reachable, the replay waited for room rather than dropping: this is only the tail).
+constexpr auto kNatsFinish = std::chrono::seconds(5);
 
 struct ReplayOptions {
     std::string file;
@@ -47,6 +52,7 @@ struct ReplayOptions {
     unsigned record_ring = 4096;
     bool progress = false;
     bool quiet = false;
+    NatsOptions nats;  // --nats: the records to NATS JetStream too (docs/scale-out.md)
     std::vector<std::string> eal_args;
 };
 
@@ -63,6 +69,8 @@ Examples:
       a capture piped in (read to its end first; a live link: insert-dp monitor)
   insert-dp replay big.pcap --workers 2 -- --lcores 0@0,1@1,2@1 --no-huge -m 512
       EAL options after `--` replace the defaults picked for you
+  insert-dp replay trace.pcap --records out.jsonl --nats nats://bus1:4222,nats://bus2:4222
+      the records also to NATS JetStream, by host partition (docs/scale-out.md)
 
 EAL defaults: hugepages when enough are free (else --no-huge), --in-memory, --no-pci,
 a unique --file-prefix, and one lcore for the reader plus one per worker.
@@ -109,6 +117,7 @@ int parse(int argc, char** argv, ReplayOptions& opt) {
         ->check(CLI::Range(16u, 1u << 20));
     app.add_flag("--progress", opt.progress, "progress line on stderr even when not a terminal");
     app.add_flag("--quiet", opt.quiet, "no terminal summary");
+    add_nats_options(app, opt.nats);
     if (const int rc = parse_args(app, args, kName); rc != 0) return rc;
     opt.records_given = records->count() > 0;
     opt.max_endpoints_given = max_endpoints->count() > 0;
@@ -196,6 +205,7 @@ class ReplayRun {
     pipeline::PipelineConfig pipeline_config() const;
     void warn_incomplete_capture();
     exporter::SummaryCounts write_summary_record();
+    void finish_nats();
     void print_terminal_summary(const exporter::SummaryCounts& totals);
     // Prints "insert-dp replay: `line`", sets the exit status; false, for the step to return.
     bool stop_with(int status, const std::string& line);
@@ -213,6 +223,7 @@ class ReplayRun {
     pipeline::MbufTimestamp timestamp_;
     std::unique_ptr<pipeline::FileSource> source_;
     std::unique_ptr<pipeline::Pipeline> pipe_;
+    std::unique_ptr<RecordsNats> nats_;  // --nats; in front of records_, closed before it
     // Maps the capture in while EAL starts; last, so joined before the mapping goes with the
     // source (or the capture) on every way out.
     std::jthread populate_;
@@ -254,6 +265,14 @@ bool ReplayRun::check_inputs() {
     eal_request_.user_args = opt_.eal_args;
     if (!fit_max_endpoints(opt_, eal_request_.memory_bytes + (64u << 20), error_))
         return stop_with(2, error_);
+    NatsConfig nats;
+    if (!nats_config_from(opt_.nats, kName, default_producer_identity("insert-dp"), nats, error_))
+        return stop_with(2, error_);
+    if (opt_.nats.enabled()) {
+        nats.wait_when_full = true;  // a file waits for us: while the bus is there, so do we
+        nats_ = RecordsNats::create(nats, error_);
+        if (!nats_) return stop_with(2, error_);
+    }
     return true;
 }
 
@@ -317,12 +336,17 @@ bool ReplayRun::build_pipeline() {
     return true;
 }
 
-// Started: now the records file may be opened (and truncated).
+// Started: now the records file may be opened (and truncated); --nats in front of it.
 bool ReplayRun::open_outputs() {
-    if (!opt_.records_given || records_to_stdout_) return true;
-    records_ = open_output("--records", opt_.records, opt_.file, error_);
-    if (!records_) return stop_with(2, error_);
-    pipe_->exporter().set_records(records_);
+    if (opt_.records_given && !records_to_stdout_) {
+        records_ = open_output("--records", opt_.records, opt_.file, error_);
+        if (!records_) return stop_with(2, error_);
+        pipe_->exporter().set_records(records_);
+    }
+    if (nats_) {
+        if (!nats_->open(records_, cpus_, error_)) return stop_with(1, error_);
+        pipe_->exporter().set_records(nats_->file());
+    }
     return true;
 }
 
@@ -368,6 +392,10 @@ exporter::SummaryCounts ReplayRun::write_summary_record() {
     return totals;
 }
 
+void ReplayRun::finish_nats() {
+    if (nats_) nats_->finish(kNatsFinish);
+}
+
 void ReplayRun::print_terminal_summary(const exporter::SummaryCounts& totals) {
     if (opt_.quiet) return;
     exporter::RunInfo info = pipe_->run_info();
@@ -383,7 +411,9 @@ void ReplayRun::print_terminal_summary(const exporter::SummaryCounts& totals) {
 
 void ReplayRun::report() {
     warn_incomplete_capture();
-    print_terminal_summary(write_summary_record());
+    const exporter::SummaryCounts totals = write_summary_record();
+    finish_nats();
+    print_terminal_summary(totals);
     if (source_->oversize_frames())
         std::fprintf(stderr, "%s: warning: %llu frames longer than 65535 bytes were cut\n", kName,
                      static_cast<unsigned long long>(source_->oversize_frames()));
@@ -399,6 +429,7 @@ void ReplayRun::report() {
 void ReplayRun::shut_down() {
     pipe_.reset();    // engines and rings before the mbufs' pool
     source_.reset();  // pool and mapping before EAL
+    nats_.reset();    // the FILE* in front of records_
     if (records_ && records_ != stdout) std::fclose(records_);
     eal_.stop();
 }
