@@ -109,6 +109,7 @@ class Session {
     CgroupPaths cgroups_;
     Counters reported_;
     uint64_t events_ = 0;
+    uint64_t events_at_tick_ = 0;  // events_ at the last housekeeping
     bool output_failed_ = false;
     std::string last_error_;
     std::set<std::string> rejected_;
@@ -309,6 +310,16 @@ void Session::housekeeping(bool final, Clock::time_point read_until) {
         j.u("open_mrs", p.open_mrs);
         end_record(j);
     }
+    if (!final && events_ == events_at_tick_ && dead.empty()) {
+        // Nothing traced since the last housekeeping: the host's clock, so that a live
+        // correlator's time moves on while this host is idle (docs/correlation.md 7).
+        JsonLine j(batch_);
+        j.word("type", "tick");
+        j.u("t_ns", now);
+        j.i("wall_ns", wall_now);
+        end_record(j);
+    }
+    events_at_tick_ = events_;
     if (final) {
         JsonLine j(batch_);
         j.word("type", "trace_stats");

@@ -109,6 +109,10 @@ uint64_t parse_block(LineParser& parser, const char* data, std::size_t size, uin
                 ++counts.host;
                 out.cgroups.push_back(parser.cgroup());
                 break;
+            case LineKind::tick:
+                ++counts.host;
+                out.ticks.push_back(parser.tick());
+                break;
             case LineKind::ignored:
                 ++counts.ignored;
                 break;

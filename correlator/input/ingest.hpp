@@ -45,6 +45,7 @@ struct Ingested {
     WireQps qps;
     HostEvents events;
     std::vector<CgroupName> cgroups;  // insert-trace's `cgroup` records
+    std::vector<HostTick> ticks;      // insert-trace's `tick` records (live runs read them)
     IngestCounts counts;
     std::vector<IngestCounts> per_input;  // batch ingest(): by input, in the inputs' order
     std::vector<BadLine> first_bad;       // the first kMaxReported, in input order

@@ -242,7 +242,17 @@ bool field_of(simdjson::ondemand::field& field, const FieldTable& fields, Field&
 }
 
 // The record types of the inputs (docs/correlation.md section 1).
-enum class RecordType : uint8_t { msg, qp, verb, process_exit, lost, cgroup, ignored, unknown };
+enum class RecordType : uint8_t {
+    msg,
+    qp,
+    verb,
+    process_exit,
+    lost,
+    cgroup,
+    tick,
+    ignored,
+    unknown
+};
 
 RecordType record_type(std::string_view type) {
     if (same_text(type, "msg")) return RecordType::msg;
@@ -251,6 +261,7 @@ RecordType record_type(std::string_view type) {
     if (type == "process_exit") return RecordType::process_exit;
     if (type == "lost") return RecordType::lost;
     if (type == "cgroup") return RecordType::cgroup;
+    if (type == "tick") return RecordType::tick;
     if (type == "event" || type == "summary" || type == "trace_start" || type == "attach" ||
         type == "trace_stats")
         return RecordType::ignored;
@@ -335,6 +346,30 @@ LineKind LineParser::parse_cgroup(simdjson::ondemand::object& obj, std::string& 
     return LineKind::cgroup_name;
 }
 
+// {"type":"tick","t_ns":N,"wall_ns":N,"host":H} (docs/insert-trace.md).
+LineKind LineParser::parse_tick(simdjson::ondemand::object& obj, std::string& reason) {
+    tick_ = HostTick{};
+    bool has_wall = false, has_host = false;
+    for (auto field : obj) {
+        std::string_view key;
+        if (field.unescaped_key().get(key) != SUCCESS) return LineKind::not_json;
+        simdjson::ondemand::value v;
+        if (field.value().get(v) != SUCCESS) return LineKind::not_json;
+        if (key == "wall_ns") {
+            if (!read_i64(v, tick_.wall)) return bad(reason, "wall_ns", "not a number");
+            has_wall = true;
+        } else if (key == "host") {
+            std::string_view text;
+            if (!read_str(v, text)) return bad(reason, "host", "not a string");
+            tick_.host = host_id(text);
+            has_host = true;
+        }
+    }
+    if (!has_wall) return bad(reason, "wall_ns", "missing");
+    if (!has_host) return bad(reason, "host", "missing");
+    return LineKind::tick;
+}
+
 bool LineParser::parse_flat_line(const char* line, const char* limit, const char*& line_end,
                                  LineKind& kind, WireMsg& msg, WireQp& qp, HostEvent& event,
                                  std::string& reason) {
@@ -411,6 +446,8 @@ LineKind LineParser::parse(const char* line, std::size_t len, std::size_t capaci
             return parse_host(obj, HostKind::lost, event, reason);
         case RecordType::cgroup:
             return parse_cgroup(obj, reason);
+        case RecordType::tick:
+            return parse_tick(obj, reason);
         default:
             break;
     }
@@ -442,7 +479,8 @@ LineKind LineParser::parse_flat(WireMsg& msg, WireQp& qp, HostEvent& event, std:
             return parse_host(flat_, HostKind::lost, event, reason);
         case RecordType::ignored:
             return LineKind::ignored;
-        case RecordType::cgroup:  // rare: the general path reads it
+        case RecordType::cgroup:  // rare: the general path reads them
+        case RecordType::tick:
         case RecordType::unknown:
             return LineKind::not_json;
         case RecordType::verb:

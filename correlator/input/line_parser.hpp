@@ -29,6 +29,7 @@ enum class LineKind : uint8_t {
     wire_qp,
     host_event,
     cgroup_name,  // insert-trace's `cgroup` record: LineParser::cgroup() has it
+    tick,         // insert-trace's `tick` record: LineParser::tick() has it
     ignored,      // a known record the join does not use
     blank,
     not_json,
@@ -42,6 +43,8 @@ class LineParser {
 
     // The last line of kind LineKind::cgroup_name.
     const CgroupName& cgroup() const { return cgroup_; }
+    // The last line of kind LineKind::tick.
+    const HostTick& tick() const { return tick_; }
 
     // `line` (without its newline) must be followed by at least SIMDJSON_PADDING readable
     // bytes: `capacity` counts them. On a bad line `reason` says what is wrong.
@@ -70,6 +73,7 @@ class LineParser {
     template <class V>
     bool read_common_host_field(Field f, V& v, HostEvent& e, bool& ok);
     LineKind parse_cgroup(simdjson::ondemand::object& obj, std::string& reason);
+    LineKind parse_tick(simdjson::ondemand::object& obj, std::string& reason);
     uint32_t host_id(std::string_view name);
 
     simdjson::ondemand::parser parser_;
@@ -80,6 +84,7 @@ class LineParser {
     // The last host name and its id: a stream's records nearly always share it.
     std::string last_host_;
     CgroupName cgroup_;
+    HostTick tick_;
     uint32_t last_host_id_ = UINT32_MAX;
     // An address field read like read_opt_ip, remembering the last text it parsed: a
     // stream's records nearly always repeat it (a host's own address, a QP's source and

@@ -84,6 +84,13 @@ struct CgroupName {
     std::string path;
 };
 
+// insert-trace's `tick`: an idle host's clock (host wall time), which moves a live run's
+// time on (docs/correlation.md 7); nothing else reads it.
+struct HostTick {
+    uint32_t host = 0;  // interned name (HostNames)
+    int64_t wall = 0;
+};
+
 // insert-trace record kinds the join uses.
 enum class HostKind : uint8_t {
     create_qp,

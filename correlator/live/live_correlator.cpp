@@ -57,6 +57,7 @@ void LiveCorrelator::add(uint32_t stream, Ingested& block) {
         note(stream, q.t_last);
         qps_.push_back(q);
     }
+    for (const HostTick& t : block.ticks) note(stream, t.wall - theta(t.host));
     for (HostEvent& e : block.events) {
         note(stream, e.wall - theta(e.host));
         // `lost` records stay for the windows after them (injected_message looks for trace

@@ -306,6 +306,13 @@ constexpr RecordField kTraceCgroup[] = {
     {"host", kText, "text", kAlways, "trace_start's host"},
 };
 
+constexpr RecordField kTraceTick[] = {
+    {"type", kText, "name", kAlways, "\"tick\""},
+    {"t_ns", kInt, "ns", kAlways, "CLOCK_MONOTONIC now"},
+    {"wall_ns", kInt, "ns", kAlways, "the same on the host's wall clock: what a live correlator's time moves on by"},
+    {"host", kText, "text", kAlways, "trace_start's host"},
+};
+
 constexpr RecordField kCorrelateCgroup[] = {
     {"type", kText, "name", kAlways, "\"cgroup\""},
     {"host", kText, "text", kAlways, "the host whose tracer named the cgroup"},
@@ -600,6 +607,10 @@ constexpr RecordType kTypes[] = {
     {Producer::insert_trace, "lost",
      "The ring buffer was full and dropped records (within 250 ms of the loss).", kLost},
     {Producer::insert_trace, "process_exit", "A traced process was found gone.", kProcessExit},
+    {Producer::insert_trace, "tick",
+     "Every 250 ms in which nothing was traced: the host's clock, so that a live correlator's "
+     "time moves on while the host is idle.",
+     kTraceTick},
     {Producer::insert_trace, "cgroup",
      "Once per cgroup id, before the first verb record from it: the path people know the "
      "tenant by.",

@@ -421,6 +421,9 @@ def test_record_fields(tmp):
     the table lacks: Tracer.stop.) trace_start carries the schema --version prints."""
     tracer, w, stats, cgroup = run_softverbs_scenario(tmp, [], ops=4)
     run_with_stopped_reader(tmp, ["mr-loop", "50"], "--datapath", "off")
+    idle = Tracer(tmp, "-l", SOFTVERBS_LIB, "--scan-ms", "0")  # 0.8 s with nothing to trace
+    time.sleep(0.8)
+    idle.stop()
     check(FIELDS.records > 0, "no records checked")
     unseen = FIELDS.unseen()
     check(not unseen, f"fields of the table no record had: {unseen}")
@@ -430,6 +433,13 @@ def test_record_fields(tmp):
     start = next(r for r in tracer.records() if r.get("type") == "trace_start")
     check(start["schema"] == version[1].split()[2], f"trace_start schema {start['schema']}, "
           f"--version {version[1]}")
+    # Idle stretches of 250 ms (housekeeping) are told as `tick`s: the host's clock, on the
+    # same wall clock as its verb records.
+    idle_start = next(r for r in idle.records() if r.get("type") == "trace_start")
+    ticks = [r for r in idle.records() if r.get("type") == "tick"]
+    check(len(ticks) >= 2 and
+          all(t["wall_ns"] - t["t_ns"] == idle_start["wall_offset_ns"] for t in ticks) and
+          all(a["t_ns"] < b["t_ns"] for a, b in zip(ticks, ticks[1:])), f"ticks {ticks[:3]}")
 
 
 def test_idle_post_reported(tmp):

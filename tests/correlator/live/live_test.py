@@ -405,6 +405,53 @@ def case_injection_told_early(tmp):
     print(f"PASS injection_told_early: told {took:.2f} s after the records were sent")
 
 
+def case_injection_told_on_ticks(tmp):
+    """The injection as above, but nothing follows it on the wire: only the idle tracers'
+    `tick` records move time on (insert-trace writes one every 250 ms without events).
+    Without them a quiet run settles only up to its newest data time, short of the message
+    by the host clock's uncertainty: the alert waited for the end."""
+    host, wire = injection_records()
+    forged_at = next(i for i, l in enumerate(wire) if '"bytes": 64,' in l and '"va": 3751936' in l)
+    wire = wire[:forged_at + 1]
+    t_forged = json.loads(wire[-1])["t_first_ns"]
+    host = [l for l in host if json.loads(l).get("wall_ns", 0) < t_forged]
+    err_path = os.path.join(tmp, "stderr.txt")
+    sock = os.path.join(tmp, "correlator.sock")
+    with open(err_path, "w") as err:
+        p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", os.devnull, "--interval", "0.1",
+                              "--max-delay", "0.2"], stderr=err)
+    end = time.monotonic() + 10
+    while not os.path.exists(sock):
+        check(time.monotonic() < end and p.poll() is None, "listener did not come up")
+        time.sleep(0.02)
+    try:
+        a, b = connect(sock), connect(sock)
+        a.sendall("".join(host).encode())
+        b.sendall("".join(wire).encode())
+        sent = time.monotonic()
+        told = None
+        k = 0
+        while time.monotonic() < sent + 4 and told is None:
+            k += 1
+            ticks = [json.dumps({"type": "tick", "t_ns": t_forged + k * 50_000_000,
+                                 "wall_ns": t_forged + k * 50_000_000, "host": h}) + "\n"
+                     for h in ("lhost", "rhost")]
+            a.sendall("".join(ticks).encode())
+            with open(err_path) as f:
+                told = next((l for l in f if "ALERT injected_message" in l), None)
+            time.sleep(0.05)
+        took = time.monotonic() - sent
+        check(told is not None, "no injected_message alert while the tracers ticked")
+        # SPEC 10: at most --max-delay + one --interval after its evidence (0.3 s), with slack.
+        check(took < 1.5, f"told {took:.2f} s after its records")
+        a.close()
+        b.close()
+    finally:
+        p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=30) == 0, "exit status after SIGTERM")
+    print(f"PASS injection_told_on_ticks: told {took:.2f} s after the records were sent")
+
+
 def case_bad_line_numbers(tmp):
     lines = workload(6000)  # ~3.5 MB: a batch run reads it in several blocks
     lines.insert(2, "\n")
@@ -432,6 +479,7 @@ def case_bad_line_numbers(tmp):
 CASES = {"pipe_equals_batch": case_pipe_equals_batch, "listen": case_listen,
          "ttl_bounds_memory": case_ttl_bounds_memory, "churn_bounds_memory": case_churn_bounds_memory,
          "late_input": case_late_input, "injection_told_early": case_injection_told_early,
+         "injection_told_on_ticks": case_injection_told_on_ticks,
          "bad_line_numbers": case_bad_line_numbers}
 
 if __name__ == "__main__":
