@@ -146,7 +146,8 @@ void LiveCorrelator::join_window(Window& win) {
     win.join = join_batch(win.model, msgs_, names_, settings_.clock, &history_);
     clocks_ = win.join.clocks;
     if (host_has_qp_.size() < names_.size()) host_has_qp_.resize(names_.size(), false);
-    for (const Incarnation& q : win.model.qps) host_has_qp_[q.host] = true;
+    for (const Incarnation& q : win.model.qps)
+        if (owns(q.ip)) host_has_qp_[q.host] = true;
     counts_.duplicate_msgs += win.join.counts.duplicate_msgs;
     win.consumed.assign(events_.size(), false);
     win.dropped.assign(msgs_.size(), false);
@@ -180,13 +181,15 @@ void LiveCorrelator::emit_matched(Window& win) {
         const bool complete = row.wr->t_poll != kNone || row.wr->t_covered != kNone;
         if (!complete && !(win.final || row.msg->t_first < win.cutoff)) continue;
         if (!complete && !win.final) ++evicted_completions_;
-        sink_.e2e(row, names_);
-        apps_.add_row(row, names_);
+        if (owns(row.msg->src_ip)) {  // else another instance's (the requester's partition)
+            sink_.e2e(row, names_);
+            apps_.add_row(row, names_);
+            ++e2e_;
+            resync_ += row.resync;
+        }
         bounds[row.requester->host].add(row.wr->wall, row.msg->t_first, row.wr->t_poll,
                                         row.msg->t_ack);
         history_.covered.insert(JoinHistory::key(*row.requester));
-        ++e2e_;
-        resync_ += row.resync;
         forget_msg(win, i);
         win.consumed[row.wr->event] = true;
         if (row.wr->completion_event >= 0)
@@ -319,6 +322,8 @@ void LiveCorrelator::check_security(Window& win) {
 
 void LiveCorrelator::add_offences(const std::vector<Offence>& found) {
     for (const Offence& o : found) {
+        // Decided where the source's messages and posts all are (docs/scale-out.md).
+        if (!owns(o.source_ip)) continue;
         if (tracker_.offences_held() >= kMaxOffences) {
             ++offences_dropped_;
             continue;
@@ -330,7 +335,11 @@ void LiveCorrelator::add_offences(const std::vector<Offence>& found) {
 // Every message before the cutoff has been fed: episodes that ended before it are decided
 // now, and their bins forgotten.
 void LiveCorrelator::feed_congestion_window(Window& win) {
-    feed_congestion(congestion_, msgs_, win.join, win.model, names_, &win.dropped);
+    // Only toward this run's own destinations: their partitions hold all their messages.
+    std::vector<bool> fed = win.dropped;
+    if (settings_.owns)
+        for (std::size_t i = 0; i < msgs_.size(); ++i) fed[i] = fed[i] && owns(msgs_[i].dst_ip);
+    feed_congestion(congestion_, msgs_, win.join, win.model, names_, &fed);
     if (win.final) return;
     for (CongestionEpisode& e : congestion_.settle(win.cutoff)) close_episode(std::move(e));
     // Episodes still going on at the watermark are told as they stand, once.
@@ -390,6 +399,7 @@ void LiveCorrelator::attribute_qp_records_window(Window& win) {
 
 void LiveCorrelator::write_pairs(const Window& win, const std::vector<const WireQp*>& latest_of) {
     for (const PairView& p : make_pairs(win.model, latest_of, names_)) {
+        if (!owns(p.qp->ip)) continue;
         if (!paired_.insert(JoinHistory::key(*p.qp)).second) continue;  // written before
         sink_.pair(p, names_);
         ++pairs_;

@@ -43,6 +43,11 @@ struct LiveSettings {
     // Told of a congestion episode once it is one, as it stands, and again when it ended.
     std::function<void(const CongestionEpisode&)> on_episode_opened;
     std::function<void(const CongestionEpisode&)> on_episode_closed;
+    // A correlator instance over some of the bus's partitions (docs/scale-out.md "The
+    // consumers") speaks for its own hosts only: whether records about the host of an
+    // address are its to write - e2e, app and alerts by the message's source (requester)
+    // address, congestion by its destination, pair and clock by the QP's. Unset: every host.
+    std::function<bool(const Ip&)> owns;
 };
 
 class LiveCorrelator {
@@ -109,6 +114,7 @@ class LiveCorrelator {
     int64_t clock_uncertainty(uint32_t host) const;
     int64_t watermark(bool final) const;
     int64_t theta(uint32_t host) const;
+    bool owns(const Ip& ip) const { return !settings_.owns || settings_.owns(ip); }
     void note(uint32_t stream, int64_t observer_time);
 
     HostNames& names_;
@@ -121,7 +127,7 @@ class LiveCorrelator {
     JoinHistory history_;                // clock bounds and coverage of every emitted message
     std::set<JoinHistory::Key> paired_;  // QPs whose `pair` record was written (until retired)
     std::vector<ClockEstimate> clocks_;
-    std::vector<bool> host_has_qp_;
+    std::vector<bool> host_has_qp_;  // a QP of this run's own (LiveSettings::owns): a clock
     AppAggregator apps_;
     // Offences into alerts as their episodes end (docs/correlation.md 8), and the alerts.
     AlertTracker tracker_;

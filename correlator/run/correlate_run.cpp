@@ -87,7 +87,7 @@ std::string check_batch_inputs(const CorrelateOptions& options, const Ingested& 
 // Inputs that are not regular files (pipes, FIFOs, sockets) arrive as they are written:
 // the live correlator reads them; regular files are read to their end in one batch.
 bool is_live_run(const CorrelateOptions& options) {
-    if (!options.listen.empty()) return true;
+    if (!options.listen.empty() || options.bus.enabled()) return true;
     for (const std::string& in : options.inputs) {
         struct stat st {};
         const int rc = in == "-" ? ::fstat(0, &st) : ::stat(in.c_str(), &st);

@@ -24,8 +24,10 @@
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/report/html_report.hpp"
+#include "correlator/run/bus_inputs.hpp"
 #include "correlator/run/correlate_run.hpp"
 #include "correlator/run/listen_socket.hpp"
+#include "correlator/run/partition_scope.hpp"
 #include "correlator/run/run_service.hpp"
 #include "correlator/run/stream_source.hpp"
 
@@ -41,8 +43,8 @@ int fail(const std::string& message) {
 }
 
 // The live inputs: the streams given, the --listen socket and the connections it accepts,
-// and the signals (INT and TERM stop the run, HUP asks for the outputs to be reopened),
-// polled together.
+// or the bus's partitions (--nats), and the signals (INT and TERM stop the run, HUP asks for
+// the outputs to be reopened), polled together.
 class LiveInputs {
   public:
     LiveInputs(const CorrelateOptions& options, LiveCorrelator& engine, HostNames& hosts)
@@ -79,6 +81,9 @@ class LiveInputs {
         return true;
     }
 
+    // --nats: the bus's messages are polled with the rest (and never end).
+    void set_bus(BusInputs* bus) { bus_ = bus; }
+
     // Reads what is there until the next window is due; false when the run is over.
     bool pump(Clock::time_point until, bool& stop) {
         const auto now = Clock::now();
@@ -88,10 +93,12 @@ class LiveInputs {
         const bool accepting = listening && now >= listener_.resume_at();
         if (accepting) fds.push_back({listener_.fd(), POLLIN, 0});
         if (listening && !accepting) until = std::min(until, listener_.resume_at());
+        const std::size_t bus_at = fds.size();
+        if (bus_) fds.push_back({bus_->fd(), POLLIN, 0});
         const std::size_t first_source = fds.size();
         const std::vector<std::size_t> index = open_;  // read_source() may close some
         for (const std::size_t i : index) fds.push_back({sources_[i].fd(), POLLIN, 0});
-        if (!listening && index.empty()) return false;  // every input ended
+        if (!listening && !bus_ && index.empty()) return false;  // every input ended
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
         const int n =
             ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait.count())));
@@ -104,6 +111,7 @@ class LiveInputs {
         if (n == 0) return true;
         if (fds[0].revents && take_signal(stop)) return false;
         if (accepting && fds[1].revents & POLLIN) accept_one();
+        if (bus_ && fds[bus_at].revents) bus_->read();
         for (std::size_t k = 0; k < index.size(); ++k)
             if (fds[first_source + k].revents) read_source(index[k]);
         std::erase_if(open_, [this](std::size_t i) { return sources_[i].fd() < 0; });
@@ -119,6 +127,7 @@ class LiveInputs {
             const auto input = static_cast<uint32_t>(i);
             out.push_back({s.producer, input, s.counts, engine_.newest(input)});
         }
+        if (bus_) bus_->producers(out, kMetricsProducers - out.size());
         return out;
     }
 
@@ -215,6 +224,7 @@ class LiveInputs {
     std::deque<StreamSource> sources_;
     std::vector<std::size_t> open_;
     ListenSocket listener_;
+    BusInputs* bus_ = nullptr;
     int signal_fd_ = -1;
     bool hangup_ = false;
     Clock::time_point last_poll_error_{};
@@ -302,9 +312,21 @@ int run_live(const CorrelateOptions& options) {
     if (!options.alertmanager.url.empty()) alertmanager.emplace(options.alertmanager);
     tell_as_decided(settings, options, alertmanager);
     if (service) service->watch(settings);
+    // --nats: the records of the instance's own hosts only (partition_scope.hpp).
+    PartitionScope scope;
+    if (options.bus.enabled()) {
+        if (!scope.load(options.bus, error)) return fail(error);
+        settings.owns = [&scope](const Ip& ip) { return scope.owns(ip); };
+    }
     LiveCorrelator engine(names, settings, sink);
     LiveInputs inputs(options, engine, names);
     if (!inputs.open(error)) return fail(error);
+    std::optional<BusInputs> bus;
+    if (options.bus.enabled()) {
+        if (!bus.emplace(options.bus, scope, engine, names, inputs.counts_).open(error))
+            return fail(error);
+        inputs.set_bus(&*bus);
+    }
     // Outputs only once the inputs are there: a failed start leaves an existing file alone.
     if (!options.records.empty() && !out.open(options.records, options.inputs, error))
         return fail(error);
@@ -328,6 +350,7 @@ int run_live(const CorrelateOptions& options) {
         }
         if (!more) break;
     }
+    if (bus) bus->finish();  // what was not read yet is delivered again to the next run
     engine.window(true);
     SummaryCounts summary;
     engine.finish(summary);

@@ -13,6 +13,19 @@
 
 namespace insert::correlate {
 
+// --nats: the live run's inputs are partitions of the bus (docs/scale-out.md "The
+// consumers").
+struct BusOptions {
+    std::vector<std::string> servers;  // nats://HOST:PORT, one or more; empty: no bus
+    std::string url;                   // --nats as given (the lines it says start with it)
+    std::string subject = "insert";    // the stream and subject prefix
+    unsigned partitions = 8;           // the deployment's count
+    std::vector<unsigned> owned;       // --partitions, ascending (default: all)
+    std::string hosts;                 // --nats-hosts: the deployment's hosts file
+
+    bool enabled() const { return !servers.empty(); }
+};
+
 struct CorrelateOptions {
     std::vector<std::string> inputs;  // files, "-" (stdin)
     std::string records;              // JSON Lines output: file, "-" (stdout) or empty (none)
@@ -25,6 +38,7 @@ struct CorrelateOptions {
     std::string listen_group;     // its group (name as given), with its id:
     int64_t listen_gid = -1;      // -1: the process's
     uint64_t max_line = 1 << 20;  // live streams: a longer line closes its stream
+    BusOptions bus;               // --nats: partitions of the bus instead
     double max_delay_s = 1.0;     // how late a record may arrive behind its stream
     double ttl_s = 30.0;          // undecided items are decided after this
     double interval_s = 1.0;      // app records and windows, wall clock

@@ -4,6 +4,7 @@
 #include "correlator/output/alertmanager.hpp"
 #include "correlator/usecases/security_rules.hpp"
 #include "dataplane/common/http_server.hpp"
+#include "dataplane/common/nats_client.hpp"
 #include "dataplane/common/version.hpp"
 
 #include <grp.h>
@@ -87,6 +88,81 @@ bool check_http(const std::string& address, std::string& error) {
     return true;
 }
 
+// --partitions LIST: "0-3", "0,2,5", "0-3,6" - partitions below `count`, in ascending order.
+bool parse_partitions(const std::string& text, unsigned count, std::vector<unsigned>& out,
+                      std::string& error) {
+    std::vector<bool> chosen(count, false);
+    std::string_view rest = text;
+    const auto number = [&](std::string_view t, unsigned& n) {
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+        return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+    };
+    while (true) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        const std::size_t dash = item.find('-');
+        unsigned lo = 0, hi = 0;
+        const bool ok = dash == std::string_view::npos
+                            ? number(item, lo) && number(item, hi)
+                            : number(item.substr(0, dash), lo) && number(item.substr(dash + 1), hi);
+        if (!ok || lo > hi) {
+            error = "--partitions " + text + ": expected partitions as 0-3 or 0,2,5";
+            return false;
+        }
+        if (hi >= count) {
+            error = "--partitions " + text + ": partition " + std::to_string(hi) +
+                    " is not below --nats-partitions " + std::to_string(count);
+            return false;
+        }
+        for (unsigned k = lo; k <= hi; ++k) chosen[k] = true;
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+    }
+    for (unsigned k = 0; k < count; ++k)
+        if (chosen[k]) out.push_back(k);
+    return true;
+}
+
+// --nats and its options (docs/scale-out.md "The consumers"); `given` the --nats-* options
+// and --partitions on the command line.
+bool check_bus(BusOptions& bus, const std::string& partitions, const std::string& given,
+               const CorrelateOptions& out, std::string& error) {
+    if (bus.url.empty()) {
+        if (given.empty()) return true;
+        error = given + ": needs --nats URL";
+        return false;
+    }
+    if (!out.inputs.empty() || !out.listen.empty()) {
+        error = "--nats: the bus's partitions are the inputs (no files, '-' or --listen with it)";
+        return false;
+    }
+    std::string_view rest = bus.url;
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view url = rest.substr(0, comma);
+        if (!url.starts_with("nats://") || url.size() <= 7) {
+            error = "--nats " + std::string(url) + ": expected nats://HOST:PORT";
+            return false;
+        }
+        bus.servers.emplace_back(url);
+        rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+    }
+    if (!nats_client::valid_prefix(bus.subject)) {
+        error = "--nats-subject " + bus.subject +
+                ": one subject token (letters, digits, '_' and '-') - it also names the stream";
+        return false;
+    }
+    if (bus.partitions < 1 || bus.partitions > 1024) {
+        error = "--nats-partitions " + std::to_string(bus.partitions) + ": from 1 to 1024";
+        return false;
+    }
+    if (partitions.empty()) {
+        for (unsigned k = 0; k < bus.partitions; ++k) bus.owned.push_back(k);
+        return true;
+    }
+    return parse_partitions(partitions, bus.partitions, bus.owned, error);
+}
+
 // The security rules' table (usecases/security_rules.cpp) as docs/correlation.md shows it:
 // a test compares the two.
 std::string rules_markdown() {
@@ -120,7 +196,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         "  insert-correlate --listen /run/insert/correlator.sock --records live.jsonl\n"
         "  insert-correlate dp.jsonl trace-*.jsonl --records c.jsonl --html report.html\n"
         "  insert-correlate --listen /run/insert/correlator.sock --http 127.0.0.1:9465\n"
-        "      # Prometheus /metrics and the live report page on port 9465\n");
+        "      # Prometheus /metrics and the live report page on port 9465\n"
+        "  insert-correlate --nats nats://bus1:4222 --partitions 0-3 --records p0-3.jsonl\n"
+        "      # one instance of several over the bus's partitions (docs/scale-out.md)\n");
     std::vector<std::string> offsets;
     int threads = 0;
     app.add_option("inputs", out.inputs, "input files ('-' for standard input)");
@@ -147,6 +225,31 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
     app.add_option("--listen-group", out.listen_group,
                    "the --listen socket's group (mode 0660: its members may connect; default: "
                    "the process's group)");
+    std::string partitions;
+    std::string bus_given;  // the first --nats-* option or --partitions given (they need --nats)
+    const auto note = [&bus_given](const char* name) {
+        return [&bus_given, name](const std::string&) {
+            if (bus_given.empty()) bus_given = name;
+        };
+    };
+    app.add_option("--nats", out.bus.url,
+                   "live: read the records from NATS JetStream instead (docs/scale-out.md): "
+                   "nats://HOST:PORT, several comma-separated for a cluster; waits for the bus");
+    app.add_option("--nats-subject", out.bus.subject,
+                   "with --nats: the stream and subject prefix (default insert)")
+        ->each(note("--nats-subject"));
+    app.add_option("--nats-partitions", out.bus.partitions,
+                   "with --nats: the deployment's partition count (default 8; the producers' "
+                   "--nats-partitions)")
+        ->each(note("--nats-partitions"));
+    app.add_option("--partitions", partitions,
+                   "with --nats: the partitions this instance consumes, e.g. 0-3 or 0,2,5 "
+                   "(default: all); each through its durable consumer PREFIX-correlate-pK")
+        ->each(note("--partitions"));
+    app.add_option("--nats-hosts", out.bus.hosts,
+                   "with --nats: the deployment's hosts file (multi-homed hosts; the producers' "
+                   "--nats-hosts)")
+        ->each(note("--nats-hosts"));
     app.add_option("--max-line", out.max_line,
                    "live: a line longer than this many bytes closes its connection or stream, "
                    "counted in summary.bad.too_long (default 1048576)");
@@ -205,8 +308,9 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         error = "--threads " + std::to_string(threads) + ": from 1 to 1024 (0: every CPU)";
         return 2;
     }
-    if (out.inputs.empty() && out.listen.empty()) {
-        error = "no input: give files, '-' or --listen PATH";
+    if (!check_bus(out.bus, partitions, bus_given, out, error)) return 2;
+    if (out.inputs.empty() && out.listen.empty() && !out.bus.enabled()) {
+        error = "no input: give files, '-', --listen PATH or --nats URL";
         return 2;
     }
     if (app.count("--listen-group") && !resolve_group(out, error)) return 2;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dataplane/common/nats_client.hpp"
 #include "dataplane/common/record_batcher.hpp"
 #include "dataplane/common/version.hpp"
 
@@ -37,14 +38,6 @@ constexpr auto kLinger = std::chrono::duration_cast<NatsPublisher::Clock::durati
 
 double seconds(NatsPublisher::Clock::duration d) {
     return std::chrono::duration<double>(d).count();
-}
-
-bool valid_prefix(const std::string& p) {
-    // One subject token that is also a stream name.
-    return !p.empty() && p.size() <= 64 && std::all_of(p.begin(), p.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-';
-    });
 }
 
 }  // namespace
@@ -78,20 +71,14 @@ constexpr int64_t kAckWaitMs = 2000;
 // The stream's duplicate window: a batch published again within it is stored once.
 constexpr int64_t kDuplicateWindowNs = 120'000'000'000;
 // Reconnection (the client library's) and the stream's look-ups: 0.1 s doubling to 2 s.
-constexpr int64_t kFirstBackoffMs = 100;
-constexpr int64_t kMaxBackoffMs = 2000;
+using nats_client::kFirstBackoffMs;
+using nats_client::kMaxBackoffMs;
 // Requests to JetStream's API (stream info, create): they run on the publisher's thread.
 constexpr int64_t kApiWaitMs = 2000;
 // Pings: a bus that stops answering is noticed within ~3 of these.
 constexpr int64_t kPingIntervalMs = 5000;
-// The stream's description names the partition count, so that a producer configured with
-// another one is refused rather than publishing to the wrong partitions.
-constexpr const char* kDescriptionHead = "INSERT records by host: ";
-constexpr const char* kDescriptionTail = " partitions (docs/scale-out.md)";
-
 int64_t reconnect_delay(natsConnection*, int attempts, void*) {
-    const int doublings = std::clamp(attempts - 1, 0, 10);
-    return std::min(kFirstBackoffMs << doublings, kMaxBackoffMs);
+    return nats_client::backoff_ms(attempts);
 }
 
 std::string status_text(natsStatus s) {
@@ -101,20 +88,6 @@ std::string status_text(natsStatus s) {
     if (detail && *detail && text.find(detail) == std::string::npos)
         text += std::string(": ") + detail;
     return text;
-}
-
-// Whether the subject pattern `pattern` (tokens, `*` one, `>` the rest) matches `subject`.
-bool subject_matches(std::string_view pattern, std::string_view subject) {
-    for (;;) {
-        const std::size_t pd = pattern.find('.'), sd = subject.find('.');
-        const std::string_view pt = pattern.substr(0, pd), st = subject.substr(0, sd);
-        if (pt == ">") return !subject.empty();
-        if (pt != "*" && pt != st) return false;
-        if (pd == std::string_view::npos || sd == std::string_view::npos)
-            return pd == std::string_view::npos && sd == std::string_view::npos;
-        pattern.remove_prefix(pd + 1);
-        subject.remove_prefix(sd + 1);
-    }
 }
 
 uint64_t header_number(natsMsg* m, const char* key) {
@@ -382,23 +355,22 @@ void NatsPublisher::Impl::connect() {
 
 bool NatsPublisher::Impl::check_stream(const jsStreamInfo* si, std::string& why) const {
     const jsStreamConfig* c = si->Config;
-    const std::string probe = config.prefix + ".part.0";
+    const std::string probe = nats_client::partition_subject(config.prefix, 0);
     bool covered = false;
-    for (int i = 0; c && i < c->SubjectsLen; ++i) covered |= subject_matches(c->Subjects[i], probe);
+    for (int i = 0; c && i < c->SubjectsLen; ++i)
+        covered |= nats_client::subject_matches(c->Subjects[i], probe);
     if (!covered) {
         why = "its subjects do not take " + config.prefix + ".part.*";
         return false;
     }
-    const std::string_view description = c->Description ? c->Description : "";
-    if (description.starts_with(kDescriptionHead)) {
-        const unsigned theirs = static_cast<unsigned>(
-            std::strtoul(description.data() + std::strlen(kDescriptionHead), nullptr, 10));
-        if (theirs != config.partitions) {
-            why = "it was made for " + std::to_string(theirs) +
-                  " partitions, this producer has --nats-partitions " +
-                  std::to_string(config.partitions);
-            return false;
-        }
+    // A stream made by hand names no count (0): taken as it is.
+    const unsigned theirs =
+        nats_client::described_partitions(c && c->Description ? c->Description : "");
+    if (theirs != 0 && theirs != config.partitions) {
+        why = "it was made for " + std::to_string(theirs) +
+              " partitions, this producer has --nats-partitions " +
+              std::to_string(config.partitions);
+        return false;
     }
     return true;
 }
@@ -416,8 +388,7 @@ bool NatsPublisher::Impl::ensure_stream() {
     if (s == NATS_NOT_FOUND) {
         const std::string subject = config.prefix + ".part.*";
         const char* subjects[] = {subject.c_str()};
-        const std::string description =
-            kDescriptionHead + std::to_string(config.partitions) + kDescriptionTail;
+        const std::string description = nats_client::stream_description(config.partitions);
         jsStreamConfig cfg;
         jsStreamConfig_Init(&cfg);
         cfg.Name = config.prefix.c_str();
@@ -472,7 +443,7 @@ bool NatsPublisher::Impl::ensure_stream() {
 }
 
 bool NatsPublisher::Impl::build(Item& item) {
-    const std::string subject = config.prefix + ".part." + std::to_string(item.partition);
+    const std::string subject = nats_client::partition_subject(config.prefix, item.partition);
     natsStatus s = natsMsg_Create(&item.msg, subject.c_str(), nullptr, item.body.data(),
                                   static_cast<int>(item.body.size()));
     const std::string seq = std::to_string(item.seq);
@@ -611,7 +582,7 @@ bool nats_available() {
 }
 
 std::unique_ptr<NatsPublisher> NatsPublisher::create(const NatsConfig& config, std::string& error) {
-    if (!valid_prefix(config.prefix)) {
+    if (!nats_client::valid_prefix(config.prefix)) {
         error = "--nats-subject " + config.prefix +
                 ": one subject token (letters, digits, '_' and '-') - it also names the stream";
         return nullptr;

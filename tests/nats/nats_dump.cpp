@@ -1,10 +1,12 @@
 // The tests' consumer of the producers' stream (docs/scale-out.md): every message of a
 // JetStream stream, in stream order, as one JSON line each - {"seq", "subject", "headers",
 // "data"} - read one by one with the JetStream API's message get (no consumer is created,
-// so the stream is left as it was). Also `--info`: the stream's configuration as JSON.
+// so the stream is left as it was). Also `--info`: the stream's configuration as JSON; and
+// `--consumer NAME`: a consumer's state as JSON (what it has still to deliver, what waits
+// for an acknowledgement, its acknowledgement floor) - how a test sees a correlator done.
 //
-//   nats_dump nats://127.0.0.1:4222 STREAM [--info]
-// Exit 0, 1 on any error (one line on stderr), 3 when the stream does not exist.
+//   nats_dump nats://127.0.0.1:4222 STREAM [--info | --consumer NAME]
+// Exit 0, 1 on any error (one line on stderr), 3 when the stream or consumer does not exist.
 #include <nats/nats.h>
 
 #include <cstdio>
@@ -30,6 +32,30 @@ nlohmann::json headers_of(natsMsg* m) {
     }
     free(static_cast<void*>(keys));
     return h;
+}
+
+int consumer(jsCtx* js, const char* stream, const char* name) {
+    jsConsumerInfo* ci = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetConsumerInfo(&ci, js, stream, name, nullptr, &jerr);
+    if (s == NATS_NOT_FOUND) {
+        std::fprintf(stderr, "nats_dump: no consumer %s on %s\n", name, stream);
+        return 3;
+    }
+    if (s != NATS_OK) return fail("consumer info", s);
+    nlohmann::json j;
+    j["name"] = ci->Name;
+    j["filter_subject"] = ci->Config && ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
+    j["durable"] = ci->Config && ci->Config->Durable ? ci->Config->Durable : "";
+    j["ack_explicit"] = ci->Config && ci->Config->AckPolicy == js_AckExplicit;
+    j["num_pending"] = ci->NumPending;
+    j["num_ack_pending"] = ci->NumAckPending;
+    j["num_redelivered"] = ci->NumRedelivered;
+    j["delivered_stream_seq"] = ci->Delivered.Stream;
+    j["ack_floor_stream_seq"] = ci->AckFloor.Stream;
+    std::printf("%s\n", j.dump().c_str());
+    jsConsumerInfo_Destroy(ci);
+    return 0;
 }
 
 int dump(jsCtx* js, const char* stream, bool info) {
@@ -78,8 +104,11 @@ int dump(jsCtx* js, const char* stream, bool info) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 3 || argc > 4 || (argc == 4 && std::strcmp(argv[3], "--info") != 0)) {
-        std::fprintf(stderr, "usage: nats_dump nats://HOST:PORT STREAM [--info]\n");
+    const bool info = argc == 4 && std::strcmp(argv[3], "--info") == 0;
+    const bool of_consumer = argc == 5 && std::strcmp(argv[3], "--consumer") == 0;
+    if (argc < 3 || argc > 5 || (argc >= 4 && !info && !of_consumer)) {
+        std::fprintf(stderr,
+                     "usage: nats_dump nats://HOST:PORT STREAM [--info | --consumer NAME]\n");
         return 1;
     }
     natsConnection* nc = nullptr;
@@ -90,7 +119,9 @@ int main(int argc, char** argv) {
     jsOptions_Init(&jo);
     jo.Wait = 5000;
     s = natsConnection_JetStream(&js, nc, &jo);
-    const int rc = s == NATS_OK ? dump(js, argv[2], argc == 4) : fail("JetStream", s);
+    const int rc = s != NATS_OK  ? fail("JetStream", s)
+                   : of_consumer ? consumer(js, argv[2], argv[4])
+                                 : dump(js, argv[2], info);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     nats_Close();

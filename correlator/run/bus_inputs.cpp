@@ -1,0 +1,238 @@
+#include "correlator/run/bus_inputs.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+#include "dataplane/common/version.hpp"
+
+namespace insert::correlate {
+
+namespace {
+
+// Malformed messages said one by one, at most; the rest are counted.
+constexpr std::size_t kMalformedSaid = 10;
+
+// A header holding a decimal number; nullopt when absent or not one.
+std::optional<uint64_t> number(const BusMessage& m, const char* key) {
+    const auto v = m.header(key);
+    if (!v || v->empty()) return std::nullopt;
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || end != v->data() + v->size()) return std::nullopt;
+    return n;
+}
+
+std::string_view major_of(std::string_view version) {
+    return version.substr(0, version.find('.'));
+}
+
+std::string list_text(const std::vector<unsigned>& parts) {
+    std::string out;
+    for (std::size_t i = 0; i < parts.size();) {
+        std::size_t j = i;
+        while (j + 1 < parts.size() && parts[j + 1] == parts[j] + 1) ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(parts[i]);
+        if (j > i) out += '-' + std::to_string(parts[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+BusInputs::BusInputs(const BusOptions& options, PartitionScope& scope, LiveCorrelator& engine,
+                     HostNames& names, IngestCounts& counts)
+    : options_(options),
+      label_("insert-correlate: --nats " + options.url),
+      scope_(scope),
+      engine_(engine),
+      parser_(names),
+      counts_(counts),
+      handled_(options.partitions) {}
+
+BusInputs::~BusInputs() {
+    finish();
+}
+
+bool BusInputs::open(std::string& error) {
+    NatsConsumerConfig c;
+    c.servers = options_.servers;
+    c.prefix = options_.subject;
+    c.partitions = options_.partitions;
+    c.owned = options_.owned;
+    c.client = "insert-correlate partitions " + list_text(options_.owned);
+    c.label = label_;
+    consumer_ = NatsConsumer::create(c, error);
+    if (!consumer_) return false;
+    consumer_->start();
+    return true;
+}
+
+int BusInputs::fd() const {
+    return consumer_ ? consumer_->fd() : -1;
+}
+
+void BusInputs::read() {
+    if (!consumer_ || finished_) return;
+    std::vector<BusMessage> waiting;
+    consumer_->take(waiting);
+    for (BusMessage& m : waiting) {
+        handle(m);
+        consumer_->ack(m);  // its records are in the join (or it was refused or skipped)
+    }
+}
+
+std::string BusInputs::where(const BusMessage& m) const {
+    return std::string(m.subject()) + " (stream message " + std::to_string(m.stream_seq()) + ")";
+}
+
+std::string BusInputs::check(const BusMessage& m, bool& refused) const {
+    refused = false;
+    const auto partitions = number(m, "Insert-Partitions");
+    const auto partition = number(m, "Insert-Partition");
+    const auto producer = m.header("Insert-Producer");
+    if (!partitions) return "no Insert-Partitions header with a number";
+    if (!partition) return "no Insert-Partition header with a number";
+    if (!producer || producer->empty()) return "no Insert-Producer header";
+    refused = true;
+    if (*partitions != options_.partitions)
+        return "Insert-Partitions " + std::to_string(*partitions) +
+               ", this correlator has --nats-partitions " + std::to_string(options_.partitions);
+    if (*partition != m.partition())
+        return "Insert-Partition " + std::to_string(*partition) + " on the subject of partition " +
+               std::to_string(m.partition());
+    if (const auto schema = m.header("Insert-Schema");
+        schema && major_of(*schema) != major_of(kRecordSchema))
+        return "Insert-Schema " + std::string(*schema) + ", this correlator reads schema " +
+               std::string(kRecordSchema);
+    refused = false;
+    const std::string_view body = m.data();
+    if (body.empty()) return "no records (an empty body)";
+    if (body.back() != '\n') return "its last line has no newline (a batch cut short)";
+    const auto lines = static_cast<uint64_t>(std::count(body.begin(), body.end(), '\n'));
+    if (const auto records = number(m, "Insert-Records"); records && *records != lines)
+        return "Insert-Records " + std::to_string(*records) + ", but " + std::to_string(lines) +
+               (lines == 1 ? " line" : " lines");
+    return {};
+}
+
+void BusInputs::refuse(const BusMessage& m, const std::string& why) {
+    ++refused_;
+    const std::string producer(m.header("Insert-Producer").value_or("?"));
+    // Said once per producer and reason: a misconfigured producer sends many.
+    if (!said_refused_.emplace(producer, why.substr(0, why.find(' '))).second) return;
+    std::fprintf(stderr,
+                 "%s: refused a message of %s on %s: %s (its records are not joined; counted, "
+                 "said once per producer)\n",
+                 label_.c_str(), producer.c_str(), where(m).c_str(), why.c_str());
+}
+
+void BusInputs::skip_malformed(const BusMessage& m, const std::string& why) {
+    if (malformed_++ < kMalformedSaid)
+        std::fprintf(stderr, "%s: skipped a malformed message on %s: %s (counted)\n",
+                     label_.c_str(), where(m).c_str(), why.c_str());
+}
+
+uint32_t BusInputs::stream_of(unsigned partition, std::string_view producer) {
+    const auto key = std::make_pair(partition, std::string(producer));
+    if (const auto it = stream_index_.find(key); it != stream_index_.end()) return it->second;
+    const auto index = static_cast<uint32_t>(streams_.size());
+    streams_.push_back({partition, key.second, {}});
+    stream_index_.emplace(key, index);
+    return index;
+}
+
+std::size_t BusInputs::copy_taken(std::string_view body, unsigned partition) {
+    if (capacity_ < body.size()) {
+        capacity_ = std::max(body.size(), capacity_ * 2);
+        buffer_.reset(new char[capacity_ + simdjson::SIMDJSON_PADDING]);
+    }
+    char* out = buffer_.get();
+    std::size_t n = 0;
+    while (!body.empty()) {
+        const std::size_t nl = body.find('\n');  // check(): every line ends with one
+        const std::string_view line = body.substr(0, nl);
+        if (scope_.takes(line, partition)) {
+            std::memcpy(out + n, line.data(), line.size());
+            n += line.size();
+        }
+        out[n++] = '\n';
+        body.remove_prefix(nl + 1);
+    }
+    std::memset(out + n, 0, simdjson::SIMDJSON_PADDING);
+    return n;
+}
+
+void BusInputs::handle(const BusMessage& m) {
+    const unsigned k = m.partition();
+    // Delivered again after its acknowledgement was lost (or came too late).
+    if (m.stream_seq() != 0 && k < handled_.size()) {
+        if (handled_[k].contains(m.stream_seq())) {
+            ++again_;
+            return;
+        }
+        handled_[k].add(m.stream_seq());
+    }
+    bool refused = false;
+    if (const std::string why = check(m, refused); !why.empty()) {
+        if (refused)
+            refuse(m, why);
+        else
+            skip_malformed(m, why);
+        return;
+    }
+    const std::string_view producer = *m.header("Insert-Producer");
+    const uint32_t input = stream_of(k, producer);
+    const std::size_t bytes = copy_taken(m.data(), k);
+    Ingested block;
+    parse_block(parser_, buffer_.get(), bytes, input, 1, false, block, block.counts,
+                block.first_bad);
+    block.counts.bytes += m.data().size();
+    counts_.add(block.counts);
+    streams_[input].counts.add(block.counts);
+    for (const BadLine& b : block.first_bad)
+        if (bad_reported_++ < kMaxReported)
+            std::fprintf(stderr, "insert-correlate: %s, %.*s batch %s, line %llu: %s\n",
+                         where(m).c_str(), static_cast<int>(producer.size()), producer.data(),
+                         std::string(m.header("Insert-Seq").value_or("?")).c_str(),
+                         static_cast<unsigned long long>(b.line), b.reason.c_str());
+    ++messages_;
+    records_ += block.counts.records();
+    engine_.add(input, block);
+}
+
+void BusInputs::finish() {
+    if (finished_ || !consumer_) return;
+    finished_ = true;
+    consumer_->stop();
+    const NatsConsumer::Counts c = consumer_->counts();
+    std::set<std::string> producers;
+    for (const Stream& s : streams_) producers.insert(s.producer);
+    std::fprintf(stderr,
+                 "%s: %llu messages (%llu records) from %zu producer%s on partition%s %s; %llu "
+                 "refused, %llu malformed, %llu delivered again and skipped; %llu "
+                 "connection%s\n",
+                 label_.c_str(), static_cast<unsigned long long>(messages_),
+                 static_cast<unsigned long long>(records_), producers.size(),
+                 producers.size() == 1 ? "" : "s", options_.owned.size() == 1 ? "" : "s",
+                 list_text(options_.owned).c_str(), static_cast<unsigned long long>(refused_),
+                 static_cast<unsigned long long>(malformed_),
+                 static_cast<unsigned long long>(again_),
+                 static_cast<unsigned long long>(c.connects), c.connects == 1 ? "" : "s");
+}
+
+void BusInputs::producers(std::vector<ProducerState>& out, std::size_t room) const {
+    for (std::size_t i = 0; i < streams_.size() && room > 0; ++i, --room) {
+        const Stream& s = streams_[i];
+        const auto input = static_cast<uint32_t>(i);
+        out.push_back({s.producer + "@p" + std::to_string(s.partition), input, s.counts,
+                       engine_.newest(input)});
+    }
+}
+
+}  // namespace insert::correlate

@@ -1,0 +1,90 @@
+// A live run's inputs from the bus (insert-correlate --nats; docs/scale-out.md "The
+// consumers"): the partitions this instance owns, each read through its durable JetStream
+// consumer (dataplane/common/nats_consumer.hpp). A message is one batch of one producer's
+// records for one partition; it is checked - the deployment's partition count and its
+// partition, its headers, a whole body - and a message that fails is refused or skipped,
+// counted and said, never holding up its partition. Its lines that this instance takes
+// (partition_scope.hpp: a record that came on several of its partitions once) are decoded
+// as a socket's lines are (parse_block) and handed to the live correlator as the input of
+// their (partition, producer): the records of one producer on one partition are one stream
+// for the watermark, as a --listen connection is. Then the message is acknowledged: the
+// bus delivers what was not acknowledged again, to this run or to the next one that binds
+// the consumers (at-least-once input; a message delivered again in this run, after its
+// acknowledgement was lost, is recognised by its stream sequence and skipped: seq_ranges.hpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "correlator/input/ingest.hpp"
+#include "correlator/live/live_correlator.hpp"
+#include "correlator/run/partition_scope.hpp"
+#include "correlator/run/run_metrics.hpp"
+#include "correlator/run/run_options.hpp"
+#include "correlator/run/seq_ranges.hpp"
+#include "dataplane/common/nats_consumer.hpp"
+
+namespace insert::correlate {
+
+class BusInputs {
+  public:
+    // `counts` gathers what the lines held (the run's summary.inputs).
+    BusInputs(const BusOptions& options, PartitionScope& scope, LiveCorrelator& engine,
+              HostNames& names, IngestCounts& counts);
+    ~BusInputs();
+
+    // Connects in the background and starts consuming; false with `error` when the
+    // configuration cannot work.
+    bool open(std::string& error);
+    // Readable while messages wait.
+    int fd() const;
+    // Decodes and hands on the messages that wait, and acknowledges them.
+    void read();
+    // Stops consuming (what was fetched and not read is delivered again to the next run)
+    // and says what was read.
+    void finish();
+    // The streams as /metrics shows them, up to `room` more.
+    void producers(std::vector<ProducerState>& out, std::size_t room) const;
+
+  private:
+    struct Stream {
+        unsigned partition = 0;
+        std::string producer;
+        IngestCounts counts;
+    };
+    void handle(const BusMessage& m);
+    // The checks of docs/scale-out.md "The consumers": empty when the message is good, else
+    // why not; `refused` tells a configuration mismatch from a malformed message.
+    std::string check(const BusMessage& m, bool& refused) const;
+    void refuse(const BusMessage& m, const std::string& why);
+    void skip_malformed(const BusMessage& m, const std::string& why);
+    uint32_t stream_of(unsigned partition, std::string_view producer);
+    // The message's lines this instance takes into buffer_ (the others left as empty
+    // lines, so that line numbers stay the message's); returns the bytes.
+    std::size_t copy_taken(std::string_view body, unsigned partition);
+    std::string where(const BusMessage& m) const;
+
+    const BusOptions& options_;
+    std::string label_;
+    PartitionScope& scope_;
+    LiveCorrelator& engine_;
+    LineParser parser_;
+    IngestCounts& counts_;
+    std::unique_ptr<NatsConsumer> consumer_;
+    std::vector<Stream> streams_;  // by the engine's input number
+    std::map<std::pair<unsigned, std::string>, uint32_t, std::less<>> stream_index_;
+    std::vector<SeqRanges> handled_;  // per partition: the stream sequences handled
+    std::unique_ptr<char[]> buffer_;
+    std::size_t capacity_ = 0;
+    std::set<std::pair<std::string, std::string>> said_refused_;  // (producer, what)
+    uint64_t messages_ = 0, records_ = 0, refused_ = 0, malformed_ = 0, again_ = 0;
+    std::size_t bad_reported_ = 0;
+    bool finished_ = false;
+};
+
+}  // namespace insert::correlate
