@@ -36,8 +36,9 @@ std::string validate_attacks(const Scenario& sc, const std::vector<uint32_t>& pe
         const bool spoofed = a.kind == AttackKind::spoofed_injection ||
                              a.kind == AttackKind::spoofed_first ||
                              a.kind == AttackKind::spoofed_unacked;
+        // Spoofed kinds: the host that sends the forgery (its MAC), whatever address it claims.
+        if (a.attacker >= nh) return p + ".attacker: no such host";
         if (!spoofed) {
-            if (a.attacker >= nh) return p + ".attacker: no such host";
             if (a.attacker == v.b) return p + ".attacker: the victim's own host";
             if (sc.hosts[a.attacker].ip.is_v4() != sc.hosts[v.b].ip.is_v4())
                 return p + ".attacker: not of the victim's address family";
@@ -199,6 +200,7 @@ std::vector<Injection> AttackPlan::apply(HugeVector<MsgInfo>& msgs,
         inj.kind = a.kind;
         inj.conn = a.victim;
         inj.src_host = static_cast<uint16_t>(a.attacker);
+        inj.nic_host = static_cast<uint16_t>(a.attacker);
         inj.dst_host = static_cast<uint16_t>(vc.spec.b);
         inj.dest_qpn = vc.qpn_b;
         inj.at_ns = a.at_ns;
@@ -211,6 +213,7 @@ std::vector<Injection> AttackPlan::apply(HugeVector<MsgInfo>& msgs,
             case AttackKind::spoofed_injection:  // its PSN: the one expected when sent
             case AttackKind::spoofed_first:
             case AttackKind::spoofed_unacked:
+                // The peer's address, sent from the attacker's host (its MAC).
                 inj.src_host = static_cast<uint16_t>(vc.spec.a);
                 break;
             case AttackKind::unowned_qp: {

@@ -44,6 +44,7 @@ struct Injection {
     uint32_t uid = 0;   // its message
     uint32_t conn = 0;  // the victim connection
     uint16_t src_host = 0, dst_host = 0;
+    uint16_t nic_host = 0;  // whose NIC sends it: the attacker's (spoofed: not src_host)
     uint32_t dest_qpn = 0;
     uint64_t at_ns = 0;  // spoofed_injection: the earliest time (it waits for the peer)
 };

@@ -218,6 +218,7 @@ Scenario attacks(const ScaleOptions& o) {
     // peers of connections 3 and 4.
     AttackSpec first;
     first.kind = AttackKind::spoofed_first;
+    first.attacker = 4;  // sends it (its MAC); the address is the peer's
     first.victim = 3;
     first.at_ns = kMs / 2;
     first.len = 3 * 4096;

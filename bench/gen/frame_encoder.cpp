@@ -64,6 +64,11 @@ proto::MacAddress host_mac(uint16_t host) {
     return {0x02, 0x1E, 0x47, 0x00, static_cast<uint8_t>(host >> 8), static_cast<uint8_t>(host)};
 }
 
+// The host whose NIC sent the packet: its own, but for a spoofed injection's attacker.
+uint16_t nic_of(const SimPacket& p) {
+    return p.nic_host == kNoHost ? p.src_host : p.nic_host;
+}
+
 uint16_t checksum(const uint8_t* h, std::size_t len) {
     uint32_t sum = 0;
     for (std::size_t i = 0; i + 1 < len; i += 2) sum += proto::load_be16(h + i);
@@ -230,7 +235,7 @@ std::size_t FrameEncoder::encode_roce_direct(const SimPacket& p, uint8_t* out) {
         return 0;
     const uint16_t ipv4_id = ipv4_id_[p.src_host]++;  // counted for IPv6 hosts too
 
-    const proto::MacAddress smac = host_mac(p.src_host), dmac = host_mac(p.dst_host);
+    const proto::MacAddress smac = host_mac(nic_of(p)), dmac = host_mac(p.dst_host);
     std::memcpy(out, dmac.data(), 6);
     std::memcpy(out + 6, smac.data(), 6);
     uint8_t* h = out + 12;
@@ -303,7 +308,7 @@ std::size_t FrameEncoder::encode_roce_with_builder(const SimPacket& p, uint8_t* 
     const HostSpec& src = sc_.hosts[p.src_host];
     const HostSpec& dst = sc_.hosts[p.dst_host];
     proto::FrameSpec spec;
-    spec.src_mac = host_mac(p.src_host);
+    spec.src_mac = host_mac(nic_of(p));
     spec.dst_mac = host_mac(p.dst_host);
     spec.vlan_count = static_cast<uint8_t>(src.vlans.size());
     for (std::size_t i = 0; i < src.vlans.size(); ++i) {

@@ -203,7 +203,7 @@ const char* attack_kind_name(AttackKind k);
 
 struct AttackSpec {
     AttackKind kind = AttackKind::rkey_guess;
-    uint32_t attacker = 0;  // host index (spoofed_injection: unused, the peer is spoofed)
+    uint32_t attacker = 0;  // host index (spoofed_*: the host sending, with the peer's address)
     uint32_t victim = 0;    // connection index: its responder (process, QP, host)
     uint64_t at_ns = 0;
     uint32_t count = 1;           // rkey_guess: guesses

@@ -11,6 +11,7 @@
 namespace insert::gen {
 
 constexpr uint32_t kNone = 0xFFFFFFFF;
+constexpr uint16_t kNoHost = 0xFFFF;
 
 enum class PacketClass : uint8_t { roce, background, malformed };
 
@@ -38,6 +39,9 @@ struct SimPacket {
     uint16_t src_host = 0;
     uint16_t dst_host = 0;
     uint16_t sport = 49152;
+    // The host whose NIC sends it (its source MAC): kNoHost for src_host itself; a spoofed
+    // injection's attacker, whose packet claims another's address.
+    uint16_t nic_host = kNoHost;
     uint32_t payload_len = 0;
     proto::TransportHeaders t;  // opcode, PSN, DestQP and extension header values
 

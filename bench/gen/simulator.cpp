@@ -1300,6 +1300,7 @@ void Simulator::on_inject(uint32_t i) {
     SimPacket& p = pkt(idx);
     p.src_host = inj.src_host;
     p.dst_host = inj.dst_host;
+    if (inj.nic_host != inj.src_host) p.nic_host = inj.nic_host;
     // A raw sender's source port; the spoofed packet copies the peer's.
     p.sport = spoofed ? cs.sport_req : kInjectSport;
     p.conn = accepted ? inj.conn : kNone;  // kNone: delivered to no connection

@@ -29,6 +29,9 @@ constexpr std::pair<std::string_view, Field> kNames[] = {
     {"naks", Field::naks},
     {"rnr_naks", Field::rnr_naks},
     {"status", Field::status},
+    {"src_mac", Field::src_mac},
+    {"ttl", Field::ttl},
+    {"port", Field::port},
     {"ip", Field::ip},
     {"qpn", Field::qpn},
     {"peer_ip", Field::peer_ip},
@@ -74,15 +77,15 @@ static_assert(std::size(kNames) + 2 == static_cast<std::size_t>(Field::count),
 // Keys of insert-trace's and insert-dp's records (docs/insert-trace.md, SPEC 7) that the
 // correlator does not read, up to 14 characters (longer ones take the slow path).
 constexpr std::string_view kIgnored[] = {
-    "t_ns",          "ctx",          "send_cq",    "recv_cq",    "attr_mask",
-    "from_state",    "path_mtu",     "port",       "pkey_index", "qkey",
-    "dlid",          "is_global",    "peer_gid",   "sgid_index", "hop_limit",
-    "traffic_class", "timeout",      "retry_cnt",  "rnr_retry",  "min_rnr_timer",
-    "max_rd_atomic", "access_flags", "lkey",       "send_flags", "num_sge",
-    "truncated",     "cq",           "src_qp",     "wc_flags",   "index",
-    "polled",        "inv",          "latency_ns", "transport",  "msgs",
-    "dup_pkts",      "ooo_pkts",     "gaps",       "missing",    "lat_p50_ns",
-    "lat_p99_ns",    "lat_max_ns",
+    "t_ns",         "ctx",        "send_cq",    "recv_cq",       "attr_mask",
+    "from_state",   "path_mtu",   "pkey_index", "qkey",          "dlid",
+    "is_global",    "peer_gid",   "sgid_index", "hop_limit",     "traffic_class",
+    "timeout",      "retry_cnt",  "rnr_retry",  "min_rnr_timer", "max_rd_atomic",
+    "access_flags", "lkey",       "send_flags", "num_sge",       "truncated",
+    "cq",           "src_qp",     "wc_flags",   "index",         "polled",
+    "inv",          "latency_ns", "transport",  "msgs",          "dup_pkts",
+    "ooo_pkts",     "gaps",       "missing",    "lat_p50_ns",    "lat_p99_ns",
+    "lat_max_ns",
 };
 
 }  // namespace

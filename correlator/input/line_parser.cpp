@@ -6,6 +6,7 @@
 
 #include "correlator/input/field_names.hpp"
 #include "correlator/input/flat_object.hpp"
+#include "correlator/input/mac_address.hpp"
 #include "correlator/input/same_text.hpp"
 
 namespace insert::correlate {
@@ -593,10 +594,26 @@ LineKind LineParser::parse_msg(Fields& obj, WireMsg& m, std::string& reason) {
                 return read_u32(v_, m.rnr_naks);
             case Field::status:
                 return read_str(v_, text) && parse_status(text, m.status);
+            case Field::src_mac:
+                return read_str(v_, text) && parse_mac(text, m.origin.mac);
+            case Field::ttl: {
+                uint32_t ttl;
+                if (!read_u32(v_, ttl) || ttl > 255) return false;
+                m.origin.ttl = static_cast<uint8_t>(ttl);
+                return true;
+            }
+            case Field::port: {
+                int64_t port;
+                if (!read_opt_u64(v_, port) || port >= kNoOriginPort) return false;
+                m.origin.port = port == kNone ? kNoOriginPort : static_cast<uint16_t>(port);
+                return true;
+            }
             default:
                 return true;
         }
     });
+    // Both or neither: a record of an older insert-dp has no origin.
+    m.origin.known = (seen & bit(Field::src_mac)) && (seen & bit(Field::ttl));
     constexpr uint64_t kRequired = bit(Field::src_ip) | bit(Field::dst_ip) | bit(Field::dst_qpn) |
                                    bit(Field::op) | bit(Field::psn_first) | bit(Field::bytes) |
                                    bit(Field::t_first_ns) | bit(Field::status);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "correlator/input/huge_allocator.hpp"
+#include "correlator/input/mac_address.hpp"
 #include "dataplane/proto/ip_address.hpp"
 
 namespace insert::correlate {
@@ -34,6 +35,19 @@ enum class PairBy : uint8_t { none, host, cm, sport, ip, psn, other };
 inline constexpr std::array<std::string_view, 7> kPairByNames = {"",   "host", "cm",   "sport",
                                                                  "ip", "psn",  "other"};
 
+// Where a message's opening packet came from, as insert-dp saw it (`msg` src_mac, ttl,
+// port; docs/semantics.md "Messages"): records of an older insert-dp have none (`known`
+// false).
+inline constexpr uint16_t kNoOriginPort = 0xFFFF;  // port null: a replay
+struct PacketOrigin {
+    MacAddress mac{};
+    uint16_t port = kNoOriginPort;
+    uint8_t ttl = 0;
+    bool known = false;
+    friend bool operator==(const PacketOrigin&, const PacketOrigin&) = default;
+    friend auto operator<=>(const PacketOrigin&, const PacketOrigin&) = default;
+};
+
 // A dataplane `msg`.
 struct WireMsg {
     Ip src_ip;
@@ -44,7 +58,8 @@ struct WireMsg {
     uint32_t psn_last = 0;
     Op op = Op::send;
     MsgStatus status = MsgStatus::ok;
-    bool checked = false;  // live: its security rules (but injected_message) were applied
+    bool checked = false;     // live: its security rules (but injected_message) were applied
+    bool origin_fed = false;  // live: given to evidence.origin's book (OriginFeed)
     int64_t imm = kNone;
     uint64_t bytes = 0;
     int64_t va = kNone;  // a VA above 2^63 is kept as its two's complement
@@ -57,6 +72,7 @@ struct WireMsg {
     uint32_t retx_pkts = 0;
     uint32_t naks = 0;
     uint32_t rnr_naks = 0;
+    PacketOrigin origin;
 };
 
 // A dataplane `qp` record (the counters the join attributes to applications).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <unordered_map>
 
 #include "correlator/join/correlation.hpp"
 
@@ -299,10 +300,13 @@ void LiveCorrelator::check_security(Window& win) {
         due[i] = m.checked = true;
     }
     const RuleSet injected = rule_bit(AlertKind::injected_message);
-    add_offences(find_offences(msgs_, win.join, win.model, names_, settings_.security, &due,
-                               kEveryRule & ~injected));
-    add_offences(find_offences(msgs_, win.join, win.model, names_, settings_.security, &win.dropped,
-                               injected));
+    std::vector<Offence> found = find_offences(msgs_, win.join, win.model, names_,
+                                               settings_.security, &due, kEveryRule & ~injected);
+    std::vector<Offence> injections = find_offences(msgs_, win.join, win.model, names_,
+                                                    settings_.security, &win.dropped, injected);
+    found.insert(found.end(), injections.begin(), injections.end());
+    feed_origins(win, found);
+    add_offences(found);
     // Every message up to the watermark has been checked; a message still undecided may
     // yet be injected.
     const int64_t settled = win.final ? kMax : saturating_sub(win.watermark, -1);
@@ -318,6 +322,49 @@ void LiveCorrelator::check_security(Window& win) {
         ++alert_counts_[static_cast<std::size_t>(a.kind)];
         if (alerts_.size() < kKeptForReport) alerts_.push_back(std::move(a));
     }
+}
+
+// evidence.origin (docs/correlation.md 8), as a batch run has it: each offence that wants
+// it asks; the messages decided in this window - and those of untraced sources behind the
+// watermark, which no work request can ever match - go to the feed; then each address's
+// messages, up to its oldest one still undecided, feed the book in data time order and
+// answer the questions on the way. An offence not answered yet waits in the tracker (its
+// alert is not written before its first offence is answered).
+void LiveCorrelator::feed_origins(Window& win, std::vector<Offence>& found) {
+    for (Offence& o : found) {
+        if (!wants_origin(o.kind)) continue;
+        o.origin = compare_origin(o.msg.origin, std::nullopt);
+        if (o.msg.origin.known) o.origin_query = origins_.add_query(o.msg);
+    }
+    std::unordered_map<Ip, int64_t, IpHash> undecided;  // per address, its oldest such message
+    for (std::size_t i = 0; i < msgs_.size(); ++i) {
+        WireMsg& m = msgs_[i];
+        if (!m.origin.known || m.origin_fed) continue;
+        const SourceState source = win.join.source[i];
+        const bool untraced =
+            (source == SourceState::untraced_qp || source == SourceState::untraced_host) &&
+            m.t_first <= win.watermark;
+        if (win.dropped[i] || untraced) {
+            m.origin_fed = true;
+            origins_.add_message(OriginNote::of(m, win.join.wire[i] == WireState::matched));
+        } else if (auto [it, fresh] = undecided.try_emplace(m.src_ip, m.t_first); !fresh) {
+            it->second = std::min(it->second, m.t_first);
+        }
+    }
+    const int64_t all_in = win.final ? kMax : win.watermark;
+    const auto answers = origins_.advance([&](const Ip& ip) {
+        const auto it = undecided.find(ip);
+        return it == undecided.end() ? all_in : std::min(all_in, it->second);
+    });
+    std::unordered_map<uint64_t, const OriginEvidence*> by_query;
+    for (const auto& [query, evidence] : answers) by_query[query] = &evidence;
+    for (Offence& o : found)
+        if (const auto it = by_query.find(o.origin_query); o.origin_query && it != by_query.end()) {
+            o.origin = *it->second;
+            o.origin_query = 0;
+        }
+    tracker_.resolve_origins(answers);
+    if (!win.final) origins_.book().forget_before(win.cutoff);
 }
 
 void LiveCorrelator::add_offences(const std::vector<Offence>& found) {

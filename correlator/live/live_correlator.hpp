@@ -26,6 +26,7 @@
 #include "correlator/output/views.hpp"
 #include "correlator/usecases/alert_tracker.hpp"
 #include "correlator/usecases/congestion.hpp"
+#include "correlator/usecases/origin.hpp"
 #include "correlator/usecases/security.hpp"
 
 namespace insert::correlate {
@@ -97,6 +98,7 @@ class LiveCorrelator {
     void decide_unmatched_msgs(Window& win);
     void decide_unmatched_wrs(Window& win);
     void check_security(Window& win);
+    void feed_origins(Window& win, std::vector<Offence>& found);
     void add_offences(const std::vector<Offence>& found);
     void feed_congestion_window(Window& win);
     void attribute_qp_records_window(Window& win);
@@ -131,6 +133,9 @@ class LiveCorrelator {
     AppAggregator apps_;
     // Offences into alerts as their episodes end (docs/correlation.md 8), and the alerts.
     AlertTracker tracker_;
+    // evidence.origin: what each address's messages carried, fed in data time order; its
+    // tallies are forgotten --ttl after an address's (or QP's) last message.
+    OriginFeed origins_;
     std::vector<Alert> alerts_;
     std::array<uint64_t, kAlertKinds> alert_counts_{};
     uint64_t offences_dropped_ = 0;

@@ -7,6 +7,7 @@
 
 #include "correlator/output/episode_text.hpp"
 #include "correlator/output/record_writer.hpp"
+#include "correlator/usecases/origin.hpp"
 #include "dataplane/common/json_line.hpp"
 #include "dataplane/common/qpn_text.hpp"
 
@@ -120,12 +121,16 @@ AmAlert alertmanager_alert(const Alert& a) {
     };
     std::string record;
     append_alert(record, a);
+    std::string summary = kind + ": " + std::to_string(a.count) + " message(s) from " +
+                          (o.claimed ? "claimed source " : "") + o.source_ip.to_string() + " (" +
+                          owner_text(o.source) + (o.claimed ? ", possibly spoofed" : "") +
+                          ") to QP " + qpn_text(o.victim_qpn) + " of " + o.victim_ip.to_string() +
+                          " (" + owner_text(o.victim) + ")";
+    // Where the packet came from (docs/correlation.md 8): in the summary people read.
+    if (wants_origin(a.kind) && o.origin.seen.known)
+        summary += "; " + origin_sentence(o.origin, o.source_ip.to_string());
     am.annotations = {
-        {"summary", kind + ": " + std::to_string(a.count) + " message(s) from " +
-                        (o.claimed ? "claimed source " : "") + o.source_ip.to_string() + " (" +
-                        owner_text(o.source) + (o.claimed ? ", possibly spoofed" : "") +
-                        ") to QP " + qpn_text(o.victim_qpn) + " of " + o.victim_ip.to_string() +
-                        " (" + owner_text(o.victim) + ")"},
+        {"summary", std::move(summary)},
         {"record", without_newline(std::move(record))},
     };
     am.starts_at_ns = a.t_ns;

@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "correlator/input/host_names.hpp"
+#include "correlator/input/mac_address.hpp"
+#include "correlator/usecases/origin.hpp"
 #include "dataplane/common/json_line.hpp"
 
 namespace insert::correlate {
@@ -141,6 +143,38 @@ std::string owner_object(const Ip& ip, int64_t qpn, const QpOwner& owner, bool w
     return text;
 }
 
+// evidence.origin (docs/correlation.md 8).
+std::string origin_object(const OriginEvidence& e) {
+    const auto fields = [](JsonLine& obj, const PacketOrigin& o) {
+        obj.s("src_mac", mac_text(o.mac)).u("ttl", o.ttl);
+        if (o.port == kNoOriginPort)
+            obj.null("port");
+        else
+            obj.u("port", o.port);
+    };
+    std::string text, usual, differs = "[";
+    for (std::string_view name : differing(e)) {
+        if (differs.size() > 1) differs += ',';
+        differs += '"';
+        differs += name;
+        differs += '"';
+    }
+    differs += ']';
+    JsonLine obj(text);
+    fields(obj, e.seen);
+    if (e.usual) {
+        JsonLine u(usual);
+        fields(u, *e.usual);
+        u.close();
+        obj.raw("usual", usual);
+    } else {
+        obj.null("usual");
+    }
+    obj.raw("differs", differs);
+    obj.close();
+    return text;
+}
+
 }  // namespace
 
 void append_congestion(std::string& out, const CongestionEpisode& e) {
@@ -232,6 +266,12 @@ void append_alert(std::string& out, const Alert& a) {
         .raw("rkeys", rkeys)
         .u("distinct_rkeys", a.distinct_rkeys)
         .u("victims", a.victims);
+    if (wants_origin(a.kind)) {
+        if (o.origin.seen.known)
+            ev.raw("origin", origin_object(o.origin));
+        else
+            ev.null("origin");  // the msg record said nothing of it (an older insert-dp)
+    }
     ev.close();
     JsonLine line(out);
     line.s("type", "alert")

@@ -1,6 +1,7 @@
 #include "correlator/output/terminal_report.hpp"
 
 #include "correlator/output/episode_text.hpp"
+#include "correlator/usecases/origin.hpp"
 #include "dataplane/common/qpn_text.hpp"
 
 #include <fmt/format.h>
@@ -50,12 +51,16 @@ std::string alert_line(const Alert& a) {
                         : std::string("untraced");
     };
     const Offence& o = a.first;
-    // A source only claimed is said so: the address may be another's (SPEC 10 v1.3).
-    return fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; {} {} {}{}", alert_kind_name(a.kind),
-                       alert_severity(a.kind), a.count, o.victim_ip.to_string(),
-                       qpn_text(o.victim_qpn), who(o.victim),
-                       o.claimed ? "claimed source" : "source", o.source_ip.to_string(),
-                       who(o.source), o.claimed ? " (possibly spoofed)" : "");
+    // A source only claimed is said so: the address may be another's (SPEC 10 v1.3); where
+    // the packet came from says more (docs/correlation.md 8).
+    std::string line =
+        fmt::format("ALERT {} ({}) x{}: victim {} QP {} {}; {} {} {}{}", alert_kind_name(a.kind),
+                    alert_severity(a.kind), a.count, o.victim_ip.to_string(),
+                    qpn_text(o.victim_qpn), who(o.victim), o.claimed ? "claimed source" : "source",
+                    o.source_ip.to_string(), who(o.source), o.claimed ? " (possibly spoofed)" : "");
+    if (wants_origin(a.kind) && o.origin.seen.known)
+        line += "; " + origin_sentence(o.origin, o.source_ip.to_string());
+    return line;
 }
 
 std::string episode_lines(const CongestionEpisode& e) {

@@ -3,14 +3,52 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "correlator/report/chart_data.hpp"
 #include "correlator/report/json_fields.hpp"
+#include "correlator/usecases/origin.hpp"
 
 namespace insert::correlate::report {
 
 using simdjson::SUCCESS;
 using simdjson::dom::element;
+
+namespace {
+
+// An origin object's values (evidence.origin, or its `usual`), if it has the two always
+// there.
+std::optional<OriginWords> origin_words_of(element o) {
+    const auto mac = text_field(o, "src_mac");
+    const auto ttl = int_field(o, "ttl");
+    if (!mac || !ttl) return std::nullopt;
+    OriginWords w;
+    w.mac = std::string(*mac);
+    w.ttl = *ttl;
+    w.port = int_field(o, "port");
+    return w;
+}
+
+// evidence.origin in words, and whether some of it differs; empty without one.
+std::pair<std::string, bool> origin_text(element alert, const std::string& claimed_ip) {
+    element origin;
+    if (alert["evidence"]["origin"].get(origin) != SUCCESS) return {};
+    const std::optional<OriginWords> seen = origin_words_of(origin);
+    if (!seen) return {};
+    element usual;
+    std::optional<OriginWords> usual_words;
+    if (origin["usual"].get(usual) == SUCCESS) usual_words = origin_words_of(usual);
+    std::vector<std::string> differs;
+    simdjson::dom::array names;
+    if (origin["differs"].get(names) == SUCCESS)
+        for (element name : names)
+            if (std::string_view v; name.get(v) == SUCCESS) differs.emplace_back(v);
+    return {origin_sentence(*seen, usual_words, differs, claimed_ip), !differs.empty()};
+}
+
+}  // namespace
 
 std::string party_name(element p) {
     const std::string ip = field_text(p, "ip");
@@ -67,6 +105,14 @@ void AlertGroups::add(element r) {
         groups_.push_back(std::move(g));
     }
     AlertGroup& g = groups_[it->second];
+    if (g.origin.empty() || !g.origin_differs) {
+        auto [text, differs] =
+            origin_text(r, has_source ? field_text(source, "ip") : std::string("-"));
+        if (!text.empty() && (g.origin.empty() || differs)) {
+            g.origin = std::move(text);
+            g.origin_differs = differs;
+        }
+    }
     ++g.alerts;
     g.offences += uint_field(r, "count").value_or(1);
     if (const auto t = int_field(r, "t_ns"); t && (!g.t_first_ns || *t < *g.t_first_ns))

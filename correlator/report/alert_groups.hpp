@@ -24,6 +24,10 @@ struct AlertGroup {
     uint64_t more_qpns = 0;             // further QPNs (counted with repeats)
     std::string source;                 // comm[pid]@host ip, or the ip when untraced
     bool claimed = false;               // source.claimed: the address may be another's
+    // evidence.origin in words (docs/correlation.md 8): of its first alert whose origin
+    // differs from the claimed address's usual one, else of its first with an origin.
+    std::string origin;
+    bool origin_differs = false;
     uint64_t alerts = 0;
     uint64_t offences = 0;  // sum of the alerts' counts
     std::optional<int64_t> t_first_ns;

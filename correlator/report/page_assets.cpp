@@ -30,6 +30,7 @@ tr.critical td { background: #fde8e8; } tr.warning td { background: #fff6e0; }
   background: #777; color: #fff; }
 .sev.critical { background: #c62828; } .sev.warning { background: #b37400; }
 td.claimed { color: #7a4300; }
+td .origin { font-size: 0.85em; color: #555; }
 #verdict td.kind, #verdict td.time { white-space: nowrap; }
 nav.sections { font-size: 0.9em; }
 )css";

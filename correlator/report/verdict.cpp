@@ -136,10 +136,18 @@ void append_alert_groups(std::string& out, const ReportData& d) {
         if (a.claimed) {
             out += "<td class=\"claimed\">claimed source ";
             append_html(out, a.source);
-            out += " (possibly spoofed)</td>";
+            out += " (possibly spoofed)";
         } else {
-            cell(out, a.source);
+            out += "<td>";
+            append_html(out, a.source);
         }
+        // Where its packets really came from (docs/correlation.md 8).
+        if (!a.origin.empty()) {
+            out += "<br><span class=\"origin\">";
+            append_html(out, a.origin);
+            out += "</span>";
+        }
+        out += "</td>";
         std::string victim = a.victim;
         for (std::size_t k = 0; k < a.victim_qpns.size(); ++k) {
             victim += k ? ", " : " QP ";

@@ -130,8 +130,9 @@ int run_batch(const CorrelateOptions& options) {
     in.events.shrink_to_fit();
     JoinResult joined = join_batch(model, in.msgs, names, options.clock);
     Views views = make_views(joined, model, in.qps, names);
-    const std::vector<Alert> alerts = aggregate_alerts(
-        find_offences(in.msgs, joined, model, names, options.security), options.security);
+    std::vector<Offence> offences = find_offences(in.msgs, joined, model, names, options.security);
+    attach_origins(offences, in.msgs, joined);
+    const std::vector<Alert> alerts = aggregate_alerts(std::move(offences), options.security);
     CongestionTracker congestion(options.congestion);
     feed_congestion(congestion, in.msgs, joined, model, names);
     for (const WireQp& r : in.qps) congestion.add_counters(r);

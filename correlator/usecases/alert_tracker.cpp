@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace insert::correlate {
 
@@ -151,6 +152,16 @@ void AlertTracker::settle_episodes(Held& held, int64_t settled_ns, std::vector<A
     std::sort(held.offences.begin(), held.offences.end(), [](const Offence& a, const Offence& b) {
         return std::make_tuple(a.t, a.msg.psn_first) < std::make_tuple(b.t, b.msg.psn_first);
     });
+    // An alert's evidence is its first offence's: an episode whose first still waits for
+    // its origin is not settled (nor any after it), whatever the others wait for.
+    for (std::size_t i = 0; i < held.offences.size(); ++i) {
+        const Offence& o = held.offences[i];
+        const bool starts = i == 0 || o.t - held.offences[i - 1].t >= options_.alert_gap_ns;
+        if (starts && o.origin_query != 0) {
+            settled_ns = std::min(settled_ns, o.t);
+            break;
+        }
+    }
     const std::size_t before = held.offences.size();
     cut_episodes(held.offences, options_.alert_gap_ns, settled_ns,
                  [&](const Offence* begin, const Offence* end) {
@@ -187,6 +198,23 @@ std::vector<Alert> AlertTracker::settle(int64_t settled_ns, int64_t injected_set
     }
     std::sort(out.begin(), out.end(), alert_order);
     return out;
+}
+
+void AlertTracker::resolve_origins(
+    const std::vector<std::pair<uint64_t, OriginEvidence>>& answers) {
+    if (answers.empty()) return;
+    std::unordered_map<uint64_t, const OriginEvidence*> by_query;
+    for (const auto& [query, evidence] : answers) by_query[query] = &evidence;
+    for (auto& [key, held] : episodes_) {
+        if (!wants_origin(std::get<0>(key))) continue;
+        for (Offence& o : held.offences) {
+            if (o.origin_query == 0) continue;
+            const auto it = by_query.find(o.origin_query);
+            if (it == by_query.end()) continue;
+            o.origin = *it->second;
+            o.origin_query = 0;
+        }
+    }
 }
 
 std::vector<Alert> AlertTracker::take_opened() {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "correlator/usecases/security.hpp"
@@ -34,6 +35,11 @@ class AlertTracker {
     // Returns the alerts whose episodes ended, their offences forgotten, sorted as
     // aggregate_alerts sorts.
     std::vector<Alert> settle(int64_t settled_ns, int64_t injected_settled_ns);
+
+    // The evidence.origin of held offences that were added before it was known (their
+    // origin_query): an episode that wants it is not settled before its first offence has
+    // it (docs/correlation.md 8).
+    void resolve_origins(const std::vector<std::pair<uint64_t, OriginEvidence>>& answers);
 
     // Alerts that came to exist since the last call - an episode's first offence, a scan
     // reaching its threshold - as they stand (their count so far): what a live run fires

@@ -144,4 +144,23 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
     return offences;
 }
 
+void attach_origins(std::vector<Offence>& offences, const WireMsgs& msgs, const JoinResult& join) {
+    OriginFeed feed;
+    std::unordered_map<Ip, bool, IpHash> asked;  // the addresses offences claim
+    std::unordered_map<uint64_t, Offence*> by_query;
+    for (Offence& o : offences) {
+        if (!wants_origin(o.kind)) continue;
+        o.origin = compare_origin(o.msg.origin, std::nullopt);
+        if (!o.msg.origin.known) continue;  // an older insert-dp's record: null
+        by_query[feed.add_query(o.msg)] = &o;
+        asked[o.msg.src_ip] = true;
+    }
+    if (by_query.empty()) return;
+    for (std::size_t i = 0; i < msgs.size(); ++i)
+        if (msgs[i].origin.known && asked.count(msgs[i].src_ip))
+            feed.add_message(OriginNote::of(msgs[i], join.wire[i] == WireState::matched));
+    for (auto& [query, evidence] : feed.advance([](const Ip&) { return INT64_MAX; }))
+        by_query[query]->origin = evidence;
+}
+
 }  // namespace insert::correlate

@@ -13,6 +13,7 @@
 #include "correlator/join/correlation.hpp"
 #include "correlator/join/host_model.hpp"
 #include "correlator/join/qp_owner.hpp"
+#include "correlator/usecases/origin.hpp"
 #include "correlator/usecases/security_rules.hpp"
 
 namespace insert::correlate {
@@ -40,6 +41,10 @@ struct Offence {
     // for the message (a post_send matched it); an untraced source, every peer_mismatch and
     // every injected_message only claim to be it (the address may be spoofed).
     bool claimed = true;
+    // wants_origin(kind): where the message came from against the claimed address's
+    // earlier messages (docs/correlation.md 8; `origin.seen.known` false: null).
+    OriginEvidence origin;
+    uint64_t origin_query = 0;  // live: its evidence not known yet (OriginFeed's number)
 };
 
 struct Alert {
@@ -69,6 +74,10 @@ std::vector<Offence> find_offences(const WireMsgs& msgs, const JoinResult& join,
                                    const SecurityOptions& options,
                                    const std::vector<bool>* only = nullptr,
                                    RuleSet rules = kEveryRule);
+
+// A batch run: evidence.origin of every offence that wants it, from every message and the
+// join's verdict on it (docs/correlation.md 8).
+void attach_origins(std::vector<Offence>& offences, const WireMsgs& msgs, const JoinResult& join);
 
 // Every alert of these offences (a batch run; alert_tracker.cpp: one tracker with everything
 // settled at once), sorted by (t_ns, kind, victim, source).

@@ -45,6 +45,9 @@ constexpr RecordField kMsg[] = {
     {"naks", kInt, "count", kAlways, "NAKs with a PSN in [psn_first, psn_last]"},
     {"rnr_naks", kInt, "count", kAlways, "RNR NAKs with a PSN in [psn_first, psn_last]"},
     {"status", kText, "name", kAlways, "ok; fatal NAK: nak_inv, nak_access, nak_op; never completed: nak_seq, nak_rnr (the latest such NAK), incomplete"},
+    {"src_mac", kText, "MAC address", kAlways, "Ethernet source of the packet that opened the message (its First/Only, READ request or atomic; the first observed)"},
+    {"ttl", kInt, "hops", kAlways, "IPv4 TTL / IPv6 hop limit of that packet"},
+    {"port", kInt, "port id", kNull, "the DPDK port that packet arrived on (inline, monitor); null in replay (a capture has no port)"},
 };
 
 constexpr RecordField kQp[] = {
@@ -477,6 +480,15 @@ constexpr RecordField kAlert[] = {
     {"evidence.rkeys", kInts, "keys", kAlways, "the distinct rkeys, in order (the first 16)"},
     {"evidence.distinct_rkeys", kInt, "count", kAlways, "distinct rkeys"},
     {"evidence.victims", kInt, "count", kAlways, "distinct target QPs (rkey_scan)"},
+    {"evidence.origin", kObject, "", kNull, "where its opening packet came from (insert-dp's msg src_mac, ttl, port) against the claimed address's earlier messages; null when the msg record lacks them", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.src_mac", kText, "MAC address", kAlways, "its Ethernet source", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.ttl", kInt, "hops", kAlways, "its IPv4 TTL / IPv6 hop limit", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.port", kInt, "port id", kNull, "the port it arrived on; null in replay", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.usual", kObject, "", kNull, "the most common origin among the claimed address's earlier messages to this QP, else to any (its posted ones if any); null without any", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.usual.src_mac", kText, "MAC address", kAlways, "their Ethernet source", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.usual.ttl", kInt, "hops", kAlways, "their TTL / hop limit", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.usual.port", kInt, "port id", kNull, "their port; null in replay", "kind=peer_mismatch|injected_message"},
+    {"evidence.origin.differs", kTexts, "names", kAlways, "which of src_mac, ttl, port differ from usual (empty without usual)", "kind=peer_mismatch|injected_message"},
     {"t_last_ns", kInt, "ns", kAlways, "the last offence"},
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -89,6 +90,21 @@ class JsonObject {
         key(k);
         c_.ip(a);
     }
+    // A MAC address as "aa:bb:cc:dd:ee:ff".
+    template <std::size_t N>
+    [[gnu::always_inline]] void mac(const char (&k)[N], const std::array<uint8_t, 6>& a) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        key(k);
+        char text[19];
+        text[0] = '"';
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            text[1 + 3 * i] = kHex[a[i] >> 4];
+            text[2 + 3 * i] = kHex[a[i] & 0xF];
+            text[3 + 3 * i] = ':';
+        }
+        text[18] = '"';
+        c_.str({text, sizeof text});
+    }
     // Where an object nested in this one starts (it writes its end back here).
     char*& cursor() { return c_.position(); }
 
@@ -123,6 +139,9 @@ void append_msg(char*& cursor, const MsgRecord& m) {
     o.num("naks", m.naks);
     o.num("rnr_naks", m.rnr_naks);
     o.str("status", msg_status_name(m.status));
+    o.mac("src_mac", m.origin.src_mac);
+    o.num("ttl", m.origin.ttl);
+    o.opt_num("port", m.port != proto::kNoPort, m.port);
 }
 
 void append_qp(char*& cursor, const QpRecord& q) {

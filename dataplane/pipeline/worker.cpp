@@ -16,6 +16,10 @@ namespace {
 
 using common::bump;  // the worker is its counters' single writer
 
+// A replay's mbufs carry DPDK's "no port" (their pool's initial value, which nothing
+// overwrites), which the records write as a null port.
+static_assert(proto::kNoPort == RTE_MBUF_PORT_INVALID);
+
 // Capture-time boundaries are multiples of the period since the epoch, so every worker
 // (whatever its share of packets) uses the same ones.
 inline uint64_t next_boundary(uint64_t ts, uint64_t period) noexcept {
@@ -112,6 +116,9 @@ unsigned worker_burst(WorkerContext& ctx, rte_mbuf** pkts, unsigned n) noexcept 
         proto::ParsedPacket& p = ctx.parsed[roce];
         switch (proto::parse_frame(frame, p)) {
             case proto::Verdict::roce:
+                // Where it came in (a message's origin, docs/semantics.md "Messages"): the
+                // mbuf's first line, already read for its data.
+                p.port = m->port;
                 if (burst_ns == kNotAsked) burst_ns = ctx.source->burst_time_ns(ctx.index);
                 ctx.ts[roce] = burst_ns != 0 ? burst_ns : ctx.timestamp.get(m);
                 ++roce;

@@ -13,6 +13,13 @@ constexpr std::size_t kIpv4MinHeaderLen = 20;
 constexpr std::size_t kIpv6HeaderLen = 40;
 constexpr std::size_t kUdpHeaderLen = 8;
 
+// Where a packet's origin lies in its headers: the Ethernet source address, and the IPv4
+// TTL / IPv6 hop limit (bytes from the IP header's start).
+constexpr std::size_t kEthSrcMacOffset = 6;
+constexpr std::size_t kMacLen = 6;
+constexpr std::size_t kIpv4TtlOffset = 8;
+constexpr std::size_t kIpv6HopLimitOffset = 7;
+
 constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
 constexpr uint16_t kEtherTypeVlan = 0x8100;  // 802.1Q

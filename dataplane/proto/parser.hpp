@@ -14,6 +14,10 @@ namespace insert::proto {
 
 enum class Verdict : uint8_t { non_roce, roce, malformed };
 
+// ParsedPacket::port of a frame that came from no port (a capture file, memory): DPDK's
+// RTE_MBUF_PORT_INVALID, which such mbufs carry.
+constexpr uint16_t kNoPort = 0xFFFF;
+
 enum class Malformed : uint8_t {
     none,
     length_mismatch,  // IP total length beyond the frame, or UDP length != IP payload length
@@ -31,6 +35,9 @@ struct ParsedPacket {
     uint8_t ecn = 0;  // IP ECN bits: 3 = CE
     uint8_t dscp = 0;
     uint16_t vlan_tci[2] = {0, 0};
+    // The port the frame arrived on (set by the worker, not by parse_frame: the frame does
+    // not say), kNoPort for frames read from a file.
+    uint16_t port = kNoPort;
     IpAddress src_ip;
     IpAddress dst_ip;
     uint16_t src_port = 0;

@@ -126,7 +126,8 @@ class EngineImpl final : public Engine {
 
     // engine_messages.cpp
     uint32_t owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexcept;
-    uint32_t create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept;
+    // A message opened by `pkt` (its First/Only, READ request or atomic), or kNoIndex.
+    uint32_t create_message(Endpoint& ep, const proto::ParsedPacket& pkt, uint64_t ts) noexcept;
     void absorb_orphans(Endpoint& ep, uint32_t m, bool at_freeze = false) noexcept;
     bool absorb_pending_naks(Endpoint& ep, uint32_t m) noexcept;  // true: frozen by a fatal NAK
     bool add_orphan(Endpoint& ep, const proto::ParsedPacket& pkt, MsgOp op, uint64_t ts,

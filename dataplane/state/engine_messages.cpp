@@ -1,5 +1,8 @@
 // Message assembly and completion (SPEC.md section 5; docs/semantics.md "Messages").
+#include <cstring>
+
 #include "dataplane/proto/aeth.hpp"
+#include "dataplane/proto/ethernet.hpp"
 #include "dataplane/state/engine_impl.hpp"
 
 namespace insert::state {
@@ -62,7 +65,8 @@ uint32_t EngineImpl::owner_of(Endpoint& ep, uint32_t psn, bool reads_only) noexc
     return within(m, psn) ? owner : kNoIndex;
 }
 
-uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noexcept {
+uint32_t EngineImpl::create_message(Endpoint& ep, const ParsedPacket& pkt, uint64_t ts) noexcept {
+    const uint32_t psn = pkt.t.bth.psn;
     if (ep.msg_count >= Endpoint::kMaxOpenMessages) {
         bump(counters_.msgs_overflow);
         const OpenMessage& oldest = messages_[ep.msg_head];
@@ -84,6 +88,12 @@ uint32_t EngineImpl::create_message(Endpoint& ep, uint32_t psn, uint64_t ts) noe
     msg.psn_run = psn;
     msg.t_first_ns = ts;
     msg.t_last_ns = ts;
+    // Where the opening packet came from, read from its headers here only (once a message;
+    // they are in cache: it was just parsed), so that no other packet pays for it.
+    std::memcpy(msg.origin.src_mac.data(), pkt.frame + proto::kEthSrcMacOffset, proto::kMacLen);
+    msg.origin.ttl =
+        pkt.frame[pkt.l3_offset + (pkt.ipv6 ? proto::kIpv6HopLimitOffset : proto::kIpv4TtlOffset)];
+    msg.port = pkt.port;
     // Insert in PSN order: at the tail (the common case, decided on the tail alone) unless
     // a late First arrives after newer messages. Each neighbour bounds the other's range.
     if (ep.msg_tail == kNoIndex || psn_newer(psn, messages_[ep.msg_tail].psn_first)) {
@@ -440,7 +450,7 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
                 maybe_complete_unreliable(ep, m);
                 return;
             }
-            const uint32_t m = create_message(ep, psn, ts);
+            const uint32_t m = create_message(ep, pkt, ts);
             if (m == kNoIndex) return;
             OpenMessage& msg = messages_[m];
             msg.op = op;
@@ -472,7 +482,7 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
                     return;
                 }
             }
-            const uint32_t m = create_message(ep, psn, ts);
+            const uint32_t m = create_message(ep, pkt, ts);
             if (m == kNoIndex) return;
             OpenMessage& msg = messages_[m];
             msg.op = MsgOp::read;
@@ -485,7 +495,7 @@ void EngineImpl::apply_request_data(Endpoint& ep, const ParsedPacket& pkt, bool 
         }
         case OpKind::cmp_swap:
         case OpKind::fetch_add: {
-            const uint32_t m = create_message(ep, psn, ts);
+            const uint32_t m = create_message(ep, pkt, ts);
             if (m == kNoIndex) return;
             OpenMessage& msg = messages_[m];
             msg.op = info.kind == OpKind::cmp_swap ? MsgOp::cmp_swap : MsgOp::fetch_add;

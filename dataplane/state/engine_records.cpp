@@ -58,6 +58,8 @@ void EngineImpl::freeze(Endpoint& ep, uint32_t mi, MsgStatus status, bool acked,
     out.naks = m.naks;
     out.rnr_naks = m.rnr_naks;
     out.status = status;
+    out.origin = m.origin;
+    out.port = m.port;
 
     // Unlink from the endpoint's list and return the slot.
     uint32_t prev = kNoIndex;

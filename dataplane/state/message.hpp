@@ -5,12 +5,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dataplane/proto/parser.hpp"
 #include "dataplane/state/records.hpp"
 #include "dataplane/state/slot_pool.hpp"
 
 namespace insert::state {
 
-// Two cache lines exactly, so that a prefetch of both covers it. The first line holds what
+// Two cache lines exactly, so that a prefetch of both covers it (the origin fields filled
+// the last free bytes of each). The first line holds what
 // the next packet of a message reads and writes (continue_tail, within, attribute_packet):
 // the Middle packets of long messages, most packets at line rate, need only that line and
 // are prefetched so (EngineImpl::stage_messages). The second holds what a message's First,
@@ -36,6 +38,9 @@ struct alignas(64) OpenMessage {
     bool unreliable = false;  // UC: complete once all PSNs were observed
     bool has_next_first = false;
     bool has_next_request = false;
+    // The port its opening packet came in on (ParsedPacket::port): written with the rest of
+    // this line when the message is created, read when it is frozen; no other packet's.
+    uint16_t port = proto::kNoPort;
     // Line 1.
     uint32_t next_request_psn = 0;  // READ: PSN of the following request, iff has_next_request
     uint32_t retx_pkts = 0;
@@ -53,6 +58,8 @@ struct alignas(64) OpenMessage {
     bool has_inv = false;
     bool has_va = false;
     bool has_dma_len = false;
+    // Where its opening packet came from: Ethernet source and IPv4 TTL / IPv6 hop limit.
+    FrameOrigin origin;
 };
 
 static_assert(sizeof(OpenMessage) == 128);

@@ -3,10 +3,12 @@
 // which encodes them as JSON Lines (dataplane/export/json_records.hpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
 #include "dataplane/proto/ip_address.hpp"
+#include "dataplane/proto/parser.hpp"
 #include "dataplane/state/source_sketch.hpp"
 
 namespace insert::state {
@@ -34,6 +36,14 @@ constexpr uint64_t kEventWindowNs = 1'000'000'000;
 enum class PairBy : uint8_t { none, host, cm, sport, ip, psn };
 
 enum class TransportFamily : uint8_t { unknown, rc, uc, ud, xrc };
+
+// A frame's Ethernet source and IPv4 TTL / IPv6 hop limit, in 7 bytes that are copied as
+// one (the open message's, then its record's).
+struct FrameOrigin {
+    std::array<uint8_t, 6> src_mac{};
+    uint8_t ttl = 0;
+};
+static_assert(sizeof(FrameOrigin) == 7);
 
 struct MsgRecord {
     IpAddress src_ip;
@@ -63,6 +73,10 @@ struct MsgRecord {
     bool has_va = false;  // va and rkey
     bool has_dma_len = false;
     bool has_ack = false;
+    // Where the packet that opened it came from (docs/semantics.md "Messages"), and the
+    // port it arrived on (proto::kNoPort: none, a replay).
+    FrameOrigin origin;
+    uint16_t port = proto::kNoPort;
 };
 
 // Nine NAK/RNR counters by code, as `naks{seq,rnr,inv,access,op}`.

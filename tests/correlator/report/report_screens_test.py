@@ -209,18 +209,23 @@ def case_attacks(tmp):
         check(f"0x{first['victim']['qpn']:06x}" in text, f"{kind}: the victim QP of its first alert")
     for v in victims:
         check(v in text, f"the verdict does not name the victim {v}")
-    # A row per kind, source and victim process: "KIND | from SOURCE | against VICTIM QP ...".
+    # A row per kind, source and victim process: "KIND | from SOURCE | against VICTIM QP ...";
+    # under a claimed source, where its packet came from (docs/correlation.md 8).
     rows = state["verdictRows"]
     for a in alerts:
         source = party(a["source"])
         said = f"claimed source {source} (possibly spoofed)" if a["source"]["claimed"] else source
-        check(any(r[0].endswith(" " + a["kind"]) and r[1] == said and
+        origin = a["evidence"].get("origin")
+        came = f"\narrived with source MAC {origin['src_mac']}, TTL {origin['ttl']}" if origin else ""
+        check(any(r[0].endswith(" " + a["kind"]) and r[1].split("\n")[0] == said and
+                  r[1][len(said):].startswith(came) and
                   r[2].startswith(party(a["victim"]) + " QP ") for r in rows),
-              f"{a['kind']}: no row from {said!r} against {party(a['victim'])}: {rows}")
+              f"{a['kind']}: no row from {said!r}{came!r} against {party(a['victim'])}: {rows}")
     traced = {party(a["source"]) for a in alerts if not a["source"]["claimed"]}
     for r in rows:  # a source never claims more than its records say
-        check(r[1] in traced or (r[1].startswith("claimed source ") and
-                                 r[1].endswith(" (possibly spoofed)")), f"source cell {r[1]!r}")
+        said = r[1].split("\n")[0]
+        check(said in traced or (said.startswith("claimed source ") and
+                                 said.endswith(" (possibly spoofed)")), f"source cell {r[1]!r}")
     lanes = [lane.split(" (")[0] for lane in state["alerts"]["lanes"]]
     check(sorted(lanes) == sorted(kinds), f"alert lanes {lanes}")
     spread(state, "attacks")

@@ -193,12 +193,13 @@ TEST(ReportPage, hostile_text_stays_text) {
 }
 
 std::string alert_line(const std::string& kind, const std::string& severity, int64_t t,
-                       uint64_t qpn, const std::string& source, uint64_t count = 1) {
+                       uint64_t qpn, const std::string& source, uint64_t count = 1,
+                       const std::string& evidence = "{}") {
     return R"({"type":"alert","kind":")" + kind + R"(","severity":")" + severity + R"(","t_ns":)" +
            std::to_string(t) + R"(,"count":)" + std::to_string(count) +
            R"(,"victim":{"ip":"10.0.0.2","qpn":)" + std::to_string(qpn) +
            R"(,"pid":300,"comm":"server","cgroup":9,"host":"hB"},"source":)" + source +
-           R"(,"evidence":{}})";
+           R"(,"evidence":)" + evidence + "}";
 }
 
 const char* kTraced =
@@ -242,6 +243,34 @@ TEST(AlertGroups, who_attacked_whom) {
     EXPECT_NE(html.find("server[300]@hB 10.0.0.2 QP 0x000050, 0x000051, 0x000052 and 1 more"),
               std::string::npos);
     EXPECT_NE(html.find("No congestion episodes."), std::string::npos);
+}
+
+// docs/correlation.md 8: where a claimed source's packet came from, in the words the
+// terminal uses - of the group's first alert whose origin differs, the ports when there.
+TEST(AlertGroups, the_verdict_says_where_the_packet_came_from) {
+    ReportData d;
+    const std::string same =
+        R"({"origin":{"src_mac":"02:00:00:00:00:01","ttl":64,"port":0,)"
+        R"("usual":{"src_mac":"02:00:00:00:00:01","ttl":64,"port":0},"differs":[]}})";
+    const std::string forged = R"({"origin":{"src_mac":"02:00:00:00:00:05","ttl":63,"port":1,)"
+                               R"("usual":{"src_mac":"02:00:00:00:00:01","ttl":64,"port":0},)"
+                               R"("differs":["src_mac","ttl","port"]}})";
+    d.add(alert_line("injected_message", "critical", 100, 80, kUntraced, 1, same));
+    d.add(alert_line("injected_message", "critical", 3'000'000'000, 80, kUntraced, 1, forged));
+    d.add(alert_line("peer_mismatch", "critical", 200, 81, kUntraced, 1, R"({"origin":null})"));
+    const auto groups = d.alert_groups.ordered();
+    ASSERT_EQ(groups.size(), 2u);
+    const std::string want =
+        "arrived with source MAC 02:00:00:00:00:05, TTL 63, port 1 where 10.0.0.5's packets "
+        "had 02:00:00:00:00:01, TTL 64, port 0";
+    EXPECT_EQ(groups[0]->origin, want);
+    EXPECT_TRUE(groups[1]->origin.empty());  // origin null: an older insert-dp's records
+    std::string html;
+    append_verdict(html, d, false);
+    EXPECT_NE(html.find("(possibly spoofed)<br><span class=\"origin\">arrived with source MAC "
+                        "02:00:00:00:00:05, TTL 63, port 1 where 10.0.0.5&#39;s packets had"),
+              std::string::npos)
+        << html;
 }
 
 TEST(AlertGroups, bounded_against_a_hostile_file) {

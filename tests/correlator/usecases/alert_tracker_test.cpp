@@ -1,6 +1,7 @@
 // Offences into alerts as they are found (correlator/usecases/alert_tracker.hpp): a live
 // run settles in windows what a batch run settles at once, and must write the same alerts.
 #include "correlator/usecases/alert_tracker.hpp"
+#include "correlator/usecases/origin.hpp"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +128,90 @@ TEST(AlertTracker, an_alert_is_opened_once_at_its_first_offence_and_a_scan_at_it
     // A second episode, after a pause longer than the gap, is opened again.
     tracker.add(offence(AlertKind::rkey_unknown, 5'000'000'000, 1, 1, 99, 1));
     EXPECT_EQ(tracker.take_opened().size(), 1u);
+}
+
+// docs/correlation.md 8: an alert's evidence.origin is its first offence's. A live run adds
+// an offence whose origin is not known yet (origin_query); its episode waits for it - the
+// first offence's only: a later one's answer, or none, holds nothing back.
+TEST(AlertTracker, an_episode_waits_for_its_first_offences_origin) {
+    SecurityOptions options;
+    AlertTracker tracker(options, true);
+    Offence first = offence(AlertKind::injected_message, 1'000'000'000, 1, 1, 1, 0);
+    first.origin_query = 7;
+    Offence later = offence(AlertKind::injected_message, 1'000'000'000 + 10 * kMs, 1, 1, 2, 0);
+    later.origin_query = 8;
+    tracker.add(later);
+    tracker.add(first);
+    EXPECT_EQ(tracker.take_opened().size(), 1u);  // fired at once all the same
+    EXPECT_TRUE(tracker.settle(INT64_MAX, INT64_MAX).empty());
+    PacketOrigin seen, usual;
+    seen.known = usual.known = true;
+    seen.mac = {2, 0, 0, 0, 0, 5};
+    usual.mac = {2, 0, 0, 0, 0, 1};
+    seen.ttl = usual.ttl = 64;
+    tracker.resolve_origins({{7, compare_origin(seen, usual)}});
+    const std::vector<Alert> closed = tracker.settle(INT64_MAX, INT64_MAX);
+    ASSERT_EQ(closed.size(), 1u);
+    EXPECT_EQ(closed[0].count, 2u);
+    EXPECT_EQ(closed[0].first.msg.psn_first, 1u);
+    EXPECT_EQ(closed[0].first.origin.seen.mac, seen.mac);
+    EXPECT_TRUE(closed[0].first.origin.mac_differs);
+    EXPECT_FALSE(closed[0].first.origin.ttl_differs);
+    EXPECT_EQ(tracker.offences_held(), 0u);
+}
+
+// The tallies behind `usual` (origin.hpp): the address's posted messages to the QP win over
+// more numerous unposted ones; without any to the QP, its messages to others count; a tie
+// goes to the origin seen last; the fifth distinct origin pushes out the rarest; a question
+// about an earlier time (a late record's) gets the answer of that time.
+TEST(OriginBook, usual_is_the_most_common_of_the_preferred_messages) {
+    const Ip a = *Ip::parse("10.0.0.1"), b = *Ip::parse("10.0.0.2"), c = *Ip::parse("10.0.0.3");
+    const auto origin = [](uint8_t last, uint8_t ttl) {
+        PacketOrigin o;
+        o.known = true;
+        o.mac = {2, 0, 0, 0, 0, last};
+        o.ttl = ttl;
+        return o;
+    };
+    OriginBook book;
+    int64_t t = 0;
+    // An offence at `at` (by default after every message so far).
+    const auto msg = [&t](const Ip& src, const Ip& dst, uint32_t qpn, const PacketOrigin& o,
+                          int64_t at = -1) {
+        WireMsg m;
+        m.src_ip = src;
+        m.dst_ip = dst;
+        m.dst_qpn = qpn;
+        m.origin = o;
+        m.t_first = at < 0 ? t + 1 : at;
+        return m;
+    };
+    const auto note = [&](const Ip& dst, uint32_t qpn, const PacketOrigin& o, bool matched) {
+        book.add({a, dst, qpn, 0, ++t, o, matched});
+    };
+    for (int k = 0; k < 3; ++k) note(b, 50, origin(5, 63), false);
+    note(b, 50, origin(1, 64), true);
+    note(c, 60, origin(7, 64), false);
+    const OriginEvidence same_qp = book.evidence(msg(a, b, 50, origin(5, 63)));
+    ASSERT_TRUE(same_qp.usual);
+    EXPECT_EQ(same_qp.usual->mac[5], 1);  // posted, though outnumbered
+    EXPECT_TRUE(same_qp.mac_differs && same_qp.ttl_differs && !same_qp.port_differs);
+    const OriginEvidence other_qp = book.evidence(msg(a, b, 51, origin(1, 64)));
+    ASSERT_TRUE(other_qp.usual);
+    EXPECT_EQ(other_qp.usual->mac[5], 1);  // the address's posted messages, to any QP
+    EXPECT_FALSE(other_qp.mac_differs || other_qp.ttl_differs || other_qp.port_differs);
+    EXPECT_FALSE(book.evidence(msg(c, b, 50, origin(1, 64))).usual);  // nothing from c
+    // To QP 60 only unposted ones: 7 then 8 once each - the tie goes to the later.
+    note(c, 60, origin(8, 64), false);
+    EXPECT_EQ(book.evidence(msg(a, c, 60, origin(8, 64))).usual->mac[5], 8);
+    // Four distinct origins to QP 70, the first twice; a fifth replaces the rarest, stalest.
+    for (uint8_t k : {20, 20, 21, 22, 23, 24}) note(b, 70, origin(k, 64), false);
+    EXPECT_EQ(book.evidence(msg(a, b, 70, origin(24, 64))).usual->mac[5], 20);
+    // Asked about times past: after the three unposted SENDs only (t 1-3), and before any.
+    EXPECT_EQ(book.evidence(msg(a, b, 50, origin(5, 63), 4)).usual->mac[5], 5);
+    EXPECT_FALSE(book.evidence(msg(a, b, 50, origin(5, 63), 1)).usual);
+    book.forget_before(t + 1);
+    EXPECT_EQ(book.tallies(), 0u);
 }
 
 }  // namespace

@@ -284,6 +284,111 @@ TEST(Security, alertmanager_body_carries_labels_and_time) {
     EXPECT_FALSE(parse_alertmanager_url("ftp://x:1", host, port, prefix, error));
 }
 
+// docs/correlation.md 8, evidence.origin: a msg record with insert-dp's origin fields.
+json with_origin(json m, const std::string& mac, int ttl, std::optional<int> port) {
+    m["src_mac"] = mac;
+    m["ttl"] = ttl;
+    m["port"] = port ? json(*port) : json(nullptr);
+    return m;
+}
+
+// The client's two posted WRITEs came from its NIC (02:..:01, TTL 64, port 0); three SENDs
+// from its address at the PSNs before them, posted by nobody (before the QP's first matched
+// message: no alert), came from elsewhere (02:..:05, TTL 63, port 1). A WRITE at the next PSN that
+// nobody posted (injected_message) comes from that elsewhere too: its origin differs in
+// all three from the usual one, which is the posted messages' (2) although the unposted
+// ones are more (3). A SEND from 10.0.0.9 (peer_mismatch) has no earlier message of that
+// address to compare with.
+TEST(Security, origin_against_the_claimed_sources_usual_packets) {
+    const std::string kOwn = "02:00:00:00:00:01", kOther = "02:00:00:00:00:05";
+    std::vector<json> trace = connection();
+    trace.push_back(kClient.post_send(1500, "0xa0", 17, 1, "RDMA_WRITE", 64, kBase, 77));
+    trace.push_back(kClient.poll(2500, 17, 1, "RDMA_WRITE"));
+    trace.push_back(kClient.post_send(2600, "0xa0", 17, 2, "RDMA_WRITE", 64, kBase, 77));
+    trace.push_back(kClient.poll(3500, 17, 2, "RDMA_WRITE"));
+    std::vector<json> dp;
+    for (uint32_t k = 0; k < 3; ++k)
+        dp.push_back(with_origin(wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "SEND", 1000 + k, 32,
+                                          1000 + 100 * k, 1050 + 100 * k),
+                                 kOther, 63, 1));
+    dp.push_back(with_origin(
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1003, 64, 2000, 2400, kBase, 77), kOwn,
+        64, 0));
+    dp.push_back(with_origin(
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1004, 64, 3000, 3400, kBase, 77), kOwn,
+        64, 0));
+    dp.push_back(
+        with_origin(wire_msg("10.0.0.9", "10.0.0.2", 50, std::nullopt, "SEND", 7, 64, 6000, 6500),
+                    "02:00:00:00:00:09", 60, 1));
+    dp.push_back(with_origin(
+        wire_msg("10.0.0.1", "10.0.0.2", 50, 17, "WRITE", 1005, 64, 9000, 9500, kBase, 77), kOther,
+        63, 1));
+    std::string report;
+    const Outcome run = correlate({dp, trace}, {"--same-clock"}, &report);
+    const auto alerts = alerts_of(run);
+    ASSERT_EQ(alerts.size(), 2u);
+    EXPECT_EQ(alerts[0]["kind"], "peer_mismatch");
+    const json stranger = alerts[0]["evidence"]["origin"];
+    EXPECT_EQ(stranger["src_mac"], "02:00:00:00:00:09");
+    EXPECT_EQ(stranger["ttl"], 60);
+    EXPECT_EQ(stranger["port"], 1);
+    EXPECT_EQ(stranger["usual"], nullptr);
+    EXPECT_EQ(stranger["differs"], json::array());
+    EXPECT_EQ(alerts[1]["kind"], "injected_message");
+    const json forged = alerts[1]["evidence"]["origin"];
+    EXPECT_EQ(forged["src_mac"], kOther);
+    EXPECT_EQ(forged["ttl"], 63);
+    EXPECT_EQ(forged["port"], 1);
+    EXPECT_EQ(forged["usual"], json({{"src_mac", kOwn}, {"ttl", 64}, {"port", 0}}));
+    EXPECT_EQ(forged["differs"], json({"src_mac", "ttl", "port"}));
+    // The terminal says it in words.
+    EXPECT_NE(report.find("arrived with source MAC 02:00:00:00:00:05, TTL 63, port 1 where "
+                          "10.0.0.1's packets had 02:00:00:00:00:01, TTL 64, port 0"),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find("arrived with source MAC 02:00:00:00:00:09, TTL 60, port 1 (no earlier "
+                          "packets of 10.0.0.9 to compare)"),
+              std::string::npos)
+        << report;
+    // Other kinds have no origin; a msg record without the fields (an older insert-dp) gives
+    // a null one.
+    dp.back().erase("src_mac");
+    dp.back().erase("ttl");
+    dp.back().erase("port");
+    const auto older = alerts_of(correlate({dp, trace}, {"--same-clock"}));
+    ASSERT_EQ(older.size(), 2u);
+    EXPECT_TRUE(older[1]["evidence"].contains("origin"));
+    EXPECT_EQ(older[1]["evidence"]["origin"], nullptr);
+    const auto scan =
+        alerts_of(correlate({{write_to(1000, 5000, 99)}, connection()}, {"--same-clock"}));
+    ASSERT_EQ(scan.size(), 1u);
+    EXPECT_FALSE(scan[0]["evidence"].contains("origin"));
+}
+
+// The same evidence in the Alertmanager summary, with the MACs the record carries.
+TEST(Security, alertmanager_summary_says_where_the_packet_came_from) {
+    Alert a;
+    a.kind = AlertKind::injected_message;
+    a.count = 1;
+    a.first.kind = a.kind;
+    a.first.victim_ip = *Ip::parse("10.88.0.2");
+    a.first.source_ip = *Ip::parse("10.88.0.1");
+    PacketOrigin seen, usual;
+    seen.known = usual.known = true;
+    seen.mac = {0x02, 0, 0, 0, 0, 0x05};
+    seen.ttl = 63;
+    usual.mac = {0x02, 0, 0, 0, 0, 0x01};
+    usual.ttl = 64;
+    a.first.origin = compare_origin(seen, usual);
+    std::string summary;
+    for (const auto& [name, value] : alertmanager_alert(a).annotations)
+        if (name == "summary") summary = value;
+    EXPECT_NE(summary.find("; arrived with source MAC 02:00:00:00:00:05, TTL 63 where "
+                           "10.88.0.1's packets had 02:00:00:00:00:01, TTL 64"),
+              std::string::npos)
+        << summary;
+}
+
 // Destination 10.0.0.2: 100 quiet messages (net 5 us) from 0 to 99 ms; then from 200 ms,
 // 20 ms of congestion: an incast sender (pid 100, 8 KB each) sees net 205 us and a victim
 // (pid 500, 64 B) 210 us. Baseline = p10 = 5 us; bins of 10 ms. `lead_in`: messages of

@@ -27,10 +27,13 @@ void EngineHarness::send(const Pkt& p, uint64_t ts) {
     s.t.imm = p.imm;
     s.t.ieth_rkey = p.imm;
     s.payload_len = p.payload;
+    s.src_mac = p.src_mac;
+    s.ttl = p.ttl;
     std::vector<uint8_t> buf(proto::frame_length(s));
     ASSERT_EQ(proto::build_frame(s, buf), buf.size());
     proto::ParsedPacket parsed;
     ASSERT_EQ(proto::parse_frame(buf, parsed), proto::Verdict::roce);
+    parsed.port = p.port;  // the worker's part
     engine->process(parsed, ts);
 }
 

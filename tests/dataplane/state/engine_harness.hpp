@@ -41,6 +41,10 @@ struct Pkt {
     uint32_t dma_len = 0;
     uint32_t imm = 0;
     uint8_t ecn = 2;
+    // Where it came from (a message's origin): Ethernet source, TTL / hop limit, port.
+    proto::MacAddress src_mac = {0x02, 0, 0, 0, 0, 0x01};
+    uint8_t ttl = 64;
+    uint16_t port = proto::kNoPort;
 };
 
 class EngineHarness {

@@ -612,5 +612,46 @@ TEST(EngineMessages, responses_before_pairing_complete_nothing_without_a_peer) {
     EXPECT_EQ(h.qp(kA, 0x11).pair_by, state::PairBy::none);
 }
 
+// docs/semantics.md "Messages": a message's origin is its opening packet's - the WRITE
+// First's MAC, TTL and port, not those of its Middle and Last from elsewhere (a forger's
+// continuation, a path change); a READ's is its request's, whatever its responses carry.
+TEST(EngineMessages, origin_is_the_opening_packets) {
+    EngineHarness h;
+    const proto::MacAddress kFirstMac = {0x02, 0xaa, 0, 0, 0, 0x05};
+    const proto::MacAddress kOtherMac = {0x02, 0xbb, 0, 0, 0, 0x09};
+    Pkt first = req(kWriteFirst, 100, 1024);
+    first.dma_len = 2048;
+    first.src_mac = kFirstMac;
+    first.ttl = 63;
+    first.port = 1;
+    Pkt last = req(kWriteLast, 101, 1024);
+    last.src_mac = kOtherMac;
+    last.ttl = 250;
+    last.port = 0;
+    h.send(first, 1'000);
+    h.send(last, 1'100);
+    h.send(resp(kAck, 101, kOk), 2'000);
+    Pkt read = req(kReadRequest, 102);
+    read.dma_len = 64;
+    read.ttl = 17;  // MAC the harness's, port none (a replay)
+    h.send(read, 3'000);
+    Pkt response = resp(kReadResponseOnly, 102, kOk, 64);
+    response.src_mac = kOtherMac;
+    response.ttl = 1;
+    response.port = 0;
+    h.send(response, 3'500);
+    h.finish(10'000);
+    const auto msgs = h.msgs();
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].op, MsgOp::write);
+    EXPECT_EQ(msgs[0].origin.src_mac, kFirstMac);
+    EXPECT_EQ(msgs[0].origin.ttl, 63u);
+    EXPECT_EQ(msgs[0].port, 1u);
+    EXPECT_EQ(msgs[1].op, MsgOp::read);
+    EXPECT_EQ(msgs[1].origin.src_mac, (proto::MacAddress{0x02, 0, 0, 0, 0, 0x01}));
+    EXPECT_EQ(msgs[1].origin.ttl, 17u);
+    EXPECT_EQ(msgs[1].port, proto::kNoPort);
+}
+
 }  // namespace
 }  // namespace insert::test

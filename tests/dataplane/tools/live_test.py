@@ -29,6 +29,8 @@ TIME_FIELDS = {"t_first_ns", "t_last_ns", "t_ack_ns", "latency_ns", "lat_p50_ns"
                "lat_max_ns", "t_ns", "wall_s", "mpps"}
 # How a run ended: a live run stops by signal, a replay at the end of its file.
 STOP_FIELDS = {"interrupted", "signal"}
+# Where a frame came in: a live run's port, null in a replay (docs/semantics.md "Messages").
+PORT_FIELDS = {"port"}
 
 
 def fail(msg):
@@ -174,7 +176,8 @@ def load_records(path):
 
 
 def comparable(records):
-    msgs = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS}, sort_keys=True)
+    msgs = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS | PORT_FIELDS},
+                             sort_keys=True)
                   for r in records if r["type"] == "msg")
     qps = sorted(json.dumps({k: v for k, v in r.items() if k not in TIME_FIELDS}, sort_keys=True)
                  for r in records if r["type"] == "qp" and r.get("final"))
@@ -199,7 +202,13 @@ def replay_records(pcap, tmp):
     return load_records(out)
 
 
-def compare_with_replay(live, ref):
+def compare_with_replay(live, ref, port_id):
+    """The records replay writes, but every live msg's `port` is the one the frames came in
+    on (`port_id`), where replay's is null."""
+    ports = ({r["port"] for r in live if r["type"] == "msg"},
+             {r["port"] for r in ref if r["type"] == "msg"})
+    if ports != ({port_id}, {None}):
+        fail(f"msg ports (live, replay) {ports}, expected ({{{port_id}}}, {{None}})")
     lm, lq, ls = comparable(live)
     rm, rq, rs = comparable(ref)
     if ls != rs:
@@ -234,6 +243,7 @@ def case_inline(workers):
                 wait_for(lambda: len(read_pcap(cap)) >= len(sent), 30, f"{len(sent)} frames at B")
                 stats = telemetry(prefix, "/insert/stats")
                 offload = telemetry(prefix, "/insert/offload")
+                ports = telemetry(prefix, "/insert/ports")
             finally:
                 rc = dp.stop(signal.SIGTERM)
             if rc != 0:
@@ -269,7 +279,8 @@ def case_inline(workers):
         if stats["table_full"] != 0 or stats["table_full_endpoints"] != 0:
             fail(f"table_full in /insert/stats: {stats}")
         check_rule_hits(offload, ref_summary)
-        compare_with_replay(load_records(rec), ref)
+        # Every frame was sent into A: it came in on a1, the first --iface.
+        compare_with_replay(load_records(rec), ref, ports["net_af_packet0"]["port_id"])
         check_stopped_by(load_records(rec), signal.SIGTERM)
         print(f"inline, {workers} worker(s): {len(sent)} frames forwarded once, byte-identical, "
               f"per-flow order kept; records equal replay's ({ref_summary['msgs']} msgs)")
@@ -305,7 +316,7 @@ def case_monitor():
             fail(f"top_qps/workers empty: {top} {workers}")
         if not any("refused 7 of 7 rte_flow rules" in l for l in dp.lines):
             fail("no log line for the refused rules")
-        compare_with_replay(load_records(rec), replay_records(pcap, tmp))
+        compare_with_replay(load_records(rec), replay_records(pcap, tmp), port["port_id"])
         check_stopped_by(load_records(rec), signal.SIGINT)
         print(f"monitor: {len(sent)} frames observed, nothing sent, records equal replay's")
 
@@ -352,7 +363,7 @@ def case_quiet_link():
         m = msgs[0]
         want = {"src_ip": "10.1.0.1", "dst_ip": "10.1.0.2", "dst_qpn": 0x123, "op": "WRITE",
                 "psn_first": 5, "bytes": 64, "rkey": 0x1234, "t_ack_ns": None,
-                "status": "incomplete"}
+                "status": "incomplete", "src_mac": "02:00:00:00:00:01", "ttl": 64, "port": 0}
         if {k: m.get(k) for k in want} != want:
             fail(f"msg record {m}, expected {want}")
         if took < 1.0:
