@@ -34,8 +34,15 @@ if ! command -v "$cxx" >/dev/null; then
     exit 1
 fi
 
+# Generated headers (dataplane/common/version.hpp) live in a meson build directory:
+# $INSERT_BUILD_ROOT (meson test sets it), else build/.
+gen=${INSERT_BUILD_ROOT:-$root/build}
+if [ ! -f "$gen/dataplane/common/version.hpp" ]; then
+    echo "fuzz.sh: $gen/dataplane/common/version.hpp missing: build first (scripts/build.sh)" >&2
+    exit 1
+fi
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -I"$root")
+       -fno-sanitize-recover=undefined -I"$root" -I"$gen")
 proto_sources=("$root"/dataplane/proto/*.cpp "$root"/dataplane/capture/*.cpp)
 
 # Seed corpora: single frames for the parser, whole files for the capture reader.

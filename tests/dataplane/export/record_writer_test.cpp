@@ -35,6 +35,8 @@ Record make_msg() {
     m.has_ack = true;
     m.t_ack_ns = 4000;
     m.status = MsgStatus::ok;
+    m.origin.src_mac = {0x02, 0x1e, 0x47, 0x00, 0x00, 0x0a};
+    m.origin.ttl = 63;
     return r;
 }
 
@@ -46,7 +48,9 @@ TEST(RecordJson, msg_has_every_spec_field_with_nulls_for_absent_values) {
               "\"src_qpn\":null,\"op\":\"SEND\",\"imm\":null,\"inv\":null,\"psn_first\":5,"
               "\"psn_last\":7,\"pkts\":3,\"bytes\":2100,\"va\":null,\"rkey\":null,"
               "\"dma_len\":null,\"t_first_ns\":1000,\"t_last_ns\":1500,\"t_ack_ns\":4000,"
-              "\"latency_ns\":3000,\"retx_pkts\":0,\"naks\":0,\"rnr_naks\":0,\"status\":\"ok\"}");
+              "\"latency_ns\":3000,\"retx_pkts\":0,\"naks\":0,\"rnr_naks\":0,\"status\":\"ok\","
+              // Extras: the opening packet's origin (docs/semantics.md); no port in a replay.
+              "\"src_mac\":\"02:1e:47:00:00:0a\",\"ttl\":63,\"port\":null}");
 }
 
 TEST(RecordJson, summary_lists_every_malformed_reason) {
