@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dataplane/common/nats_client.hpp"
 #include "dataplane/common/version.hpp"
 
 namespace insert::correlate {
@@ -28,19 +29,6 @@ std::optional<uint64_t> number(const BusMessage& m, const char* key) {
 
 std::string_view major_of(std::string_view version) {
     return version.substr(0, version.find('.'));
-}
-
-std::string list_text(const std::vector<unsigned>& parts) {
-    std::string out;
-    for (std::size_t i = 0; i < parts.size();) {
-        std::size_t j = i;
-        while (j + 1 < parts.size() && parts[j + 1] == parts[j] + 1) ++j;
-        if (!out.empty()) out += ',';
-        out += std::to_string(parts[i]);
-        if (j > i) out += '-' + std::to_string(parts[j]);
-        i = j + 1;
-    }
-    return out;
 }
 
 }  // namespace
@@ -65,7 +53,7 @@ bool BusInputs::open(std::string& error) {
     c.prefix = options_.subject;
     c.partitions = options_.partitions;
     c.owned = options_.owned;
-    c.client = "insert-correlate partitions " + list_text(options_.owned);
+    c.client = "insert-correlate partitions " + nats_client::partition_list(options_.owned);
     c.label = label_;
     consumer_ = NatsConsumer::create(c, error);
     if (!consumer_) return false;
@@ -220,7 +208,8 @@ void BusInputs::finish() {
                  label_.c_str(), static_cast<unsigned long long>(messages_),
                  static_cast<unsigned long long>(records_), producers.size(),
                  producers.size() == 1 ? "" : "s", options_.owned.size() == 1 ? "" : "s",
-                 list_text(options_.owned).c_str(), static_cast<unsigned long long>(refused_),
+                 nats_client::partition_list(options_.owned).c_str(),
+                 static_cast<unsigned long long>(refused_),
                  static_cast<unsigned long long>(malformed_),
                  static_cast<unsigned long long>(again_),
                  static_cast<unsigned long long>(c.connects), c.connects == 1 ? "" : "s");

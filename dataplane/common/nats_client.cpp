@@ -57,4 +57,17 @@ bool subject_matches(std::string_view pattern, std::string_view subject) {
     }
 }
 
+std::string partition_list(const std::vector<unsigned>& parts) {
+    std::string out;
+    for (std::size_t i = 0; i < parts.size();) {
+        std::size_t j = i;
+        while (j + 1 < parts.size() && parts[j + 1] == parts[j] + 1) ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(parts[i]);
+        if (j > i) out += '-' + std::to_string(parts[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
 }  // namespace insert::nats_client

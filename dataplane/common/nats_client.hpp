@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace insert::nats_client {
 
@@ -27,6 +28,10 @@ std::string partition_subject(std::string_view prefix, unsigned partition);
 std::string stream_description(unsigned partitions);
 // The partition count a description names; 0 when it names none (a stream made by hand).
 unsigned described_partitions(std::string_view description);
+
+// "0-3,5": partitions (ascending), runs of consecutive ones as ranges - as --partitions
+// takes them and the logs name them.
+std::string partition_list(const std::vector<unsigned>& parts);
 
 // Whether the subject pattern `pattern` (tokens, `*` one, `>` the rest) matches `subject`.
 bool subject_matches(std::string_view pattern, std::string_view subject);

@@ -68,20 +68,6 @@ double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
-// "0-3,5": the partitions, runs of consecutive ones as ranges.
-std::string partition_list(const std::vector<unsigned>& parts) {
-    std::string out;
-    for (std::size_t i = 0; i < parts.size();) {
-        std::size_t j = i;
-        while (j + 1 < parts.size() && parts[j + 1] == parts[j] + 1) ++j;
-        if (!out.empty()) out += ',';
-        out += std::to_string(parts[i]);
-        if (j > i) out += '-' + std::to_string(parts[j]);
-        i = j + 1;
-    }
-    return out;
-}
-
 }  // namespace
 
 struct NatsConsumer::Impl {
@@ -248,7 +234,7 @@ void NatsConsumer::Impl::note_ready(const Part& p, uint64_t pending) {
                  "%s: consuming partition%s %s of stream %s (durable consumers %s, %llu "
                  "messages waiting)\n",
                  config.label.c_str(), parts.size() == 1 ? "" : "s",
-                 partition_list(config.owned).c_str(), config.prefix.c_str(),
+                 nats_client::partition_list(config.owned).c_str(), config.prefix.c_str(),
                  parts.size() == 1
                      ? parts[0].durable.c_str()
                      : (parts.front().durable + " ... " + parts.back().durable).c_str(),

@@ -129,10 +129,16 @@ def case_pipe_equals_batch(tmp):
     print(f"PASS pipe_equals_batch: {len(e2e)} e2e records as in the batch run")
 
 
-def start_listener(tmp, extra):
+def start_listener(tmp, extra, stderr_path=None):
+    """--listen on tmp/correlator.sock, records to tmp/out.jsonl; with `stderr_path`, its
+    stderr (the alerts it tells) goes there, else --quiet."""
     sock = os.path.join(tmp, "correlator.sock")
     out = os.path.join(tmp, "out.jsonl")
-    p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, "--quiet", *extra])
+    if stderr_path:
+        with open(stderr_path, "w") as err:
+            p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, *extra], stderr=err)
+    else:
+        p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, "--quiet", *extra])
     end = time.monotonic() + 10
     while not os.path.exists(sock):
         check(time.monotonic() < end and p.poll() is None, "listener did not come up")
@@ -354,18 +360,10 @@ def injection_records():
 
 def case_injection_told_early(tmp):
     host, wire = injection_records()
-    out = os.path.join(tmp, "out.jsonl")
-    sock = os.path.join(tmp, "correlator.sock")
     # --ttl 30 (the default) of data time: this run's data spans 1.5 ms, so before this
     # rule the message was decided only at the end.
     err_path = os.path.join(tmp, "stderr.txt")
-    with open(err_path, "w") as err:
-        p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", out, "--interval", "0.1",
-                              "--max-delay", "0.2"], stderr=err)
-    end = time.monotonic() + 10
-    while not os.path.exists(sock):
-        check(time.monotonic() < end and p.poll() is None, "listener did not come up")
-        time.sleep(0.02)
+    p, sock, out = start_listener(tmp, ["--interval", "0.1", "--max-delay", "0.2"], err_path)
     try:
         a, b = connect(sock), connect(sock)
         a.sendall("".join(host).encode())
@@ -416,14 +414,7 @@ def case_injection_told_on_ticks(tmp):
     t_forged = json.loads(wire[-1])["t_first_ns"]
     host = [l for l in host if json.loads(l).get("wall_ns", 0) < t_forged]
     err_path = os.path.join(tmp, "stderr.txt")
-    sock = os.path.join(tmp, "correlator.sock")
-    with open(err_path, "w") as err:
-        p = subprocess.Popen([CORRELATE, "--listen", sock, "--records", os.devnull, "--interval", "0.1",
-                              "--max-delay", "0.2"], stderr=err)
-    end = time.monotonic() + 10
-    while not os.path.exists(sock):
-        check(time.monotonic() < end and p.poll() is None, "listener did not come up")
-        time.sleep(0.02)
+    p, sock, _ = start_listener(tmp, ["--interval", "0.1", "--max-delay", "0.2"], err_path)
     try:
         a, b = connect(sock), connect(sock)
         a.sendall("".join(host).encode())
