@@ -35,6 +35,19 @@ struct JoinCounts {
     uint64_t recv_matched = 0;
 };
 
+// Several joins' counts together (an instance's partitions on the bus).
+inline JoinCounts& operator+=(JoinCounts& a, const JoinCounts& b) {
+    a.unmatched_wr += b.unmatched_wr;
+    a.wire_only += b.wire_only;
+    a.src_untraced += b.src_untraced;
+    a.src_host_untraced += b.src_host_untraced;
+    a.duplicate_msgs += b.duplicate_msgs;
+    a.pair_conflicts += b.pair_conflicts;
+    a.qps_without_ip += b.qps_without_ip;
+    a.recv_matched += b.recv_matched;
+    return a;
+}
+
 // Per message: how its requester was found (docs/correlation.md 3).
 enum class SourceState : uint8_t { assigned, assigned_conflict, untraced_qp, untraced_host };
 

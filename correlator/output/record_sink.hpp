@@ -62,6 +62,11 @@ class RecordSink {
         observer_ = std::move(observer);
     }
 
+    // Hands `line` to the observer only (a sink that relays the lines of several others:
+    // the bus's partitions, to --html and --http).
+    void relay(std::string_view line) {
+        if (observer_) observer_(line);
+    }
     void e2e(const E2eRow& row, const HostNames& names);
     // Whole record lines formatted elsewhere (each ending in a newline), in order.
     void lines(std::string_view text);

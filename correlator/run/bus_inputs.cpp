@@ -33,12 +33,11 @@ std::string_view major_of(std::string_view version) {
 
 }  // namespace
 
-BusInputs::BusInputs(const BusOptions& options, PartitionScope& scope, LiveCorrelator& engine,
+BusInputs::BusInputs(const BusOptions& options, std::function<LiveCorrelator*(unsigned)> engine_of,
                      HostNames& names, IngestCounts& counts)
     : options_(options),
       label_("insert-correlate: --nats " + options.url),
-      scope_(scope),
-      engine_(engine),
+      engine_of_(std::move(engine_of)),
       parser_(names),
       counts_(counts),
       handled_(options.partitions) {}
@@ -52,8 +51,7 @@ bool BusInputs::open(std::string& error) {
     c.servers = options_.servers;
     c.prefix = options_.subject;
     c.partitions = options_.partitions;
-    c.owned = options_.owned;
-    c.client = "insert-correlate partitions " + nats_client::partition_list(options_.owned);
+    c.client = "insert-correlate " + options_.instance;
     c.label = label_;
     consumer_ = NatsConsumer::create(c, error);
     if (!consumer_) return false;
@@ -73,6 +71,16 @@ void BusInputs::read() {
         handle(m);
         consumer_->ack(m);  // its records are in the join (or it was refused or skipped)
     }
+}
+
+void BusInputs::take_partition(unsigned k) {
+    if (!consumer_ || finished_) return;
+    if (k < handled_.size()) handled_[k] = SeqRanges();  // its consumer starts anew
+    consumer_->add(k);
+}
+
+void BusInputs::drop_partition(unsigned k) {
+    if (consumer_ && !finished_) consumer_->remove(k);
 }
 
 std::string BusInputs::where(const BusMessage& m) const {
@@ -135,29 +143,20 @@ uint32_t BusInputs::stream_of(unsigned partition, std::string_view producer) {
     return index;
 }
 
-std::size_t BusInputs::copy_taken(std::string_view body, unsigned partition) {
+std::size_t BusInputs::copy_body(std::string_view body) {
     if (capacity_ < body.size()) {
         capacity_ = std::max(body.size(), capacity_ * 2);
         buffer_.reset(new char[capacity_ + simdjson::SIMDJSON_PADDING]);
     }
-    char* out = buffer_.get();
-    std::size_t n = 0;
-    while (!body.empty()) {
-        const std::size_t nl = body.find('\n');  // check(): every line ends with one
-        const std::string_view line = body.substr(0, nl);
-        if (scope_.takes(line, partition)) {
-            std::memcpy(out + n, line.data(), line.size());
-            n += line.size();
-        }
-        out[n++] = '\n';
-        body.remove_prefix(nl + 1);
-    }
-    std::memset(out + n, 0, simdjson::SIMDJSON_PADDING);
-    return n;
+    std::memcpy(buffer_.get(), body.data(), body.size());
+    std::memset(buffer_.get() + body.size(), 0, simdjson::SIMDJSON_PADDING);
+    return body.size();
 }
 
 void BusInputs::handle(const BusMessage& m) {
     const unsigned k = m.partition();
+    LiveCorrelator* engine = engine_of_(k);
+    if (!engine) return;  // a partition given up since it was fetched
     // Delivered again after its acknowledgement was lost (or came too late).
     if (m.stream_seq() != 0 && k < handled_.size()) {
         if (handled_[k].contains(m.stream_seq())) {
@@ -176,7 +175,7 @@ void BusInputs::handle(const BusMessage& m) {
     }
     const std::string_view producer = *m.header("Insert-Producer");
     const uint32_t input = stream_of(k, producer);
-    const std::size_t bytes = copy_taken(m.data(), k);
+    const std::size_t bytes = copy_body(m.data());
     Ingested block;
     parse_block(parser_, buffer_.get(), bytes, input, 1, false, block, block.counts,
                 block.first_bad);
@@ -191,7 +190,7 @@ void BusInputs::handle(const BusMessage& m) {
                          static_cast<unsigned long long>(b.line), b.reason.c_str());
     ++messages_;
     records_ += block.counts.records();
-    engine_.add(input, block);
+    engine->add(input, block);
 }
 
 void BusInputs::finish() {
@@ -202,14 +201,12 @@ void BusInputs::finish() {
     std::set<std::string> producers;
     for (const Stream& s : streams_) producers.insert(s.producer);
     std::fprintf(stderr,
-                 "%s: %llu messages (%llu records) from %zu producer%s on partition%s %s; %llu "
+                 "%s: %llu messages (%llu records) from %zu producer%s; %llu "
                  "refused, %llu malformed, %llu delivered again and skipped; %llu "
                  "connection%s\n",
                  label_.c_str(), static_cast<unsigned long long>(messages_),
                  static_cast<unsigned long long>(records_), producers.size(),
-                 producers.size() == 1 ? "" : "s", options_.owned.size() == 1 ? "" : "s",
-                 nats_client::partition_list(options_.owned).c_str(),
-                 static_cast<unsigned long long>(refused_),
+                 producers.size() == 1 ? "" : "s", static_cast<unsigned long long>(refused_),
                  static_cast<unsigned long long>(malformed_),
                  static_cast<unsigned long long>(again_),
                  static_cast<unsigned long long>(c.connects), c.connects == 1 ? "" : "s");
@@ -219,8 +216,9 @@ void BusInputs::producers(std::vector<ProducerState>& out, std::size_t room) con
     for (std::size_t i = 0; i < streams_.size() && room > 0; ++i, --room) {
         const Stream& s = streams_[i];
         const auto input = static_cast<uint32_t>(i);
+        const LiveCorrelator* engine = engine_of_(s.partition);
         out.push_back({s.producer + "@p" + std::to_string(s.partition), input, s.counts,
-                       engine_.newest(input)});
+                       engine ? engine->newest(input) : std::nullopt});
     }
 }
 

@@ -1,19 +1,19 @@
 // A live run's inputs from the bus (insert-correlate --nats; docs/scale-out.md "The
 // consumers"): the partitions this instance owns, each read through its durable JetStream
-// consumer (dataplane/common/nats_consumer.hpp). A message is one batch of one producer's
-// records for one partition; it is checked - the deployment's partition count and its
-// partition, its headers, a whole body - and a message that fails is refused or skipped,
-// counted and said, never holding up its partition. Its lines that this instance takes
-// (partition_scope.hpp: a record that came on several of its partitions once) are decoded
-// as a socket's lines are (parse_block) and handed to the live correlator as the input of
-// their (partition, producer): the records of one producer on one partition are one stream
-// for the watermark, as a --listen connection is. Then the message is acknowledged: the
-// bus delivers what was not acknowledged again, to this run or to the next one that binds
-// the consumers (at-least-once input; a message delivered again in this run, after its
-// acknowledgement was lost, is recognised by its stream sequence and skipped: seq_ranges.hpp).
+// consumer (dataplane/common/nats_consumer.hpp), taken and dropped as the instance's leases
+// come and go (partition_join.hpp). A message is one batch of one producer's records for one
+// partition; it is checked - the deployment's partition count and its partition, its
+// headers, a whole body - and a message that fails is refused or skipped, counted and said,
+// never holding up its partition. Its lines are decoded as a socket's lines are
+// (parse_block) and handed to the partition's join as the input of their (partition,
+// producer): the records of one producer on one partition are one stream for the watermark,
+// as a --listen connection is. Then the message is acknowledged (a message delivered again
+// in this run, after its acknowledgement was lost, is recognised by its stream sequence and
+// skipped: seq_ranges.hpp).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -23,7 +23,6 @@
 
 #include "correlator/input/ingest.hpp"
 #include "correlator/live/live_correlator.hpp"
-#include "correlator/run/partition_scope.hpp"
 #include "correlator/run/run_metrics.hpp"
 #include "correlator/run/run_options.hpp"
 #include "correlator/run/seq_ranges.hpp"
@@ -33,8 +32,9 @@ namespace insert::correlate {
 
 class BusInputs {
   public:
-    // `counts` gathers what the lines held (the run's summary.inputs).
-    BusInputs(const BusOptions& options, PartitionScope& scope, LiveCorrelator& engine,
+    // `engine_of`: the join of a partition held now, or null. `counts` gathers what the
+    // lines held (the run's summary.inputs).
+    BusInputs(const BusOptions& options, std::function<LiveCorrelator*(unsigned)> engine_of,
               HostNames& names, IngestCounts& counts);
     ~BusInputs();
 
@@ -45,6 +45,9 @@ class BusInputs {
     int fd() const;
     // Decodes and hands on the messages that wait, and acknowledges them.
     void read();
+    // Partition `k` is held now: read from its first message. Dropped: not read any more.
+    void take_partition(unsigned k);
+    void drop_partition(unsigned k);
     // Stops consuming (what was fetched and not read is delivered again to the next run)
     // and says what was read.
     void finish();
@@ -64,15 +67,13 @@ class BusInputs {
     void refuse(const BusMessage& m, const std::string& why);
     void skip_malformed(const BusMessage& m, const std::string& why);
     uint32_t stream_of(unsigned partition, std::string_view producer);
-    // The message's lines this instance takes into buffer_ (the others left as empty
-    // lines, so that line numbers stay the message's); returns the bytes.
-    std::size_t copy_taken(std::string_view body, unsigned partition);
+    // The message's lines into buffer_ (padded for the parser); returns the bytes.
+    std::size_t copy_body(std::string_view body);
     std::string where(const BusMessage& m) const;
 
     const BusOptions& options_;
     std::string label_;
-    PartitionScope& scope_;
-    LiveCorrelator& engine_;
+    std::function<LiveCorrelator*(unsigned)> engine_of_;
     LineParser parser_;
     IngestCounts& counts_;
     std::unique_ptr<NatsConsumer> consumer_;

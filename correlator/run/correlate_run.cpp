@@ -21,6 +21,7 @@
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/output/views.hpp"
 #include "correlator/report/html_report.hpp"
+#include "correlator/run/bus_run.hpp"
 #include "correlator/run/live_run.hpp"
 #include "correlator/run/run_service.hpp"
 #include "correlator/usecases/congestion.hpp"
@@ -205,7 +206,8 @@ std::vector<std::pair<std::string, ClockEstimate>> host_clocks(
 
 int run_correlate(const CorrelateOptions& options) {
     tbb::global_control threads(tbb::global_control::max_allowed_parallelism, options.threads);
-    return is_live_run(options) ? run_live(options) : run_batch(options);
+    if (!is_live_run(options)) return run_batch(options);
+    return options.bus.enabled() ? run_bus(options) : run_live(options);
 }
 
 }  // namespace insert::correlate

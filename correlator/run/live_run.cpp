@@ -24,10 +24,9 @@
 #include "correlator/output/record_sink.hpp"
 #include "correlator/output/terminal_report.hpp"
 #include "correlator/report/html_report.hpp"
-#include "correlator/run/bus_inputs.hpp"
 #include "correlator/run/correlate_run.hpp"
 #include "correlator/run/listen_socket.hpp"
-#include "correlator/run/partition_scope.hpp"
+#include "correlator/run/live_outputs.hpp"
 #include "correlator/run/run_service.hpp"
 #include "correlator/run/stream_source.hpp"
 
@@ -81,9 +80,6 @@ class LiveInputs {
         return true;
     }
 
-    // --nats: the bus's messages are polled with the rest (and never end).
-    void set_bus(BusInputs* bus) { bus_ = bus; }
-
     // Reads what is there until the next window is due; false when the run is over.
     bool pump(Clock::time_point until, bool& stop) {
         const auto now = Clock::now();
@@ -93,12 +89,10 @@ class LiveInputs {
         const bool accepting = listening && now >= listener_.resume_at();
         if (accepting) fds.push_back({listener_.fd(), POLLIN, 0});
         if (listening && !accepting) until = std::min(until, listener_.resume_at());
-        const std::size_t bus_at = fds.size();
-        if (bus_) fds.push_back({bus_->fd(), POLLIN, 0});
         const std::size_t first_source = fds.size();
         const std::vector<std::size_t> index = open_;  // read_source() may close some
         for (const std::size_t i : index) fds.push_back({sources_[i].fd(), POLLIN, 0});
-        if (!listening && !bus_ && index.empty()) return false;  // every input ended
+        if (!listening && index.empty()) return false;  // every input ended
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
         const int n =
             ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait.count())));
@@ -111,7 +105,6 @@ class LiveInputs {
         if (n == 0) return true;
         if (fds[0].revents && take_signal(stop)) return false;
         if (accepting && fds[1].revents & POLLIN) accept_one();
-        if (bus_ && fds[bus_at].revents) bus_->read();
         for (std::size_t k = 0; k < index.size(); ++k)
             if (fds[first_source + k].revents) read_source(index[k]);
         std::erase_if(open_, [this](std::size_t i) { return sources_[i].fd() < 0; });
@@ -127,7 +120,6 @@ class LiveInputs {
             const auto input = static_cast<uint32_t>(i);
             out.push_back({s.producer, input, s.counts, engine_.newest(input)});
         }
-        if (bus_) bus_->producers(out, kMetricsProducers - out.size());
         return out;
     }
 
@@ -224,62 +216,11 @@ class LiveInputs {
     std::deque<StreamSource> sources_;
     std::vector<std::size_t> open_;
     ListenSocket listener_;
-    BusInputs* bus_ = nullptr;
     int signal_fd_ = -1;
     bool hangup_ = false;
     Clock::time_point last_poll_error_{};
     std::size_t reported_ = 0;
 };
-
-// Alerts and congestion episodes are told as they are decided (docs/correlation.md 8, 9):
-// on stderr (unless --quiet) and to Alertmanager - fired as soon as they exist, resolved
-// when they end. A security alert that ended is left to expire four resend intervals
-// after its last report (as Prometheus does), so that the Alertmanager notifies it even
-// when the attack was over before its group_wait; an episode ends at its t_end_ns.
-void tell_as_decided(LiveSettings& settings, const CorrelateOptions& options,
-                     std::optional<AlertmanagerClient>& alertmanager) {
-    const bool log = !options.quiet;
-    const double resend_s = options.alertmanager.resend_s;
-    settings.on_alert_opened = [&alertmanager, log](const Alert& a) {
-        if (log) std::fprintf(stderr, "insert-correlate: %s (firing)\n", alert_line(a).c_str());
-        if (alertmanager) alertmanager->fire(alertmanager_alert(a));
-    };
-    settings.on_alert_closed = [&alertmanager, resend_s](const Alert& a) {
-        if (!alertmanager) return;
-        AmAlert am = alertmanager_alert(a);
-        const auto now = std::chrono::system_clock::now().time_since_epoch();
-        am.ends_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() +
-                        static_cast<int64_t>(4 * resend_s * 1e9);
-        alertmanager->resolve(std::move(am));
-    };
-    settings.on_episode_opened = [&alertmanager, log](const CongestionEpisode& e) {
-        if (log) std::fprintf(stderr, "insert-correlate: %s", episode_lines(e).c_str());
-        if (alertmanager) alertmanager->fire(alertmanager_alert(e, false));
-    };
-    settings.on_episode_closed = [&alertmanager](const CongestionEpisode& e) {
-        if (alertmanager) alertmanager->resolve(alertmanager_alert(e, true));
-    };
-}
-
-// SIGHUP: the records written so far go to the file open until now, the next ones to a
-// file opened anew at the same path (logrotate moved the old one: `create` or
-// `nocreate`, then `postrotate` sends the HUP). --html is written at the end anyway.
-void reopen_records(const CorrelateOptions& options, RecordSink& sink, OutputStream& out) {
-    std::string error;
-    if (options.records.empty() || out.to_stdout()) {
-        std::fprintf(stderr, "insert-correlate: SIGHUP: no --records file to reopen\n");
-        return;
-    }
-    sink.flush();
-    if (out.reopen(error))
-        std::fprintf(stderr, "insert-correlate: SIGHUP: --records %s reopened\n",
-                     options.records.c_str());
-    else
-        std::fprintf(stderr,
-                     "insert-correlate: SIGHUP: --records %s: cannot reopen (%s); the records "
-                     "go on to the file open before\n",
-                     options.records.c_str(), error.c_str());
-}
 
 }  // namespace
 
@@ -312,21 +253,9 @@ int run_live(const CorrelateOptions& options) {
     if (!options.alertmanager.url.empty()) alertmanager.emplace(options.alertmanager);
     tell_as_decided(settings, options, alertmanager);
     if (service) service->watch(settings);
-    // --nats: the records of the instance's own hosts only (partition_scope.hpp).
-    PartitionScope scope;
-    if (options.bus.enabled()) {
-        if (!scope.load(options.bus, error)) return fail(error);
-        settings.owns = [&scope](const Ip& ip) { return scope.owns(ip); };
-    }
     LiveCorrelator engine(names, settings, sink);
     LiveInputs inputs(options, engine, names);
     if (!inputs.open(error)) return fail(error);
-    std::optional<BusInputs> bus;
-    if (options.bus.enabled()) {
-        if (!bus.emplace(options.bus, scope, engine, names, inputs.counts_).open(error))
-            return fail(error);
-        inputs.set_bus(&*bus);
-    }
     // Outputs only once the inputs are there: a failed start leaves an existing file alone.
     if (!options.records.empty() && !out.open(options.records, options.inputs, error))
         return fail(error);
@@ -345,12 +274,12 @@ int run_live(const CorrelateOptions& options) {
         if (Clock::now() >= next_window) {
             engine.window(false);
             engine.write_apps(false);
-            if (service) service->window(engine, inputs.counts_, inputs.producers(), alertmanager);
+            if (service)
+                service->window({&engine}, inputs.counts_, inputs.producers(), alertmanager);
             next_window += interval;
         }
         if (!more) break;
     }
-    if (bus) bus->finish();  // what was not read yet is delivered again to the next run
     engine.window(true);
     SummaryCounts summary;
     engine.finish(summary);

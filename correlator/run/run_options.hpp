@@ -20,8 +20,12 @@ struct BusOptions {
     std::string url;                   // --nats as given (the lines it says start with it)
     std::string subject = "insert";    // the stream and subject prefix
     unsigned partitions = 8;           // the deployment's count
-    std::vector<unsigned> owned;       // --partitions, ascending (default: all)
+    std::vector<unsigned> owned;       // --partitions: may own, ascending (default: all)
     std::string hosts;                 // --nats-hosts: the deployment's hosts file
+    std::string instance;              // --instance: the name on the bus (default: made up)
+    unsigned replicas = 1;             // of the output stream, when this instance makes it
+    double lease_ttl_s = 5;            // a dead instance's partitions are taken after this
+    std::string on_stop = "auto";      // --on-stop: auto, decide, hand-over
 
     bool enabled() const { return !servers.empty(); }
 };

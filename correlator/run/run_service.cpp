@@ -83,19 +83,29 @@ void RunService::watch(LiveSettings& settings) {
         };
 }
 
-void RunService::window(const LiveCorrelator& engine, const IngestCounts& inputs,
-                        std::vector<ProducerState> producers,
+void RunService::window(const std::vector<const LiveCorrelator*>& engines,
+                        const IngestCounts& inputs, std::vector<ProducerState> producers,
                         const std::optional<AlertmanagerClient>& alertmanager) {
     state_.inputs = inputs;
     state_.producers = std::move(producers);
-    state_.join = engine.join_counts();
-    state_.late = engine.late();
-    if (engine.last_watermark() != INT64_MIN) state_.watermark_ns = engine.last_watermark();
-    state_.held = engine.retained();
-    state_.apps = engine.apps().size();
+    state_.join = JoinCounts{};
+    state_.late = state_.held = state_.apps = 0;
+    std::vector<std::pair<std::string, ClockEstimate>> clocks;
+    std::optional<int64_t> watermark;
+    for (const LiveCorrelator* engine : engines) {
+        state_.join += engine->join_counts();
+        state_.late += engine->late();
+        // Several joins (the bus's partitions): the watermark of the one furthest behind.
+        if (engine->last_watermark() != INT64_MIN)
+            watermark = std::min(watermark.value_or(INT64_MAX), engine->last_watermark());
+        state_.held += engine->retained();
+        state_.apps += engine->apps().size();
+        for (auto& c2 : engine->clocks()) clocks.push_back(std::move(c2));
+    }
+    if (watermark) state_.watermark_ns = watermark;
     ++state_.windows;
     if (alertmanager) state_.alertmanager = alertmanager->counts();
-    metrics_.set_clocks(engine.clocks());
+    metrics_.set_clocks(clocks);
     publish();
 }
 

@@ -37,8 +37,9 @@ class RunService {
     void observe(RecordSink& sink, std::optional<report::HtmlReport>& html);
     // Counts the alerts and episodes as they are told (chained before what `settings` had).
     void watch(LiveSettings& settings);
-    // After a live window: the engine's counts so far; the metrics and the page made anew.
-    void window(const LiveCorrelator& engine, const IngestCounts& inputs,
+    // After a live window: the engines' counts so far (one, or a join per partition of the
+    // bus); the metrics and the page made anew.
+    void window(const std::vector<const LiveCorrelator*>& engines, const IngestCounts& inputs,
                 std::vector<ProducerState> producers,
                 const std::optional<AlertmanagerClient>& alertmanager);
     // The summary is written: the final counts (served until the run returns).

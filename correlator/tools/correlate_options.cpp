@@ -156,6 +156,20 @@ bool check_bus(BusOptions& bus, const std::string& partitions, const std::string
         error = "--nats-partitions " + std::to_string(bus.partitions) + ": from 1 to 1024";
         return false;
     }
+    if (bus.replicas < 1 || bus.replicas > 5) {
+        error = "--nats-replicas " + std::to_string(bus.replicas) + ": from 1 to 5";
+        return false;
+    }
+    if (!(bus.lease_ttl_s >= 2 && bus.lease_ttl_s <= 600)) {
+        error = "--lease-ttl " + std::to_string(bus.lease_ttl_s) + ": from 2 to 600 seconds";
+        return false;
+    }
+    if (!bus.instance.empty() &&
+        bus.instance.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789._-") != std::string::npos) {
+        error = "--instance " + bus.instance + ": letters, digits, '.', '_' and '-' only";
+        return false;
+    }
     if (partitions.empty()) {
         for (unsigned k = 0; k < bus.partitions; ++k) bus.owned.push_back(k);
         return true;
@@ -243,9 +257,28 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
                    "--nats-partitions)")
         ->each(note("--nats-partitions"));
     app.add_option("--partitions", partitions,
-                   "with --nats: the partitions this instance consumes, e.g. 0-3 or 0,2,5 "
-                   "(default: all); each through its durable consumer PREFIX-correlate-pK")
+                   "with --nats: the partitions this instance may own, e.g. 0-3 or 0,2,5 "
+                   "(default: all); it owns its share of them through leases "
+                   "(docs/scale-out.md), taking over those of instances that stop")
         ->each(note("--partitions"));
+    app.add_option("--instance", out.bus.instance,
+                   "with --nats: this instance's name on the bus, unique in the deployment "
+                   "(letters, digits, '.', '_', '-'; default insert-correlate.HOST.PID.START)")
+        ->each(note("--instance"));
+    app.add_option("--nats-replicas", out.bus.replicas,
+                   "with --nats: replicas of the output stream PREFIX-out when this instance "
+                   "creates it, 1-5 (default 1; 3 for a cluster of three)")
+        ->each(note("--nats-replicas"));
+    app.add_option("--on-stop", out.bus.on_stop,
+                   "with --nats: what a stopping instance does with what it holds undecided: "
+                   "hand-over (the next owners decide it), decide (now, as at the end of the "
+                   "input), auto (default: hand over while other instances are alive)")
+        ->check(CLI::IsMember({"auto", "decide", "hand-over"}))
+        ->each(note("--on-stop"));
+    app.add_option("--lease-ttl", out.bus.lease_ttl_s,
+                   "with --nats: seconds after which a dead instance's partitions are taken "
+                   "over (its leases lapse; default 5, at least 2)")
+        ->each(note("--lease-ttl"));
     app.add_option("--nats-hosts", out.bus.hosts,
                    "with --nats: the deployment's hosts file (multi-homed hosts; the producers' "
                    "--nats-hosts)")

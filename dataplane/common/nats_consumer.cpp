@@ -9,11 +9,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <thread>
 #include <utility>
 
 #include "dataplane/common/nats_client.hpp"
+#include "dataplane/common/nats_library.hpp"
 
 #ifdef INSERT_HAVE_NATS
 #include <nats/nats.h>
@@ -80,6 +82,9 @@ struct NatsConsumer::Impl {
         std::string durable;
         natsSubscription* sub = nullptr;
         bool ready = false;       // the stream and the consumer were found as they must be
+        bool fresh = true;        // taken now: its consumer is made anew, from the start
+        bool stop = false;        // given up (remove()): its thread ends
+        bool said = false;        // "consuming partition K" was said
         uint64_t generation = 0;  // the connection's it was bound on
         std::thread thread;
     };
@@ -91,12 +96,22 @@ struct NatsConsumer::Impl {
     bool ensure_consumer(Part& p, uint64_t& pending, std::string& why);
     void push(Part& p, natsMsgList& list);
     void said_problem(const std::string& why);
-    void note_ready(const Part& p, uint64_t pending);
+    void note_ready(Part& p, uint64_t pending);
     // Waits `d`, or until the run stops or the connection is made again; false once it stops.
     bool rest(const Part& p, Clock::duration d) {
         std::unique_lock lk(mu);
-        stop_cv.wait_for(lk, d, [&] { return stopping || generation.load() != p.generation; });
-        return !stopping;
+        stop_cv.wait_for(lk, d,
+                         [&] { return stopping || p.stop || generation.load() != p.generation; });
+        return !stopping && !p.stop;
+    }
+    bool ended(const Part& p) {
+        std::lock_guard lk(mu);
+        return stopping || p.stop;
+    }
+    void start_part(Part& p) {
+        p.thread = std::thread([this, &p] { run(p); });
+        const std::string name = "insert-bus-p" + std::to_string(p.k);
+        pthread_setname_np(p.thread.native_handle(), name.substr(0, 15).c_str());
     }
 
     static void on_connected(natsConnection*, void* self);
@@ -105,7 +120,7 @@ struct NatsConsumer::Impl {
     void went_away();
 
     NatsConsumerConfig config;
-    std::vector<Part> parts;
+    std::list<Part> parts;  // stable: each is its thread's
     int event_fd = -1;
 
     mutable std::mutex mu;
@@ -115,9 +130,6 @@ struct NatsConsumer::Impl {
     std::size_t queued_bytes = 0;
     bool stopping = false;
     Counts counts;
-    std::vector<bool> ready_once;  // per part: bound since the start (until all are)
-    uint64_t ready_pending = 0;
-    bool said_ready = false;
     std::string problem;  // the last problem said (said again only when it changes)
     bool away = false, ever_connected = false;
     Clock::time_point away_since{};
@@ -216,30 +228,23 @@ void NatsConsumer::Impl::said_problem(const std::string& why) {
     std::fprintf(stderr, "%s: %s; looking again with backoff\n", config.label.c_str(), why.c_str());
 }
 
-// Said once every partition is bound the first time; after a problem, once one binds again.
-void NatsConsumer::Impl::note_ready(const Part& p, uint64_t pending) {
+// Said when a partition is bound the first time, from its first message; after a problem,
+// once one binds again.
+void NatsConsumer::Impl::note_ready(Part& p, uint64_t pending) {
     std::lock_guard lk(mu);
-    if (said_ready) {
+    if (p.said) {
         if (!problem.empty())
             std::fprintf(stderr, "%s: consuming again (partition %u: %llu messages waiting)\n",
                          config.label.c_str(), p.k, static_cast<unsigned long long>(pending));
         problem.clear();
         return;
     }
-    const auto i = static_cast<std::size_t>(&p - parts.data());
-    if (!ready_once[i]) ready_pending += pending;
-    ready_once[i] = true;
-    if (std::find(ready_once.begin(), ready_once.end(), false) != ready_once.end()) return;
+    p.said = true;
     std::fprintf(stderr,
-                 "%s: consuming partition%s %s of stream %s (durable consumers %s, %llu "
-                 "messages waiting)\n",
-                 config.label.c_str(), parts.size() == 1 ? "" : "s",
-                 nats_client::partition_list(config.owned).c_str(), config.prefix.c_str(),
-                 parts.size() == 1
-                     ? parts[0].durable.c_str()
-                     : (parts.front().durable + " ... " + parts.back().durable).c_str(),
-                 static_cast<unsigned long long>(ready_pending));
-    said_ready = true;
+                 "%s: consuming partition %u of stream %s from its first message (durable "
+                 "consumer %s, %llu messages waiting)\n",
+                 config.label.c_str(), p.k, config.prefix.c_str(), p.durable.c_str(),
+                 static_cast<unsigned long long>(pending));
     problem.clear();
 }
 
@@ -258,7 +263,8 @@ bool NatsConsumer::Impl::check_stream(std::string& why) {
     const jsStreamConfig* c = si->Config;
     bool covered = false;
     for (int i = 0; c && i < c->SubjectsLen; ++i)
-        covered |= nats_client::subject_matches(c->Subjects[i], parts.front().subject);
+        covered |= nats_client::subject_matches(c->Subjects[i],
+                                                nats_client::partition_subject(config.prefix, 0));
     const unsigned theirs =
         nats_client::described_partitions(c && c->Description ? c->Description : "");
     jsStreamInfo_Destroy(si);
@@ -282,6 +288,22 @@ bool NatsConsumer::Impl::check_stream(std::string& why) {
 bool NatsConsumer::Impl::ensure_consumer(Part& p, uint64_t& pending, std::string& why) {
     jsConsumerInfo* ci = nullptr;
     jsErrCode jerr = static_cast<jsErrCode>(0);
+    if (p.fresh) {
+        // Taken now (at the start, or over from another instance): its join starts from the
+        // partition's first message, so its consumer does too - made anew.
+        if (p.sub) {
+            natsSubscription_Destroy(p.sub);
+            p.sub = nullptr;
+        }
+        const natsStatus d =
+            js_DeleteConsumer(js, config.prefix.c_str(), p.durable.c_str(), nullptr, &jerr);
+        if (d != NATS_OK && d != NATS_NOT_FOUND) {
+            why = "consumer " + p.durable + ": cannot make it anew: " + status_text(d, jerr);
+            return false;
+        }
+        p.fresh = false;
+        jerr = static_cast<jsErrCode>(0);
+    }
     natsStatus s =
         js_GetConsumerInfo(&ci, js, config.prefix.c_str(), p.durable.c_str(), nullptr, &jerr);
     if (s == NATS_NOT_FOUND) {
@@ -375,8 +397,10 @@ void NatsConsumer::Impl::run(Part& p) {
         {
             std::unique_lock lk(mu);
             // Room for another fetch: what waits is taken before more is fetched.
-            room_cv.wait(lk, [this] { return stopping || queued_bytes < config.buffer_bytes; });
-            if (stopping) return;
+            room_cv.wait(lk, [this, &p] {
+                return stopping || p.stop || queued_bytes < config.buffer_bytes;
+            });
+            if (stopping || p.stop) return;
         }
         if (const uint64_t g = generation.load(); g != p.generation) {
             p.generation = g;
@@ -402,6 +426,10 @@ void NatsConsumer::Impl::run(Part& p) {
         jsErrCode jerr = static_cast<jsErrCode>(0);
         const natsStatus s = natsSubscription_Fetch(&list, p.sub, kFetchBatch, kFetchWaitMs, &jerr);
         if (s == NATS_OK) {
+            if (ended(p)) {
+                natsMsgList_Destroy(&list);
+                return;
+            }
             push(p, list);
             continue;
         }
@@ -433,10 +461,6 @@ std::unique_ptr<NatsConsumer> NatsConsumer::create(const NatsConsumerConfig& con
             error = "--nats " + u + ": expected nats://HOST:PORT";
             return nullptr;
         }
-    if (config.owned.empty()) {
-        error = "--partitions: no partition";
-        return nullptr;
-    }
     for (unsigned k : config.owned)
         if (k >= config.partitions) {
             error = "--partitions: " + std::to_string(k) + " is not below --nats-partitions " +
@@ -449,18 +473,12 @@ std::unique_ptr<NatsConsumer> NatsConsumer::create(const NatsConsumerConfig& con
         error = "eventfd failed";
         return nullptr;
     }
-    impl->parts.resize(config.owned.size());
-    impl->ready_once.assign(config.owned.size(), false);
-    for (std::size_t i = 0; i < config.owned.size(); ++i) {
-        Impl::Part& p = impl->parts[i];
-        p.k = config.owned[i];
-        p.subject = nats_client::partition_subject(config.prefix, p.k);
-        p.durable = durable_consumer_name(config.prefix, p.k);
-    }
     return std::unique_ptr<NatsConsumer>(new NatsConsumer(std::move(impl)));
 }
 
-NatsConsumer::NatsConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NatsConsumer::NatsConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+    nats_library::hold();
+}
 
 NatsConsumer::~NatsConsumer() {
     stop();
@@ -473,20 +491,52 @@ NatsConsumer::~NatsConsumer() {
         if (p.sub) natsSubscription_Destroy(p.sub);  // the durable consumer stays
     if (m.js) jsCtx_Destroy(m.js);
     if (m.nc) natsConnection_Destroy(m.nc);
-    const bool opened = m.opts != nullptr;
     if (m.opts) natsOptions_Destroy(m.opts);
-    if (opened) nats_CloseAndWait(2000);
     if (m.event_fd >= 0) ::close(m.event_fd);
+    m.js = nullptr;
+    m.nc = nullptr;
+    m.opts = nullptr;
+    // Freed once the library's threads are done (nats_library.hpp).
+    nats_library::release([impl = std::shared_ptr<Impl>(std::move(impl_))] {});
 }
 
 void NatsConsumer::start() {
+    impl_->connect();
+    for (unsigned k : impl_->config.owned) add(k);
+}
+
+void NatsConsumer::add(unsigned k) {
     Impl& m = *impl_;
-    m.connect();
-    for (Impl::Part& p : m.parts) {
-        p.thread = std::thread([&m, &p] { m.run(p); });
-        const std::string name = "insert-bus-p" + std::to_string(p.k);
-        pthread_setname_np(p.thread.native_handle(), name.substr(0, 15).c_str());
+    for (const Impl::Part& p : m.parts)
+        if (p.k == k) return;
+    Impl::Part& p = m.parts.emplace_back();
+    p.k = k;
+    p.subject = nats_client::partition_subject(m.config.prefix, k);
+    p.durable = durable_consumer_name(m.config.prefix, k);
+    m.start_part(p);
+}
+
+void NatsConsumer::remove(unsigned k) {
+    Impl& m = *impl_;
+    const auto it =
+        std::find_if(m.parts.begin(), m.parts.end(), [k](const Impl::Part& p) { return p.k == k; });
+    if (it == m.parts.end()) return;
+    {
+        std::lock_guard lk(m.mu);
+        it->stop = true;
     }
+    m.stop_cv.notify_all();
+    m.room_cv.notify_all();
+    if (it->thread.joinable()) it->thread.join();
+    if (it->sub) natsSubscription_Destroy(it->sub);
+    m.parts.erase(it);
+    // What it fetched and nobody took: dropped (the next owner reads from the start).
+    std::lock_guard lk(m.mu);
+    std::erase_if(m.queue, [&m, k](const BusMessage& msg) {
+        if (msg.partition() != k) return false;
+        m.queued_bytes -= std::min(m.queued_bytes, msg.data().size());
+        return true;
+    });
 }
 
 int NatsConsumer::fd() const {
@@ -595,6 +645,8 @@ std::unique_ptr<NatsConsumer> NatsConsumer::create(const NatsConsumerConfig&, st
 NatsConsumer::NatsConsumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NatsConsumer::~NatsConsumer() = default;
 void NatsConsumer::start() {}
+void NatsConsumer::add(unsigned) {}
+void NatsConsumer::remove(unsigned) {}
 int NatsConsumer::fd() const {
     return -1;
 }

@@ -1,8 +1,12 @@
 // The consumers' side of the bus (insert-correlate --nats; docs/scale-out.md "The
-// consumers"): the partitions a process owns, each read through a durable JetStream pull
+// consumers"): the partitions a process holds, each read through a durable JetStream pull
 // consumer of the stream PREFIX - `PREFIX-correlate-pK`, filtering PREFIX.part.K, explicit
-// acknowledgements - so that what was acknowledged is never delivered again, and what was
-// not is, to this process or the next one that binds the consumer (a restart).
+// acknowledgements. A partition is taken (add()) when the process gets its lease
+// (nats_leases.hpp) - at the start, or over from an instance that died or handed it over -
+// and its consumer is then made anew, from the partition's first message: the join of a
+// partition is rebuilt from all of its input (its QPs', MRs' and processes' lifetimes,
+// baselines, usual origins), and what the previous owner published already is recognised
+// by the run (correlator/run) and not published again.
 //
 // A thread per partition fetches (blocking up to half a second, so that the run's own
 // thread never waits on the bus) and queues the messages; the run's thread polls fd(),
@@ -34,7 +38,7 @@ struct NatsConsumerConfig {
     std::vector<std::string> servers;  // nats://host:port, one or more (a cluster)
     std::string prefix = "insert";     // the stream's name; subjects PREFIX.part.K
     unsigned partitions = 8;           // the deployment's count, checked against the stream's
-    std::vector<unsigned> owned;       // the partitions to consume, ascending, each < partitions
+    std::vector<unsigned> owned;       // consumed from the start (more: add()), each < partitions
     std::string client;                // the connection's name on the bus
     std::string label;                 // starts every stderr line ("insert-correlate: --nats URL")
     std::size_t buffer_bytes = 64u << 20;  // fetched and not yet taken, at most (about)
@@ -87,8 +91,12 @@ class NatsConsumer {
     NatsConsumer(const NatsConsumer&) = delete;
     NatsConsumer& operator=(const NatsConsumer&) = delete;
 
-    // Connects in the background and starts a fetching thread per partition.
+    // Connects in the background and starts a fetching thread per partition of `owned`.
     void start();
+    // Starts consuming partition `k` from its first message (its consumer made anew).
+    void add(unsigned k);
+    // Stops consuming partition `k`; what was fetched of it and not taken is dropped.
+    void remove(unsigned k);
     // Readable while messages wait to be taken (an eventfd).
     int fd() const;
     // Appends the messages waiting, in the order fetched (per partition: the stream's).

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "dataplane/common/nats_client.hpp"
+#include "dataplane/common/nats_library.hpp"
 #include "dataplane/common/record_batcher.hpp"
 #include "dataplane/common/version.hpp"
 
@@ -171,6 +172,10 @@ struct NatsPublisher::Impl final : BatchSink {
     uint64_t acked_batches = 0, acked_records = 0, republished = 0, duplicates = 0;
     uint64_t connects = 0;
     bool stream_ready = false;
+    // The stream cannot take our records until someone changes it (its subjects, its
+    // partition count) or the bus has no JetStream: replay stops waiting for room. Anything
+    // else - a stream being made, its leader being elected - is waited for.
+    bool stream_refused = false;
     bool stream_said = false;    // the stream's line was said
     std::string stream_problem;  // the last stream failure said (said again only when new)
     int64_t stream_backoff_ms = kFirstBackoffMs;
@@ -205,6 +210,10 @@ void NatsPublisher::Impl::acked(natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae) {
     const std::size_t bytes = static_cast<std::size_t>(natsMsg_GetDataLength(msg));
     {
         std::lock_guard lk(mu);
+        if (closed) {  // finish() counted it as undelivered
+            natsMsg_Destroy(msg);
+            return;
+        }
         --in_flight;
         in_flight_records -= records;
         if (pa) {
@@ -294,7 +303,9 @@ void NatsPublisher::Impl::came_back() {
 void NatsPublisher::Impl::went_away() {
     std::lock_guard lk(mu);
     connected.store(false);
-    if (away || stopping) return;
+    // Said while finish() waits too (the bus can go then: a replay's records are all
+    // written in a moment, then acknowledged); only our own close() is no news.
+    if (away || closed) return;
     away = true;
     away_since = Clock::now();
     dropped_when_away = dropped.load();
@@ -405,13 +416,15 @@ bool NatsPublisher::Impl::ensure_stream() {
             s = js_GetStreamInfo(&si, js, config.prefix.c_str(), nullptr, &jerr);
     }
     std::string why;
+    const bool refused = s == NATS_NO_RESPONDERS || (s == NATS_OK && !check_stream(si, why));
     if (s != NATS_OK) {
         why = status_text(s);
         if (jerr) why += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
-    } else if (!check_stream(si, why)) {
+    } else if (refused) {
         why = "refused: " + why + "; nothing is published (records dropped and counted)";
     }
     std::lock_guard lk(mu);
+    stream_refused = refused;
     if (!why.empty()) {
         if (why != stream_problem)
             std::fprintf(stderr, "%s: stream %s: %s; looking again with backoff\n",
@@ -550,7 +563,7 @@ void NatsPublisher::Impl::wait_for_room(std::size_t bytes) {
     if (batcher.open_bytes() + held.load() + bytes <= config.buffer_bytes) return;
     batcher.seal_all(*this);  // what is open can only make room once it is sealed
     std::unique_lock lk(mu);
-    while (held.load() + bytes > config.buffer_bytes && connected.load() && stream_ready &&
+    while (held.load() + bytes > config.buffer_bytes && connected.load() && !stream_refused &&
            !stopping)
         room_cv.wait_for(lk, 50ms);
 }
@@ -561,20 +574,25 @@ void NatsPublisher::Impl::write(std::string_view bytes) {
 }
 
 void NatsPublisher::Impl::close() {
-    if (closed) return;
-    closed = true;
-    const bool opened = opts != nullptr;  // the client library was used
-    // The context, then the connection; then the library's threads are waited for, so that
-    // no callback runs into this object once it is gone.
+    {
+        std::lock_guard lk(mu);
+        if (closed) return;
+        closed = true;
+    }
+    // The context, then the connection; the library's threads are waited for when the
+    // process's last client lets go of it (nats_library.hpp: the destructor hands this
+    // object over until then, so that no callback runs into it once it is gone).
     if (js) jsCtx_Destroy(js);
     if (nc) natsConnection_Destroy(nc);
     if (opts) natsOptions_Destroy(opts);
     js = nullptr;
     nc = nullptr;
     opts = nullptr;
-    if (opened) nats_CloseAndWait(2000);
+    std::lock_guard lk(mu);
     for (std::deque<Item>* q : {&queue, &retry})
         for (Item& item : *q) natsMsg_Destroy(item.msg);
+    queue.clear();
+    retry.clear();
 }
 
 bool nats_available() {
@@ -609,11 +627,14 @@ std::unique_ptr<NatsPublisher> NatsPublisher::create(const NatsConfig& config, s
         new NatsPublisher(std::make_unique<Impl>(config, std::move(hosts))));
 }
 
-NatsPublisher::NatsPublisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NatsPublisher::NatsPublisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+    nats_library::hold();
+}
 
 NatsPublisher::~NatsPublisher() {
     if (impl_->thread.joinable()) finish(Clock::duration::zero());
     impl_->close();
+    nats_library::release([impl = std::shared_ptr<Impl>(std::move(impl_))] {});
 }
 
 void NatsPublisher::start(const std::vector<unsigned>& cpus) {
@@ -624,6 +645,22 @@ void NatsPublisher::start(const std::vector<unsigned>& cpus) {
 
 void NatsPublisher::write(std::string_view bytes) {
     impl_->write(bytes);
+}
+
+void NatsPublisher::write_to(unsigned k, std::string_view line) {
+    if (k < impl_->config.partitions) impl_->batcher.write_to(k, line, Clock::now(), *impl_);
+}
+
+void NatsPublisher::seal() {
+    impl_->batcher.seal_all(*impl_);
+    impl_->work_cv.notify_one();
+}
+
+bool NatsPublisher::settled() const {
+    Impl& m = *impl_;
+    if (m.batcher.open_bytes() > 0) return false;
+    std::lock_guard lk(m.mu);
+    return m.in_flight == 0 && m.queue.empty() && m.retry.empty();
 }
 
 void NatsPublisher::pump() {
@@ -642,13 +679,15 @@ bool NatsPublisher::finish(Clock::duration wait) {
     m.room_cv.notify_all();
     if (m.thread.joinable()) m.thread.join();
     const bool was_connected = m.connected.load();
-    m.close();  // from here on no acknowledgement comes: what is not acknowledged is lost
-    uint64_t undelivered = m.in_flight_records;
-    for (const std::deque<Impl::Item>* q : {&m.queue, &m.retry})
-        for (const Impl::Item& item : *q) undelivered += item.records;
-    m.queue.clear();
-    m.retry.clear();
-    m.in_flight = m.in_flight_records = 0;
+    uint64_t undelivered = 0;
+    {
+        std::lock_guard lk(m.mu);
+        undelivered = m.in_flight_records;
+        for (const std::deque<Impl::Item>* q : {&m.queue, &m.retry})
+            for (const Impl::Item& item : *q) undelivered += item.records;
+        m.in_flight = m.in_flight_records = 0;
+    }
+    m.close();  // from here on no acknowledgement counts: what is not acknowledged is lost
     m.dropped.fetch_add(undelivered);
     if (undelivered > 0)
         std::fprintf(stderr, "%s: %llu records not delivered at the end (%s)\n",
@@ -708,6 +747,11 @@ NatsPublisher::NatsPublisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 NatsPublisher::~NatsPublisher() = default;
 void NatsPublisher::start(const std::vector<unsigned>&) {}
 void NatsPublisher::write(std::string_view) {}
+void NatsPublisher::write_to(unsigned, std::string_view) {}
+void NatsPublisher::seal() {}
+bool NatsPublisher::settled() const {
+    return true;
+}
 void NatsPublisher::pump() {}
 bool NatsPublisher::finish(Clock::duration) {
     return false;

@@ -81,6 +81,13 @@ class NatsPublisher {
     void start(const std::vector<unsigned>& cpus = {});
     // Lines (whole ones; a line cut at the end is completed by the next call).
     void write(std::string_view bytes);
+    // One whole line (ending in a newline) to partition `k`, not routed by its record (the
+    // correlator's output stream, where a record's partition is its deciding instance's).
+    void write_to(unsigned k, std::string_view line);
+    // Seals every open batch now (more may be written after).
+    void seal();
+    // Whether everything written so far was acknowledged by the bus (or dropped).
+    bool settled() const;
     // Seals the batches that waited long enough: call it now and then, even when nothing
     // is written (insert-dp's exporter after each periodic flush, insert-trace per poll).
     void pump();

@@ -51,6 +51,12 @@ class RecordBatcher {
     // Bytes of lines (a line cut at the end is completed by the next call); seals what is
     // full or old.
     void write(std::string_view bytes, Clock::time_point now, BatchSink& sink);
+    // One whole line (ending in a newline) to partition `partition`, whatever its record
+    // says: the correlator's output (docs/scale-out.md "The output stream").
+    void write_to(uint32_t partition, std::string_view line, Clock::time_point now,
+                  BatchSink& sink) {
+        append(partition, line, now, sink);
+    }
     // Seals the batches whose first line is `linger` old.
     void seal_aged(Clock::time_point now, BatchSink& sink);
     // Seals every open batch (a line never ended is dropped and counted).

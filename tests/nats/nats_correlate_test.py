@@ -123,9 +123,10 @@ class Instance:
         return self.stderr()
 
 
-def instance_of(ip):
-    k = bus.partition_of(ip, N, {})
-    return next(i for i, parts in enumerate(INSTANCES) if k in parts)
+def partition_of(ip):
+    """Each partition is a join of its own (docs/scale-out.md "Leases and takeover"): what
+    needs another partition's records differs, whichever instance holds the two."""
+    return bus.partition_of(ip, N, {})
 
 
 def load(path):
@@ -153,7 +154,7 @@ def compare_union(batch_path, union_path, name):
                 continue
             br, ur = dict(b[key]), dict(u[key])
             if kind == "e2e" and br.get("t_recv_poll_ns") != ur.get("t_recv_poll_ns"):
-                cross = instance_of(br["src_ip"]) != instance_of(br["dst_ip"])
+                cross = partition_of(br["src_ip"]) != partition_of(br["dst_ip"])
                 if cross and ur.get("t_recv_poll_ns") is None:
                     crossing["e2e.t_recv_poll_ns"] += 1
                     br.pop("t_recv_poll_ns")
@@ -175,7 +176,7 @@ def unpaired_peer_elsewhere(batch, app):
     app caused, go to its own partition only."""
     for (ip, _qpn), p in batch["pair"].items():
         if p.get("peer_ip") == app["ip"] and p.get("dp_peer_ip") is None and \
-                instance_of(ip) != instance_of(app["ip"]):
+                partition_of(ip) != partition_of(app["ip"]):
             return True
     return False
 
