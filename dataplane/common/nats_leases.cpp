@@ -148,7 +148,12 @@ bool NatsLeases::Impl::bind_bucket() {
     kv = nullptr;
     jsStreamInfo* si = nullptr;
     jsErrCode jerr = static_cast<jsErrCode>(0);
-    if (js_GetStreamInfo(&si, js, config.prefix.c_str(), nullptr, &jerr) != NATS_OK) return false;
+    const natsStatus found = js_GetStreamInfo(&si, js, config.prefix.c_str(), nullptr, &jerr);
+    if (found == NATS_NOT_FOUND)
+        say("stream " + config.prefix +
+            ": not there yet (the first producer creates it); looking again with backoff");
+    if (found != NATS_OK) return false;
+    say("");
     const int replicas = si->Config ? std::max<int64_t>(1, si->Config->Replicas) : 1;
     jsStreamInfo_Destroy(si);
     kvConfig kc;

@@ -13,10 +13,12 @@ Tests: union, bus_late, refusals.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
@@ -101,13 +103,19 @@ def consumers_done(url, prefix):
 
 
 class Instance:
-    def __init__(self, tmp, name, url, prefix, partitions, extra=()):
-        self.out = os.path.join(tmp, f"{name}.p{partitions[0]}-{partitions[-1]}.jsonl")
+    """An instance that may own `partitions` (its share of them, through leases) and, when
+    stopped, decides what it holds as at the end of the input (--on-stop decide: the test's
+    end is the input's)."""
+
+    def __init__(self, tmp, name, url, prefix, partitions, extra=(), live=LIVE):
+        self.name = f"{name}.p{partitions[0]}-{partitions[-1]}"
+        self.out = os.path.join(tmp, self.name + ".jsonl")
         self.err_path = self.out + ".err"
         self.err_file = open(self.err_path, "w")
         self.proc = subprocess.Popen(
             [CORRELATE, "--nats", url, "--nats-subject", prefix, "--partitions",
-             f"{partitions[0]}-{partitions[-1]}", "--records", self.out, *LIVE, *extra],
+             f"{partitions[0]}-{partitions[-1]}", "--records", self.out, "--instance",
+             self.name, "--on-stop", "decide", *live, *extra],
             stdout=subprocess.DEVNULL, stderr=self.err_file)
 
     def stderr(self):
@@ -121,6 +129,26 @@ class Instance:
         self.err_file.close()
         check(rc == 0, f"insert-correlate exit {rc}: {self.stderr()[-2000:]}")
         return self.stderr()
+
+
+def output_stream(url, prefix, path):
+    """The records on the output stream PREFIX-out, every partition's, into `path`; the
+    number of messages."""
+    msgs = bus.dump(NATS_DUMP, url, prefix + "-out")
+    with open(path, "w") as f:
+        for m in msgs:
+            f.write(m["data"])
+    return len(msgs)
+
+
+def union_of(instances, path):
+    """The instances' --records files together, without their summaries and cgroup names
+    (each partition's join writes those of every host)."""
+    with open(path, "w") as f:
+        for i in instances:
+            with open(i.out) as part:
+                f.writelines(l for l in part if '"type":"summary"' not in l and
+                             '"type":"cgroup"' not in l)
 
 
 def partition_of(ip):
@@ -194,14 +222,18 @@ def correlate_scenario(tmp, srv, scenario, prefix):
     finally:
         errs = [i.stop() for i in instances]
     for parts, err in zip(INSTANCES, errs):
-        check(f"consuming partitions {parts[0]}-{parts[-1]} of stream {prefix}" in err, err)
+        took = sorted(int(l.split("took partition ")[1].split()[0]) for l in err.splitlines()
+                      if "took partition" in l)
+        check(took == parts, f"partitions taken {took}, want {parts}: {err}")
         check("0 refused, 0 malformed, 0 delivered again" in err, err)
+        check("deciding everything held" in err, err)
     union = base + ".union.jsonl"
-    with open(union, "w") as f:
-        for i in instances:
-            with open(i.out) as part:
-                f.writelines(l for l in part if '"type":"summary"' not in l)
+    union_of(instances, union)
     counts, crossing = compare_union(batch, union, name)
+    # The output stream holds the same records, each once.
+    out = base + ".out.jsonl"
+    output_stream(srv.url, prefix, out)
+    check(compare_union(batch, out, name) == (counts, crossing), f"{name}: the output stream")
     return name, hosts, counts, crossing
 
 
@@ -250,12 +282,12 @@ def test_bus_late(tmp):
         errs = [i.stop() for i in instances]
         srv.stop()
     for err in errs:
-        check(err.count("cannot reach the bus") == 1 and err.count("not there yet") == 1, err)
+        # Once by the consumers, once by the output stream's publisher (its own label).
+        check(err.count(f"--nats {url}: cannot reach the bus") == 1 and
+              err.count(f"--nats {url} (output stream insert-out): cannot reach the bus") == 1
+              and err.count("not there yet") == 1, err)
     union = base + ".union.jsonl"
-    with open(union, "w") as f:
-        for i in instances:
-            with open(i.out) as part:
-                f.writelines(l for l in part if '"type":"summary"' not in l)
+    union_of(instances, union)
     batch = base + ".batch.jsonl"
     run([CORRELATE, "--threads", "1", "--quiet", "--records", batch, base + ".dp.jsonl",
          base + ".hosts.jsonl"])
@@ -347,7 +379,59 @@ def test_refusals(tmp):
         srv.stop()
 
 
-TESTS = {"union": test_union, "bus_late": test_bus_late, "refusals": test_refusals}
+def test_takeover(tmp):
+    """Three instances over 8 partitions deciding as they go (short --max-delay and --ttl);
+    one killed (SIGKILL) once records are on the output stream: its leases lapse, the two
+    others take its partitions, rebuild their joins from the partitions' first messages and
+    recognise what it had published. The output stream then holds every record of a batch
+    run exactly once - none lost, none twice - and the instances say how many they
+    recognised."""
+    srv = server(tmp).start()
+    name, base = make_scenario(tmp, "large")
+    live = ["--quiet", "--max-delay", "0.5", "--ttl", "1", "--interval", "0.5",
+            "--lease-ttl", "3"]
+    try:
+        publish(srv.url, base, "insert")
+        batch = base + ".batch.jsonl"
+        run([CORRELATE, "--threads", "1", "--quiet", "--records", batch, base + ".dp.jsonl",
+             base + ".hosts.jsonl"])
+        instances = [Instance(tmp, f"i{n}", srv.url, "insert", list(range(N)), live=live)
+                     for n in range(3)]
+        out = base + ".out.jsonl"
+
+        def published():
+            ok = subprocess.run([NATS_DUMP, srv.url, "insert-out", "--info"],
+                                capture_output=True).returncode == 0
+            return ok and output_stream(srv.url, "insert", out) >= 30
+        try:
+            wait_until(published, "records on the output stream", 120)
+            victim = instances[0]
+            victim.proc.kill()
+            victim.proc.wait()
+            killed_at = time.monotonic()
+            took = re.compile(r"took partition (\d+) \((\d+) records of it published before")
+
+            # Every partition taken once by the survivors, besides what the victim took.
+            wait_until(lambda: sum(len(took.findall(i.stderr())) for i in instances[1:]) ==
+                       N, "the victim's partitions taken over", 60)
+            after = time.monotonic() - killed_at
+            wait_until(lambda: consumers_done(srv.url, "insert"), "the partitions consumed", 120)
+        finally:
+            errs = [i.stop() for i in instances[1:]]
+        recognised = [int(n) for err in errs for _, n in took.findall(err)]
+        check(any(recognised), f"no partition had records published before: {errs}")
+        check(after <= 3 + 2 * 1.5, f"taken over after {after:.1f} s (lease TTL 3 s)")
+        output_stream(srv.url, "insert", out)
+        counts, crossing = compare_union(batch, out, name)
+        print(f"takeover: taken over {after:.1f} s after the kill; {sum(recognised)} records "
+              f"recognised as published before; the output stream as the batch run: {counts}; "
+              f"across partitions {crossing}")
+    finally:
+        srv.stop()
+
+
+TESTS = {"union": test_union, "bus_late": test_bus_late, "refusals": test_refusals,
+         "takeover": test_takeover}
 
 
 def main():
