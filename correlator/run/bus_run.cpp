@@ -179,6 +179,7 @@ class BusInstance {
 
     // The end of the run: handed over while other instances are alive, else decided.
     void finish(SummaryCounts& summary, std::string& report) {
+        leases_->hold_still();
         inputs_.finish();
         const bool last = options_.bus.on_stop == "decide" ||
                           (options_.bus.on_stop == "auto" && leases_->others() == 0);

@@ -85,6 +85,7 @@ struct NatsLeases::Impl {
     mutable std::mutex mu;
     std::condition_variable cv;
     bool stopping = false;
+    bool still = false;  // hold_still()
     std::vector<LeaseEvent> events;
     std::set<unsigned> handed_back;  // by the run, to delete (given_back())
     Counts counts;
@@ -355,6 +356,10 @@ void NatsLeases::Impl::look() {
     // A starting instance looks for one interval and a half before it takes anything: the
     // instances started together see each other first.
     if (now - started < config.interval * 3 / 2) return;
+    {
+        std::lock_guard lk(mu);
+        if (still) return;
+    }
     const unsigned share = (config.partitions + members - 1) / members;
     take_free(share);
     give_back_excess(share, now);
@@ -448,6 +453,11 @@ unsigned NatsLeases::others() const {
     return impl_->counts.members > 0 ? impl_->counts.members - 1 : 0;
 }
 
+void NatsLeases::hold_still() {
+    std::lock_guard lk(impl_->mu);
+    impl_->still = true;
+}
+
 void NatsLeases::stop() {
     {
         std::lock_guard lk(impl_->mu);
@@ -478,6 +488,7 @@ int NatsLeases::fd() const {
 }
 void NatsLeases::take(std::vector<LeaseEvent>&) {}
 void NatsLeases::given_back(unsigned) {}
+void NatsLeases::hold_still() {}
 unsigned NatsLeases::others() const {
     return 0;
 }

@@ -75,6 +75,9 @@ class NatsLeases {
     void take(std::vector<LeaseEvent>& out);
     // The run handed partition `k` back (after a give_back): its lease is deleted.
     void given_back(unsigned k);
+    // From now on no partition is taken or given back (the run is stopping); the leases held
+    // are renewed until stop().
+    void hold_still();
     // The instances alive at the last look, this one excluded.
     unsigned others() const;
     // Stops; the leases held and the member key are deleted, so that the others take the
