@@ -34,6 +34,12 @@
 #                            alerts to this Prometheus Alertmanager (http://HOST:PORT)
 #                            instead of one the demo starts; --no-correlate: the producers
 #                            write their files, nothing is correlated
+#   scripts/demo.sh --scale-out [--out DIR] [--alertmanager URL | --no-alertmanager]
+#                            the same cluster and workload, the producers publishing to a
+#                            3-node NATS JetStream cluster too (bus/: its configurations and
+#                            stores) and two insert-correlate --nats instances instead of
+#                            --listen (correlated-c1.jsonl, correlated-c2.jsonl, together
+#                            correlated.jsonl; docs/scale-out.md "Demo")
 #   scripts/demo.sh --replay [FILE.pcap]           the offline pipeline over a capture
 #                                                  (default pcaps/rc_mixed.pcap; no root)
 # INSERT_BUILD_ROOT: the build directory. Default: build/ when it has every binary the demo
@@ -47,9 +53,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${INSERT_BUILD_ROOT:-${INSERT_BUILD_DIR:-}}
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; }
 
 mode=cluster replay_file=pcaps/rc_mixed.pcap out="" correlate=1 alertmanager="" own_alertmanager=1
+scale_out=0 BUS_PRODUCER_ARGS=()  # the producers' --nats options (--scale-out: scripts/demo-bus.sh)
 while [ $# -gt 0 ]; do
     case "$1" in
         --replay)
@@ -67,6 +74,7 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         --no-correlate) correlate=0 ;;
+        --scale-out) scale_out=1 ;;
         --alertmanager)
             [ $# -gt 1 ] && [ "${2#http://}" != "$2" ] ||
                 { echo "demo: --alertmanager needs a URL http://HOST:PORT" >&2; exit 2; }
@@ -82,6 +90,8 @@ while [ $# -gt 0 ]; do
 done
 
 die() { echo "demo: $*" >&2; exit 1; }
+[ "$scale_out" -eq 0 ] || [ "$correlate" -eq 1 ] || die "--scale-out correlates: no --no-correlate with it"
+[ "$scale_out" -eq 0 ] || [ "$mode" = cluster ] || die "--scale-out runs the cluster: no --replay with it"
 now_ns() { local t=${EPOCHREALTIME/[.,]/}; echo "${t}000"; }  # CLOCK_REALTIME ns, no fork of date
 T0=$(now_ns)
 # Progress lines carry the seconds since the start.
@@ -143,11 +153,14 @@ fi
 
 # shellcheck source=cluster.sh
 source scripts/cluster.sh
+# shellcheck source=demo-bus.sh
+[ "$scale_out" -eq 0 ] || source scripts/demo-bus.sh
 
 # What the demo runs, built by ensure_built; the paths are set once the build is chosen.
 NEEDED=(dataplane/tools/insert-dp hosttrace/insert-trace bench/attack/insert-attack
     hosttrace/softverbs/libibverbs.so.1.14.44 hosttrace/softverbs/libmlx5.so.1.24.44
     hosttrace/softverbs/libefa.so.1.2.44 correlator/insert-correlate)
+[ "$scale_out" -eq 0 ] || NEEDED+=(correlator/insert-report)  # the instances' records as one page
 
 # The workload (docs/demo.md). Perftest sizes are small: everything crosses one insert-dp
 # worker and softverbs on two shared cores.
@@ -465,7 +478,8 @@ start_tracers() {
     for h in $(cluster_hosts); do
         # Live: to the correlator's socket through the tee, which keeps trace-hN.jsonl.
         output=(-o "$OUT/trace-$h.jsonl")
-        [ "$correlate" -eq 1 ] && output=(--unix "$SOCK_DIR/$h.sock")
+        [ "$correlate" -eq 1 ] && [ "$scale_out" -eq 0 ] && output=(--unix "$SOCK_DIR/$h.sock")
+        [ "$scale_out" -eq 1 ] && output+=("${BUS_PRODUCER_ARGS[@]}")  # its file, and the bus
         "$TRACE_BIN" "${output[@]}" --netns "$NAME-$h" --host "$h" \
             -l "$SV_DIR/libibverbs.so.1" > "$LOGS/insert-trace-$h.log" 2>&1 &
         TRACE_PIDS[$h]=$!
@@ -593,10 +607,12 @@ wait_pid() {
     wait "$pid" 2>/dev/null
 }
 
-# The correlator's stderr: logged, timed, and printed with the demo's time.
+# The correlator's stderr: logged, timed, and printed with the demo's time; each line after
+# PREFIX when given (an instance's name, --scale-out).
 correlator_lines() {
-    local line
+    local line prefix=${1:-}
     while IFS= read -r line; do
+        line=$prefix$line
         printf '%s\n' "$line" >> "$LOGS/insert-correlate.log"
         printf '%s000\t%s\n' "${EPOCHREALTIME/[.,]/}" "$line" >> "$LOGS/insert-correlate-times.tsv"
         say "$line"
@@ -739,6 +755,7 @@ cleanup() {
     cluster_dp_stop
     for pid in "$TEE_PID" "$CORR_PID" "$WATCH_PID"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; done
     for pid in "$TEE_PID" "$CORR_PID" "$WATCH_PID" "$CORR_LOG_PID"; do [ -n "$pid" ] && wait_pid "$pid" 10; done
+    [ "$scale_out" -eq 0 ] || bus_cleanup
     alertmanager_stop
     [ -n "$SOCK_DIR" ] && rm -rf "$SOCK_DIR"
     cluster_down "$NAME"
@@ -762,16 +779,25 @@ if [ "$correlate" -eq 1 ]; then
         alertmanager_ready
         say "Alertmanager $alertmanager (prometheus-alertmanager, its log in logs/alertmanager.log)"
     fi
-    live_start
-    dp_records=unix:$SOCK_DIR/dp.sock
+    if [ "$scale_out" -eq 1 ]; then
+        bus_up
+        instances_start
+    else
+        live_start
+        dp_records=unix:$SOCK_DIR/dp.sock
+    fi
 fi
-cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$dp_records" --interval 1 \
+cluster_dp_start "$NAME" "$LOGS/insert-dp.log" --records "$dp_records" "${BUS_PRODUCER_ARGS[@]}" --interval 1 \
     --idle-timeout "$DP_IDLE_TIMEOUT" ||
     die "insert-dp inline did not start ($LOGS/insert-dp.log)"
 cluster_wait_reach "$NAME" h1 "$(cluster_ip h4)" "$(cluster_ip h5)" || die "no path through insert-dp"
 tenants_up
 start_tracers
-if [ "$correlate" -eq 1 ]; then
+[ "$scale_out" -eq 0 ] || instances_wait_partitions
+if [ "$scale_out" -eq 1 ]; then
+    say "insert-dp inline in $NAME-mid, insert-trace in every host namespace, both to their files" \
+        "and the bus, insert-correlate ${BUS_INSTANCES[*]} on its partitions: running the workload"
+elif [ "$correlate" -eq 1 ]; then
     say "insert-dp inline in $NAME-mid, insert-trace in every host namespace, both to insert-correlate" \
         "live: running the workload"
 else
@@ -790,7 +816,16 @@ LIVE_T[producers_stop]=$(now_ns)
 stop_tracers
 check_tracers_stopped
 cluster_dp_stop || say "insert-dp exited with an error: $LOGS/insert-dp.log"
-if [ "$correlate" -eq 1 ]; then
+if [ "$scale_out" -eq 1 ]; then
+    instances_stop
+    if [ "$TEE_RC" -eq 0 ]; then
+        say "producers stopped; insert-correlate ${BUS_INSTANCES[*]} consumed every message and stopped" \
+            "(exit ${INST_RC[*]}); the bus stopped"
+    else
+        say "producers stopped; insert-correlate ${BUS_INSTANCES[*]} stopped (exit ${INST_RC[*]})" \
+            "with messages left on the bus; the bus stopped"
+    fi
+elif [ "$correlate" -eq 1 ]; then
     live_stop
     if [ "$TEE_RC" -eq 0 ]; then
         say "insert-dp stopped; insert-correlate read every record and stopped (exit $CORR_RC)"
@@ -821,6 +856,7 @@ T1=$(now_ns)
             "${LIVE_T[start]}" "${LIVE_T[producers_stop]}" "${LIVE_T[inputs_read]:-}" "${LIVE_T[end]:-}"
         printf 'live_interval_s\t%s\nlive_max_delay_s\t%s\nalertmanager\t%s\n' "$LIVE_INTERVAL_S" \
             "$LIVE_MAX_DELAY_S" "$alertmanager"
+        [ "$scale_out" -eq 0 ] || printf 'scale_out\t%s\nbus\t%s\n' "${BUS_INSTANCES[*]}" "$BUS_URLS"
     fi
 } > "$LOGS/meta.tsv"
 for key in "${KEYS[@]}"; do
@@ -837,7 +873,15 @@ say "collected in $(((T1 - T0) / 1000000000)) s: dp.jsonl ($msgs msg records), t
     "($verbs verb records), attacks.jsonl ($(wc -l < "$OUT/attacks.jsonl") attacks), workload.json, logs/ in $OUT"
 if [ "$correlate" -eq 1 ]; then
     echo
-    cat "$OUT/report.txt"
+    if [ "$scale_out" -eq 1 ]; then
+        # The instances' reports are per partition (report-c1.txt, report-c2.txt); the
+        # verdicts from their records together, and one page of them.
+        python3 scripts/demo-bus.py verdicts "$OUT/correlated.jsonl"
+        "$build/correlator/insert-report" "$OUT/correlated.jsonl" --html "$OUT/report.html" ||
+            die "insert-report failed"
+    else
+        cat "$OUT/report.txt"
+    fi
     echo
     [ "$CORR_RC" -eq 0 ] || die "insert-correlate exited $CORR_RC: $LOGS/insert-correlate.log"
     say "records: $OUT/correlated.jsonl; report: $OUT/report.html (open it in a browser; it loads" \
