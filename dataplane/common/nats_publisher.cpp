@@ -178,6 +178,7 @@ struct NatsPublisher::Impl final : BatchSink {
     bool stream_refused = false;
     bool stream_said = false;    // the stream's line was said
     std::string stream_problem;  // the last stream failure said (said again only when new)
+    std::string said_refusal;    // the last reason the stream refused a batch, said
     int64_t stream_backoff_ms = kFirstBackoffMs;
     Clock::time_point next_stream_try{};
     bool stopping = false;
@@ -246,11 +247,15 @@ void NatsPublisher::Impl::acked(natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae) {
                 const std::string why = pae->ErrText && *pae->ErrText
                                             ? std::string(pae->ErrText)
                                             : std::string(natsStatus_GetText(pae->Err));
-                if (why != stream_problem) {
+                // Said once per reason: a stream whose leader is being elected refuses
+                // every batch (no responders) for a second or more, the look at it
+                // succeeding in between.
+                if (why != said_refusal) {
                     std::fprintf(stderr,
                                  "%s: the stream %s refused a batch (%s); looking at it again\n",
                                  config.label.c_str(), config.prefix.c_str(), why.c_str());
                     stream_problem = why;
+                    said_refusal = why;
                 }
                 stream_backoff_ms = kFirstBackoffMs;
                 next_stream_try = Clock::now();
@@ -569,8 +574,19 @@ void NatsPublisher::Impl::wait_for_room(std::size_t bytes) {
 }
 
 void NatsPublisher::Impl::write(std::string_view bytes) {
-    if (config.wait_when_full) wait_for_room(std::min(bytes.size(), kBatchBytes));
-    batcher.write(bytes, Clock::now(), *this);
+    if (!config.wait_when_full) {
+        batcher.write(bytes, Clock::now(), *this);
+        return;
+    }
+    // Piece by piece, each with room for its copies: a record may go to every partition,
+    // and a line cut at the previous piece's end completes in this one (twice the piece).
+    // Less room than that would drop copies while the bus is reachable and behind.
+    while (!bytes.empty()) {
+        const std::string_view piece = bytes.substr(0, kBatchBytes);
+        wait_for_room(std::min(2 * piece.size() * config.partitions, config.buffer_bytes / 2));
+        batcher.write(piece, Clock::now(), *this);
+        bytes.remove_prefix(piece.size());
+    }
 }
 
 void NatsPublisher::Impl::close() {
