@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections import defaultdict
 
 DATAPATH_VERBS = {"post_send", "post_recv", "poll_cq"}
@@ -86,6 +87,190 @@ class NatsServer:
 
     def resume(self):
         self.proc.send_signal(signal.SIGCONT)
+
+
+class NatsCluster:
+    """Three nats-server -js nodes on loopback ports of the test's own, one cluster: a
+    configuration file per node in `tmp` (its name, client port, monitoring port, JetStream
+    store, the cluster's route port and routes to the two others). `urls` is --nats's list.
+    `kill(i)` is SIGKILL; `restart(i)` starts node i again on the same ports and store."""
+
+    SIZE = 3
+
+    def __init__(self, tmp, name="cluster"):
+        self.tmp, self.name = tmp, name
+        # Every port picked before any node starts: each node names the others' routes.
+        self.ports = [(free_port(), free_port(), free_port()) for _ in range(self.SIZE)]
+        self.procs = [None] * self.SIZE
+        self.logs = [None] * self.SIZE
+        self.urls = ",".join(self.url(i) for i in range(self.SIZE))
+        for i in range(self.SIZE):
+            with open(self.conf(i), "w") as f:
+                f.write(self.config(i))
+
+    def node(self, i):
+        return f"{self.name}-n{i}"
+
+    def url(self, i):
+        return f"nats://127.0.0.1:{self.ports[i][0]}"
+
+    def conf(self, i):
+        return os.path.join(self.tmp, self.node(i) + ".conf")
+
+    def log_path(self, i):
+        return os.path.join(self.tmp, self.node(i) + ".log")
+
+    def config(self, i):
+        client, http, route = self.ports[i]
+        routes = ", ".join(f"nats-route://127.0.0.1:{self.ports[j][2]}"
+                           for j in range(self.SIZE) if j != i)
+        store = os.path.join(self.tmp, self.node(i) + "-store")
+        return (f"server_name: {self.node(i)}\n"
+                f"listen: 127.0.0.1:{client}\n"
+                f"http: 127.0.0.1:{http}\n"
+                f"jetstream {{ store_dir: \"{store}\" }}\n"
+                # The programs connect without credentials, into an account with JetStream;
+                # the system account is the tests' own, for JetStream's meta step down.
+                "accounts {\n  SYS: { users: [{user: sys, password: sys}] }\n"
+                "  INSERT: { jetstream: enabled, users: [{user: insert, password: insert}] }\n"
+                "}\nsystem_account: SYS\nno_auth_user: insert\n"
+                f"cluster {{\n  name: {self.name}\n  listen: 127.0.0.1:{route}\n"
+                f"  routes: [{routes}]\n}}\n")
+
+    def start_node(self, i):
+        check(self.procs[i] is None, f"{self.node(i)} runs already")
+        self.logs[i] = open(self.log_path(i), "a")
+        self.procs[i] = subprocess.Popen(["nats-server", "-c", self.conf(i)],
+                                         stdout=self.logs[i], stderr=self.logs[i])
+
+    def start(self):
+        for i in range(self.SIZE):
+            self.start_node(i)
+        self.wait_ready()
+        return self
+
+    def monitor(self, i, path):
+        """A monitoring endpoint of node i (/jsz, /connz, /healthz...) as JSON; None when
+        the node does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][1]}{path}",
+                                        timeout=2) as r:
+                return json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+
+    def running(self):
+        return [i for i in range(self.SIZE) if self.procs[i] and self.procs[i].poll() is None]
+
+    def meta_leader(self, i):
+        """The JetStream meta leader as node i sees it ("" when there is none)."""
+        jsz = self.monitor(i, "/jsz") or {}
+        return (jsz.get("meta_cluster") or {}).get("leader", "")
+
+    def wait_ready(self, deadline_s=30.0):
+        """Every running node healthy (its JetStream current) and agreeing on a meta leader."""
+        def ready():
+            for i in range(self.SIZE):
+                p = self.procs[i]
+                check(p is None or p.poll() is None,
+                      f"{self.node(i)} exited: {self.log_text(i)[-2000:]}")
+            up = self.running()
+            leaders = {self.meta_leader(i) for i in up}
+            healthy = all((self.monitor(i, "/healthz") or {}).get("status") == "ok"
+                          for i in up)
+            return healthy and len(leaders) == 1 and "" not in leaders
+        wait_until(ready, f"{self.name}: a JetStream meta leader", deadline_s)
+
+    def stream_leader(self, stream):
+        """The node leading `stream`'s replicas, as every running node sees it
+        (/jsz?streams=true); None while there is none or they do not agree (an election)."""
+        views = set()
+        for i in self.running():
+            jsz = self.monitor(i, "/jsz?streams=true") or {}
+            leader = None
+            for account in jsz.get("account_details") or []:
+                for s in account.get("stream_detail") or []:
+                    if s.get("name") == stream:
+                        leader = (s.get("cluster") or {}).get("leader") or None
+            views.add(leader)
+        leader = views.pop() if len(views) == 1 else None
+        return int(leader.rsplit("-n", 1)[1]) if leader else None
+
+    def clients(self, i):
+        """The names of node i's client connections (the programs name theirs)."""
+        connz = self.monitor(i, "/connz?limit=1000") or {}
+        return [c.get("name", "") for c in connz.get("connections") or []]
+
+    def step_down(self, stream=None):
+        """Asks `stream`'s leader - or JetStream's meta leader, through the system account -
+        to hand its leadership to another node (JetStream's API, one request through any
+        running node)."""
+        subject = f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}" if stream \
+            else "$JS.API.META.LEADER.STEPDOWN"
+        reply = request(self.url(self.running()[0]), subject,
+                        user=None if stream else ("sys", "sys"))
+        check(reply.get("success"), f"{subject}: {reply}")
+
+    def move_leaders_off(self, i, stream):
+        """JetStream's meta leader and `stream`'s leader on nodes other than i."""
+        if self.meta_leader(i) == self.node(i):
+            self.step_down()
+            wait_until(lambda: self.meta_leader(i) not in ("", self.node(i)),
+                       f"a meta leader other than {self.node(i)}")
+        if self.stream_leader(stream) == i:
+            self.step_down(stream)
+            wait_until(lambda: self.stream_leader(stream) not in (None, i),
+                       f"a leader of {stream} other than {self.node(i)}")
+
+    def kill(self, i):
+        self.procs[i].kill()
+        self.procs[i].wait()
+        self.procs[i] = None
+        self.logs[i].close()
+
+    def restart(self, i):
+        self.start_node(i)
+
+    def log_text(self, i):
+        with open(self.log_path(i)) as f:
+            return f.read()
+
+    def stop(self):
+        for i in self.running():
+            self.procs[i].terminate()
+        for i in range(self.SIZE):
+            if self.procs[i]:
+                try:
+                    self.procs[i].wait(20)
+                except subprocess.TimeoutExpired:
+                    self.procs[i].kill()
+                    self.procs[i].wait()
+                self.procs[i] = None
+                self.logs[i].close()
+
+
+def request(url, subject, payload=b"", user=None, timeout=5.0):
+    """One request on the NATS protocol (text over TCP: INFO, CONNECT, SUB, PUB, MSG), its
+    JSON reply: for the JetStream API calls no test tool makes. `user`: (name, password)."""
+    host, port = url.removeprefix("nats://").rsplit(":", 1)
+    inbox = "_INBOX.insert-test"
+    connect = {"verbose": False, "pedantic": False}
+    if user:
+        connect.update(user=user[0], **{"pass": user[1]})
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        f = s.makefile("rb")
+        check(f.readline().startswith(b"INFO"), f"{url}: no INFO")
+        s.sendall(f"CONNECT {json.dumps(connect)}\r\n".encode() +
+                  f"SUB {inbox} 1\r\nPUB {subject} {inbox} {len(payload)}\r\n".encode() +
+                  payload + b"\r\n")
+        while True:
+            line = f.readline()
+            check(line and not line.startswith(b"-ERR"), f"{url} {subject}: {line!r}")
+            if line.startswith(b"PING"):
+                s.sendall(b"PONG\r\n")
+            elif line.startswith(b"MSG"):
+                size = int(line.split()[-1])
+                return json.loads(f.read(size + 2)[:size])
 
 
 def dump(nats_dump, url, stream):
