@@ -310,9 +310,11 @@ void Session::housekeeping(bool final, Clock::time_point read_until) {
         j.u("open_mrs", p.open_mrs);
         end_record(j);
     }
-    if (!final && events_ == events_at_tick_ && dead.empty()) {
-        // Nothing traced since the last housekeeping: the host's clock, so that a live
-        // correlator's time moves on while this host is idle (docs/correlation.md 7).
+    // The host's clock, so that a live correlator's time moves on (docs/correlation.md 7):
+    // when nothing was traced since the last housekeeping - and always with --nats, where
+    // the verbs go to the host's own partition only and the tick to every partition: each
+    // partition's join waits for this tracer's stream on it (docs/scale-out.md).
+    if (!final && dead.empty() && (events_ == events_at_tick_ || opt_.nats.enabled())) {
         JsonLine j(batch_);
         j.word("type", "tick");
         j.u("t_ns", now);

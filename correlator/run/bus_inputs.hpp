@@ -51,6 +51,13 @@ class BusInputs {
     // Stops consuming (what was fetched and not read is delivered again to the next run)
     // and says what was read.
     void finish();
+    // Messages joined, refused, malformed, delivered again (/metrics).
+    void counts(BusState& out) const {
+        out.messages = messages_;
+        out.refused = refused_;
+        out.malformed = malformed_;
+        out.again = again_;
+    }
     // The streams as /metrics shows them, up to `room` more.
     void producers(std::vector<ProducerState>& out, std::size_t room) const;
 

@@ -176,6 +176,23 @@ class BusInstance {
         return out;
     }
     const IngestCounts& counts() const { return counts_; }
+    BusState state() const {
+        BusState b;
+        inputs_.counts(b);
+        const NatsLeases::Counts l = leases_->counts();
+        b.held = joins_.size();
+        b.members = l.members;
+        b.taken = l.taken;
+        b.lost = l.lost;
+        b.given_back = l.given_back;
+        b.published = published_;
+        b.recognised = recognised_;
+        for (const auto& [k, join] : joins_) {
+            b.published += join->counts().published;
+            b.recognised += join->counts().recognised;
+        }
+        return b;
+    }
 
     // The end of the run: handed over while other instances are alive, else decided.
     void finish(SummaryCounts& summary, std::string& report) {
@@ -349,8 +366,10 @@ int run_bus(const CorrelateOptions& options) {
         }
         if (Clock::now() >= next_window) {
             bus.window();
-            if (service)
+            if (service) {
+                service->bus(bus.state());
                 service->window(bus.engines(), bus.counts(), bus.producers(), alertmanager);
+            }
             next_window += interval;
         }
     }

@@ -33,6 +33,9 @@ bool PartitionScope::load(const BusOptions& options, std::string& error) {
 
 bool PartitionScope::owns(const Ip& ip) {
     if (every_) return true;
+    // No address (a QP whose GID the tracer did not see): no partition's, so that no join
+    // claims its host by it - the host's clock is its addressed QPs' partition's.
+    if (ip.bytes == std::array<uint8_t, 16>{}) return false;
     if (const auto it = owns_.find(ip.bytes); it != owns_.end()) return it->second;
     if (owns_.size() >= kMaxAddresses) owns_.clear();
     const bool own = owned_[partitions_->of_ip(ip.to_string())];

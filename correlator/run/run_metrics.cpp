@@ -307,6 +307,39 @@ std::string RunMetrics::text(const RunState& s) const {
             .sample({}, s.windows);
     }
 
+    if (s.bus) {
+        const BusState& b = *s.bus;
+        w.family("insert_correlate_bus_partitions_held", kGauge,
+                 "--nats: partitions this instance owns now (its share: the partitions divided "
+                 "by the instances alive). 0 for long: the others hold them all, or the bus is "
+                 "away.")
+            .sample({}, b.held);
+        w.family("insert_correlate_bus_instances", kGauge,
+                 "--nats: instances alive at the last look at the leases, this one included.")
+            .sample({}, b.members);
+        w.family("insert_correlate_bus_partition_leases_total", kCounter,
+                 "--nats: partitions taken (at the start, or over from another instance), lost "
+                 "(another instance has them: this one was away past --lease-ttl) and given "
+                 "back (to an instance that joined). Lost growing: the instance stalls.")
+            .sample({{"event", "taken"}}, b.taken)
+            .sample({{"event", "lost"}}, b.lost)
+            .sample({{"event", "given_back"}}, b.given_back);
+        w.family("insert_correlate_bus_output_records_total", kCounter,
+                 "--nats: records decided, by what became of them: published to the output "
+                 "stream, or recognised as published before (a partition taken over).")
+            .sample({{"outcome", "published"}}, b.published)
+            .sample({{"outcome", "recognised"}}, b.recognised);
+        w.family("insert_correlate_bus_messages_total", kCounter,
+                 "--nats: messages of the partitions, by what became of them: joined, refused "
+                 "(another partition count, partition or schema), malformed (skipped), again "
+                 "(delivered again, skipped). Refused or malformed growing: a producer is "
+                 "misconfigured (stderr names it).")
+            .sample({{"outcome", "joined"}}, b.messages)
+            .sample({{"outcome", "refused"}}, b.refused)
+            .sample({{"outcome", "malformed"}}, b.malformed)
+            .sample({{"outcome", "again"}}, b.again);
+    }
+
     const DeliveryCounts am = s.alertmanager.value_or(DeliveryCounts{});
     w.family("insert_correlate_alertmanager_alerts_total", kCounter,
              "Alerts sent to the Alertmanager, by result: sent (accepted; re-sends count), "

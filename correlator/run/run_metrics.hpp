@@ -47,6 +47,15 @@ struct ProducerState {
 inline constexpr std::size_t kMetricsProducers = 256;
 
 // The run's state the records do not carry, as of the last window (or the end).
+// A correlator instance on the bus (--nats; docs/scale-out.md): its partitions and messages.
+struct BusState {
+    uint64_t held = 0;     // partitions owned now
+    uint64_t members = 0;  // instances alive at the last look, this one included
+    uint64_t taken = 0, lost = 0, given_back = 0;
+    uint64_t published = 0, recognised = 0;  // output records
+    uint64_t messages = 0, refused = 0, malformed = 0, again = 0;
+};
+
 struct RunState {
     IngestCounts inputs;
     JoinCounts join;
@@ -57,6 +66,7 @@ struct RunState {
     uint64_t windows = 0;
     std::vector<ProducerState> producers;        // live: the inputs open now
     std::optional<DeliveryCounts> alertmanager;  // --alertmanager
+    std::optional<BusState> bus;                 // --nats
     bool finished = false;                       // the summary is written: counts are final
 };
 

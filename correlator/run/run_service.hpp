@@ -42,6 +42,8 @@ class RunService {
     void window(const std::vector<const LiveCorrelator*>& engines, const IngestCounts& inputs,
                 std::vector<ProducerState> producers,
                 const std::optional<AlertmanagerClient>& alertmanager);
+    // --nats: the instance's partitions and messages (with each window).
+    void bus(const BusState& state) { state_.bus = state; }
     // The summary is written: the final counts (served until the run returns).
     void finish(const SummaryCounts& summary);
 

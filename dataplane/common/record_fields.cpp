@@ -620,8 +620,9 @@ constexpr RecordType kTypes[] = {
      "The ring buffer was full and dropped records (within 250 ms of the loss).", kLost},
     {Producer::insert_trace, "process_exit", "A traced process was found gone.", kProcessExit},
     {Producer::insert_trace, "tick",
-     "Every 250 ms in which nothing was traced: the host's clock, so that a live correlator's "
-     "time moves on while the host is idle.",
+     "Every 250 ms in which nothing was traced (with --nats: every 250 ms, to every "
+     "partition): the host's clock, so that a live correlator's time moves on while the host "
+     "is idle.",
      kTraceTick},
     {Producer::insert_trace, "cgroup",
      "Once per cgroup id, before the first verb record from it: the path people know the "

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import defaultdict
 
 BUILD, SRC = sys.argv[1], sys.argv[2]
@@ -134,6 +135,19 @@ class Instance:
         self.err_file.close()
         check(rc == 0, f"insert-correlate exit {rc}: {self.stderr()[-2000:]}")
         return self.stderr()
+
+
+def bus_metric(port, name):
+    """One sample of an instance's /metrics (0 when it is not there yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0
 
 
 def partitions_said(err, what):
@@ -411,8 +425,9 @@ def test_takeover(tmp):
         batch = base + ".batch.jsonl"
         run([CORRELATE, "--threads", "1", "--quiet", "--records", batch, base + ".dp.jsonl",
              base + ".hosts.jsonl"])
-        instances = [Instance(tmp, f"i{n}", srv.url, "insert", list(range(N)), live=live)
-                     for n in range(3)]
+        ports = [free_port() for _ in range(3)]
+        instances = [Instance(tmp, f"i{n}", srv.url, "insert", list(range(N)), live=live,
+                              extra=["--http", f"127.0.0.1:{ports[n]}"]) for n in range(3)]
         out = base + ".out.jsonl"
 
         def published():
@@ -432,11 +447,27 @@ def test_takeover(tmp):
                        N, "the victim's partitions taken over", 60)
             after = time.monotonic() - killed_at
             wait_until(lambda: consumers_done(srv.url, "insert"), "the partitions consumed", 120)
+            # /metrics of the survivors: every partition held by one, what was recognised.
+            wait_until(lambda: sum(bus_metric(p, "insert_correlate_bus_partitions_held")
+                                   for p in ports[1:]) == N, "/metrics: 8 partitions held", 10)
+            # Every record published before is decided again and recognised, in a window.
+            before = sum(int(n) for i in instances[1:] for _, n in took.findall(i.stderr()))
+            wait_until(lambda: sum(bus_metric(p, 'insert_correlate_bus_output_records_total'
+                                                 '{outcome="recognised"}') for p in ports[1:])
+                       == before, f"/metrics: {before} records recognised", 20)
+            scraped = {p: (bus_metric(p, 'insert_correlate_bus_partition_leases_total'
+                                         '{event="taken"}'),
+                           bus_metric(p, 'insert_correlate_bus_output_records_total'
+                                         '{outcome="recognised"}')) for p in ports[1:]}
         finally:
             for i in instances[1:]:
                 i.terminate()
             errs = [i.stop() for i in instances[1:]]
         recognised = [int(n) for err in errs for _, n in took.findall(err)]
+        for port, err in zip(ports[1:], errs):
+            taken, seen = scraped[port]
+            check(taken == len(took.findall(err)) and seen == sum(
+                int(n) for _, n in took.findall(err)), f"/metrics {scraped[port]}: {err}")
         check(any(recognised), f"no partition had records published before: {errs}")
         check(after <= 3 + 2 * 1.5, f"taken over after {after:.1f} s (lease TTL 3 s)")
         output_stream(srv.url, "insert", out)

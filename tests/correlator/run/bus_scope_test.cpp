@@ -34,6 +34,11 @@ TEST(BusScope, OwnsTheHostsOfItsPartitions) {
     EXPECT_TRUE(s.owns(ip("10.0.0.6")));
     EXPECT_FALSE(s.owns(ip("10.0.0.1")));
     EXPECT_FALSE(s.owns(ip("10.0.0.1")));  // the remembered answer
+    // No address (a QP whose GID was not seen): no partition's - not even 5, where "::"
+    // would go - so that no join claims its host's clock by it.
+    PartitionScope five = scope_of({5});
+    EXPECT_TRUE(five.owns(ip("10.0.0.1")));
+    EXPECT_FALSE(five.owns(Ip{}));
     PartitionScope all = scope_of({0, 1, 2, 3, 4, 5, 6, 7});
     EXPECT_TRUE(all.owns(ip("10.0.0.1")));
 }
