@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -137,7 +138,10 @@ std::vector<const AlertGroup*> AlertGroups::ordered() const {
         if (rank(a) != rank(b)) return rank(a) < rank(b);
         if (a->t_first_ns.has_value() != b->t_first_ns.has_value())
             return a->t_first_ns.has_value();
-        return a->t_first_ns < b->t_first_ns;
+        if (a->t_first_ns != b->t_first_ns) return a->t_first_ns < b->t_first_ns;
+        // Alerts at the same time by what they are, not by which record came first: the
+        // page the same whatever order its records came in (the bus's merged view).
+        return std::tie(a->kind, a->victim, a->source) < std::tie(b->kind, b->victim, b->source);
     });
     return out;
 }

@@ -104,6 +104,11 @@ void ReportData::add_e2e(element r) {
 
 void ReportData::add_app(element r, std::string_view line) {
     std::string key = app_key(r, "ip");
+    // Its tenant's path names the tenant's series as a cgroup record would: the bus's
+    // output stream carries no cgroup records (the merged view, docs/scale-out.md).
+    const auto cgroup = uint_field(r, "cgroup");
+    const auto path = text_field(r, "cgroup_path");
+    if (cgroup && path) net.name(*cgroup, std::string(*path));
     bool final = false;
     if (r["final"].get(final) != SUCCESS) final = false;
     const auto it = apps.find(key);

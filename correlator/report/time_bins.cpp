@@ -85,9 +85,15 @@ void NetLatencySeries::add(uint64_t cgroup, const std::string& comm, int64_t t_n
     const std::size_t s = series_of(cgroup);
     Tenant& tenant = tenants_[s];
     ++tenant.msgs;
-    if (!tenant.other && tenant.comms.size() < 3 &&
-        std::find(tenant.comms.begin(), tenant.comms.end(), comm) == tenant.comms.end())
-        tenant.comms.push_back(comm);
+    // The label's few names: the alphabetically first, not the first to come, so that the
+    // label does not depend on the records' order (the bus's merged view).
+    if (!tenant.other) {
+        const auto at = std::lower_bound(tenant.comms.begin(), tenant.comms.end(), comm);
+        if ((at == tenant.comms.end() || *at != comm) && at - tenant.comms.begin() < 3) {
+            tenant.comms.insert(at, comm);
+            if (tenant.comms.size() > 3) tenant.comms.pop_back();
+        }
+    }
     bins_[floor_div(t_ns, bin_ns_)][s].add(net_ns);
     // (Bins of 2^61 ns span any int64 time: no doubling beyond, whatever the records say.)
     while (bins_.size() > 1 && bin_ns_ < (int64_t{1} << 61) &&

@@ -61,7 +61,7 @@ class NetLatencySeries {
         uint64_t cgroup = 0;
         bool other = false;
         uint64_t msgs = 0;
-        std::vector<std::string> comms;  // the first few, for the label
+        std::vector<std::string> comms;  // the alphabetically first few, for the label
     };
     std::size_t series_of(uint64_t cgroup);
     void coarsen();
