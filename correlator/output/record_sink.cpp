@@ -17,6 +17,11 @@ constexpr std::size_t kFlushBytes = 1 << 20;
 }  // namespace
 
 void RecordSink::appended(std::size_t from) {
+    if (filter_ && buffer_.size() > from &&
+        !filter_(std::string_view(buffer_).substr(from, buffer_.size() - from - 1))) {
+        buffer_.resize(from);
+        return;
+    }
     if (observer_ && buffer_.size() > from)
         observer_(std::string_view(buffer_).substr(from, buffer_.size() - from - 1));
     if (!out_) buffer_.clear();

@@ -62,6 +62,9 @@ class RecordSink {
         observer_ = std::move(observer);
     }
 
+    // Decides, before the observer sees it, whether a record line is written at all (a
+    // partition taken over on the bus does not write again what its previous owner wrote).
+    void set_filter(std::function<bool(std::string_view)> keep) { filter_ = std::move(keep); }
     // Hands `line` to the observer only (a sink that relays the lines of several others:
     // the bus's partitions, to --html and --http).
     void relay(std::string_view line) {
@@ -94,6 +97,7 @@ class RecordSink {
     std::map<std::pair<std::string, uint64_t>, std::optional<std::string>> cgroup_paths_;
     OutputStream* out_;
     std::function<void(std::string_view)> observer_;
+    std::function<bool(std::string_view)> filter_;
     std::string buffer_;
     bool ok_ = true;
 };

@@ -105,7 +105,8 @@ class BusInstance {
         oc.servers = options_.bus.servers;
         oc.prefix = output_stream_name(options_.bus.subject);
         oc.partitions = options_.bus.partitions;
-        oc.replicas = options_.bus.replicas;
+        oc.replicas = options_.bus.replicas;  // 0: as the input stream's
+        oc.replicas_of = options_.bus.subject;
         oc.hosts_file = options_.bus.hosts;
         oc.producer = instance;
         oc.label = label_ + " (output stream " + oc.prefix + ")";

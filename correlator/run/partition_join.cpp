@@ -34,6 +34,7 @@ PartitionJoin::PartitionJoin(unsigned k, const BusOptions& bus, HostNames& names
     for (const uint64_t h : published) ++recognise_[h];
     std::string error;
     scope_.load(one_partition(bus, k), error);  // the hosts file loaded once already
+    sink_.set_filter([this](std::string_view l) { return !recognised(l); });
     sink_.set_observer([this](std::string_view l) { line(l); });
 }
 
@@ -51,16 +52,18 @@ LiveSettings PartitionJoin::mute_while_catching_up(LiveSettings s) {
     return s;
 }
 
+bool PartitionJoin::recognised(std::string_view l) {
+    if (recognise_.empty() || !published_type(l)) return false;
+    const auto it = recognise_.find(fnv1a64(l));
+    if (it == recognise_.end()) return false;
+    if (--it->second == 0) recognise_.erase(it);
+    ++counts_.recognised;
+    return true;
+}
+
 void PartitionJoin::line(std::string_view l) {
     if (observe_) observe_(l);
     if (!publish_ || !published_type(l)) return;
-    if (!recognise_.empty()) {
-        if (const auto it = recognise_.find(fnv1a64(l)); it != recognise_.end()) {
-            if (--it->second == 0) recognise_.erase(it);
-            ++counts_.recognised;
-            return;
-        }
-    }
     buffer_.assign(l);
     buffer_ += '\n';
     publish_(k_, buffer_);

@@ -10,7 +10,8 @@
 //
 // What a partition's join writes goes to the instance's --records (and --html, --http) as
 // it is decided, and every record but the summary and cgroup names to the output stream's
-// subject of the partition.
+// subject of the partition - except what it recognises as published before, which its
+// previous owner wrote: the instances' --records files together hold each record once too.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,9 @@ class PartitionJoin {
     Counts counts() const { return counts_; }
 
   private:
+    // A record line published before: neither written (--records, --html, --http) nor
+    // published again.
+    bool recognised(std::string_view line);
     void line(std::string_view line);
     LiveSettings mute_while_catching_up(LiveSettings settings);
 

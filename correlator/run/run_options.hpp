@@ -23,7 +23,7 @@ struct BusOptions {
     std::vector<unsigned> owned;       // --partitions: may own, ascending (default: all)
     std::string hosts;                 // --nats-hosts: the deployment's hosts file
     std::string instance;              // --instance: the name on the bus (default: made up)
-    unsigned replicas = 1;             // of the output stream, when this instance makes it
+    unsigned replicas = 0;             // of the output stream it makes (0: the input's)
     double lease_ttl_s = 5;            // a dead instance's partitions are taken after this
     std::string on_stop = "auto";      // --on-stop: auto, decide, hand-over
 

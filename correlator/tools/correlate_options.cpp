@@ -156,10 +156,6 @@ bool check_bus(BusOptions& bus, const std::string& partitions, const std::string
         error = "--nats-partitions " + std::to_string(bus.partitions) + ": from 1 to 1024";
         return false;
     }
-    if (bus.replicas < 1 || bus.replicas > 5) {
-        error = "--nats-replicas " + std::to_string(bus.replicas) + ": from 1 to 5";
-        return false;
-    }
     if (!(bus.lease_ttl_s >= 2 && bus.lease_ttl_s <= 600)) {
         error = "--lease-ttl " + std::to_string(bus.lease_ttl_s) + ": from 2 to 600 seconds";
         return false;
@@ -267,7 +263,8 @@ int parse_correlate_options(int argc, char** argv, CorrelateOptions& out, std::s
         ->each(note("--instance"));
     app.add_option("--nats-replicas", out.bus.replicas,
                    "with --nats: replicas of the output stream PREFIX-out when this instance "
-                   "creates it, 1-5 (default 1; 3 for a cluster of three)")
+                   "creates it, 1-5 (default: as many as the input stream PREFIX has)")
+        ->check(CLI::Range(1u, 5u))
         ->each(note("--nats-replicas"));
     app.add_option("--on-stop", out.bus.on_stop,
                    "with --nats: what a stopping instance does with what it holds undecided: "

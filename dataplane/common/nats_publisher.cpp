@@ -140,6 +140,7 @@ struct NatsPublisher::Impl final : BatchSink {
         work_cv.notify_one();
     }
 
+    int replicas_to_make();
     void write(std::string_view bytes);
     void wait_for_room(std::size_t bytes);
     void run();
@@ -412,7 +413,7 @@ bool NatsPublisher::Impl::ensure_stream() {
         cfg.Subjects = subjects;
         cfg.SubjectsLen = 1;
         cfg.Storage = js_FileStorage;
-        cfg.Replicas = config.replicas;
+        cfg.Replicas = replicas_to_make();
         cfg.Duplicates = kDuplicateWindowNs;
         jerr = static_cast<jsErrCode>(0);
         s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
@@ -562,6 +563,20 @@ void NatsPublisher::Impl::run() {
         if (!stream_ready && next_stream_try > now) until = std::min(until, next_stream_try);
         work_cv.wait_until(lk, until);
     }
+}
+
+// The replicas of a stream this publisher makes: its configuration's, or (0) those of the
+// stream `replicas_of` (the correlator's output follows its input), 1 when that is not there.
+int NatsPublisher::Impl::replicas_to_make() {
+    if (config.replicas > 0 || config.replicas_of.empty()) return std::max(1u, config.replicas);
+    jsStreamInfo* other = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    int replicas = 1;
+    if (js_GetStreamInfo(&other, js, config.replicas_of.c_str(), nullptr, &jerr) == NATS_OK) {
+        if (other->Config) replicas = std::max<int64_t>(1, other->Config->Replicas);
+        jsStreamInfo_Destroy(other);
+    }
+    return replicas;
 }
 
 void NatsPublisher::Impl::wait_for_room(std::size_t bytes) {

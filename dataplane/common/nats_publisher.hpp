@@ -41,7 +41,8 @@ struct NatsConfig {
     std::vector<std::string> servers;  // nats://host:port, one or more (a cluster)
     std::string prefix = "insert";     // the stream's name; subjects PREFIX.part.K
     unsigned partitions = 8;           // K in 0 .. partitions-1: the deployment's count
-    unsigned replicas = 1;             // of the stream, when this producer creates it
+    unsigned replicas = 1;             // of the stream, when this producer creates it; 0: as
+    std::string replicas_of;           // this stream's (1 when it is not there)
     std::string hosts_file;            // --nats-hosts: extra addresses of multi-homed hosts
     std::size_t buffer_bytes = 64u << 20;
     bool wait_when_full = false;  // replay: wait for room while the bus is reachable
