@@ -66,6 +66,9 @@ namespace {
 // Batches published and not yet acknowledged, at most: 8 MiB on the wire at once, which
 // keeps a 10 Gb/s link to the bus busy across a 5 ms round trip.
 constexpr uint64_t kMaxInFlight = 128;
+// The end's wait for acknowledgements while the bus is away or refuses the stream (the
+// whole wait, finish()'s, while it is there).
+constexpr auto kAwayFinish = std::chrono::seconds(5);
 // An acknowledgement that has not come after this is a failure: the batch is published
 // again (same message id: the stream keeps it once, within its duplicate window).
 constexpr int64_t kAckWaitMs = 2000;
@@ -184,6 +187,7 @@ struct NatsPublisher::Impl final : BatchSink {
     Clock::time_point next_stream_try{};
     bool stopping = false;
     Clock::time_point deadline{};
+    Clock::time_point away_deadline{};  // the end's wait while the bus is away
     bool said_oversize = false;
     bool said_timeout = false;
     // The bus away: since when, the drops when it went, and whether it was said.
@@ -549,7 +553,11 @@ void NatsPublisher::Impl::run() {
     for (;;) {
         const auto now = Clock::now();
         const bool empty = queue.empty() && retry.empty() && in_flight == 0;
-        if (stopping && (empty || now >= deadline)) break;
+        // At the end: the whole wait while the bus is there (a leader election stalls the
+        // acknowledgements for seconds), at most kAwayFinish while it is away or refuses.
+        const bool reachable =
+            connected.load() && stream_problem.find("refused") == std::string::npos;
+        if (stopping && (empty || now >= deadline || (!reachable && now >= away_deadline))) break;
         if (js && connected.load() && !stream_ready && now >= next_stream_try) {
             lk.unlock();
             const bool ok = ensure_stream();
@@ -705,6 +713,7 @@ bool NatsPublisher::finish(Clock::duration wait) {
         std::lock_guard lk(m.mu);
         m.stopping = true;
         m.deadline = Clock::now() + wait;
+        m.away_deadline = Clock::now() + std::min<Clock::duration>(wait, kAwayFinish);
     }
     m.work_cv.notify_one();
     m.room_cv.notify_all();

@@ -36,8 +36,11 @@ namespace {
 constexpr const char* kName = "insert-dp replay";
 constexpr unsigned kMaxWorkers = 64;
 // --nats at the end: how long the bus gets to acknowledge what waits (while the bus is
-// reachable, the replay waited for room rather than dropping: this is only the tail).
-constexpr auto kNatsFinish = std::chrono::seconds(5);
+// reachable, the replay waited for room rather than dropping: this is only the tail). Longer
+// than a JetStream cluster takes to elect a stream's leader when one is killed (4-6 s
+// measured), so that a node lost at the end loses nothing; a replay whose bus is gone
+// waits this long before it drops what is left.
+constexpr auto kNatsFinish = std::chrono::seconds(30);
 
 struct ReplayOptions {
     std::string file;
