@@ -16,6 +16,10 @@ namespace {
 
 // Malformed messages said one by one, at most; the rest are counted.
 constexpr std::size_t kMalformedSaid = 10;
+// A producer's batch missing behind later ones is waited for this long: published again
+// after a failed acknowledgement (2 s) once the stream has a leader again (an election took
+// 4-6 s here).
+constexpr auto kGapWait = std::chrono::seconds(10);
 
 // A header holding a decimal number; nullopt when absent or not one.
 std::optional<uint64_t> number(const BusMessage& m, const char* key) {
@@ -69,18 +73,43 @@ void BusInputs::read() {
     consumer_->take(waiting);
     for (BusMessage& m : waiting) {
         handle(m);
-        consumer_->ack(m);  // its records are in the join (or it was refused or skipped)
+        consumer_->ack(m);  // its records are in the join, refused, skipped - or held
+    }
+}
+
+void BusInputs::check_gaps() {
+    const auto now = std::chrono::steady_clock::now();
+    for (uint32_t i = 0; i < streams_.size(); ++i) {
+        Stream& s = streams_[i];
+        if (s.ahead.empty() || now - s.waiting_since < kGapWait) continue;
+        const uint64_t first = s.ahead.begin()->first;
+        if (gaps_++ < kMalformedSaid)
+            std::fprintf(stderr,
+                         "%s: partition %u: batches %llu-%llu of %s did not come within %lld s: "
+                         "going on without them (counted)\n",
+                         label_.c_str(), s.partition, static_cast<unsigned long long>(s.next_seq),
+                         static_cast<unsigned long long>(first - 1), s.producer.c_str(),
+                         static_cast<long long>(
+                             std::chrono::duration_cast<std::chrono::seconds>(kGapWait).count()));
+        drain(i, true);
     }
 }
 
 void BusInputs::take_partition(unsigned k) {
     if (!consumer_ || finished_) return;
     if (k < handled_.size()) handled_[k] = SeqRanges();  // its consumer starts anew
+    for (Stream& s : streams_)
+        if (s.partition == k) {
+            s.next_seq = 1;
+            s.ahead.clear();
+        }
     consumer_->add(k);
 }
 
 void BusInputs::drop_partition(unsigned k) {
     if (consumer_ && !finished_) consumer_->remove(k);
+    for (Stream& s : streams_)
+        if (s.partition == k) s.ahead.clear();
 }
 
 std::string BusInputs::where(const BusMessage& m) const {
@@ -153,7 +182,7 @@ std::size_t BusInputs::copy_body(std::string_view body) {
     return body.size();
 }
 
-void BusInputs::handle(const BusMessage& m) {
+void BusInputs::handle(BusMessage& m) {
     const unsigned k = m.partition();
     LiveCorrelator* engine = engine_of_(k);
     if (!engine) return;  // a partition given up since it was fetched
@@ -173,8 +202,43 @@ void BusInputs::handle(const BusMessage& m) {
             skip_malformed(m, why);
         return;
     }
+    const uint32_t input = stream_of(k, *m.header("Insert-Producer"));
+    Stream& s = streams_[input];
+    const auto seq = number(m, "Insert-Seq");
+    if (!seq) {  // a producer that does not number its batches: as they come
+        join(m, input, *engine);
+        return;
+    }
+    if (*seq < s.next_seq) {  // stored twice (published again past the duplicate window)
+        ++again_;
+        return;
+    }
+    if (*seq > s.next_seq) {
+        if (s.ahead.empty()) s.waiting_since = std::chrono::steady_clock::now();
+        s.ahead.emplace(*seq, std::move(m));
+        ++reordered_;
+        return;
+    }
+    join(m, input, *engine);
+    s.next_seq = *seq + 1;
+    drain(input, false);
+}
+
+void BusInputs::drain(uint32_t input, bool give_up) {
+    Stream& s = streams_[input];
+    LiveCorrelator* engine = engine_of_(s.partition);
+    while (!s.ahead.empty() && engine && (give_up || s.ahead.begin()->first == s.next_seq)) {
+        auto node = s.ahead.extract(s.ahead.begin());
+        join(node.mapped(), input, *engine);
+        consumer_->ack(node.mapped());
+        s.next_seq = node.key() + 1;
+        give_up = false;  // past the gap: in order again
+    }
+    if (!s.ahead.empty()) s.waiting_since = std::chrono::steady_clock::now();
+}
+
+void BusInputs::join(const BusMessage& m, uint32_t input, LiveCorrelator& engine) {
     const std::string_view producer = *m.header("Insert-Producer");
-    const uint32_t input = stream_of(k, producer);
     const std::size_t bytes = copy_body(m.data());
     Ingested block;
     parse_block(parser_, buffer_.get(), bytes, input, 1, false, block, block.counts,
@@ -190,26 +254,33 @@ void BusInputs::handle(const BusMessage& m) {
                          static_cast<unsigned long long>(b.line), b.reason.c_str());
     ++messages_;
     records_ += block.counts.records();
-    engine->add(input, block);
+    engine.add(input, block);
 }
 
 void BusInputs::finish() {
     if (finished_ || !consumer_) return;
+    // The end: what waited behind a missing batch is joined without it.
+    for (uint32_t i = 0; i < streams_.size(); ++i)
+        if (!streams_[i].ahead.empty()) {
+            ++gaps_;
+            drain(i, true);
+        }
     finished_ = true;
     consumer_->stop();
     const NatsConsumer::Counts c = consumer_->counts();
     std::set<std::string> producers;
     for (const Stream& s : streams_) producers.insert(s.producer);
-    std::fprintf(stderr,
-                 "%s: %llu messages (%llu records) from %zu producer%s; %llu "
-                 "refused, %llu malformed, %llu delivered again and skipped; %llu "
-                 "connection%s\n",
-                 label_.c_str(), static_cast<unsigned long long>(messages_),
-                 static_cast<unsigned long long>(records_), producers.size(),
-                 producers.size() == 1 ? "" : "s", static_cast<unsigned long long>(refused_),
-                 static_cast<unsigned long long>(malformed_),
-                 static_cast<unsigned long long>(again_),
-                 static_cast<unsigned long long>(c.connects), c.connects == 1 ? "" : "s");
+    std::fprintf(
+        stderr,
+        "%s: %llu messages (%llu records) from %zu producer%s; %llu "
+        "refused, %llu malformed, %llu delivered again and skipped; %llu held for "
+        "their turn, %llu gaps gone on without; %llu connection%s\n",
+        label_.c_str(), static_cast<unsigned long long>(messages_),
+        static_cast<unsigned long long>(records_), producers.size(),
+        producers.size() == 1 ? "" : "s", static_cast<unsigned long long>(refused_),
+        static_cast<unsigned long long>(malformed_), static_cast<unsigned long long>(again_),
+        static_cast<unsigned long long>(reordered_), static_cast<unsigned long long>(gaps_),
+        static_cast<unsigned long long>(c.connects), c.connects == 1 ? "" : "s");
 }
 
 void BusInputs::producers(std::vector<ProducerState>& out, std::size_t room) const {

@@ -12,6 +12,7 @@
 // skipped: seq_ranges.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -51,6 +52,8 @@ class BusInputs {
     // Stops consuming (what was fetched and not read is delivered again to the next run)
     // and says what was read.
     void finish();
+    // Streams whose batches waited for a missing one past kGapWait go on without it.
+    void check_gaps();
     // Messages joined, refused, malformed, delivered again (/metrics).
     void counts(BusState& out) const {
         out.messages = messages_;
@@ -66,8 +69,18 @@ class BusInputs {
         unsigned partition = 0;
         std::string producer;
         IngestCounts counts;
+        uint64_t next_seq = 1;                 // the producer's next batch (Insert-Seq)
+        std::map<uint64_t, BusMessage> ahead;  // batches that came before it, by Insert-Seq
+        std::chrono::steady_clock::time_point waiting_since{};
     };
-    void handle(const BusMessage& m);
+    // Checked, then joined in its producer's order: a batch ahead of the next one expected
+    // (Insert-Seq) is held until the ones before it came - a batch published again after a
+    // failed acknowledgement is stored after those that followed it - or until
+    // kGapWait passed, when the partition goes on without them.
+    void handle(BusMessage& m);
+    void join(const BusMessage& m, uint32_t input, LiveCorrelator& engine);
+    // Joins what waited behind the batches now there (`give_up`: behind a gap, too).
+    void drain(uint32_t input, bool give_up);
     // The checks of docs/scale-out.md "The consumers": empty when the message is good, else
     // why not; `refused` tells a configuration mismatch from a malformed message.
     std::string check(const BusMessage& m, bool& refused) const;
@@ -91,6 +104,7 @@ class BusInputs {
     std::size_t capacity_ = 0;
     std::set<std::pair<std::string, std::string>> said_refused_;  // (producer, what)
     uint64_t messages_ = 0, records_ = 0, refused_ = 0, malformed_ = 0, again_ = 0;
+    uint64_t reordered_ = 0, gaps_ = 0;  // batches held for their turn; gaps given up on
     std::size_t bad_reported_ = 0;
     bool finished_ = false;
 };

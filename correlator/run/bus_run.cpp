@@ -154,6 +154,7 @@ class BusInstance {
     }
 
     void window() {
+        inputs_.check_gaps();
         for (auto& [k, join] : joins_) {
             join->engine().window(false);
             join->engine().write_apps(false);

@@ -222,6 +222,19 @@ class NatsCluster:
             wait_until(lambda: self.stream_leader(stream) not in (None, i),
                        f"a leader of {stream} other than {self.node(i)}")
 
+    def move_stream_leader_to(self, i, stream, attempts=12):
+        """`stream`'s leader on node i (step-downs until the election picks it): killing i
+        then kills the stream's leader."""
+        for _ in range(attempts):
+            leader = wait_until(lambda: self.stream_leader(stream) is not None and
+                                [self.stream_leader(stream)], f"a leader of {stream}")[0]
+            if leader == i:
+                return
+            self.step_down(stream)
+            wait_until(lambda: self.stream_leader(stream) not in (None, leader),
+                       f"a new leader of {stream}")
+        raise Failure(f"{stream}'s leader never on {self.node(i)} in {attempts} elections")
+
     def kill(self, i):
         self.procs[i].kill()
         self.procs[i].wait()

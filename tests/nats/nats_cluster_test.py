@@ -11,11 +11,11 @@ records exactly once where the partition rule puts them, and the output stream h
 batch run's records (nats_correlate_test's comparison). Each producer still publishing and
 each instance says it lost the bus and was back on it.
 
-The node killed leads nothing of JetStream's own (the meta group, the stream): those are
-moved off it first. Killed, a leader stalls every publication or API call for an election
-- 4 to 6 s here - longer than a replay waits for its last acknowledgements (5 s,
-docs/scale-out.md): the replay would drop what it had in flight, a limit of the producers'
-end, not of the cluster's failover, which is what this test is about.
+The node killed is the stream's leader (moved there by step-downs first): killed, it stalls
+every publication for an election - 4 to 6 s here - within which batches are published
+again after their acknowledgement wait and stored after those that followed them; the
+instances join each producer's batches in its order all the same (bus_inputs: held for
+their turn), and a replay waits up to 30 s at its end for its last acknowledgements.
 
     nats_cluster_test.py BUILD_ROOT SOURCE_ROOT TEST_NAME
 Tests: node_kill.
@@ -51,6 +51,12 @@ REPLAY_BUFFER = 256 << 20
 # other nodes from it (the cluster's client URLs, as any NATS client does) - so each of
 # them loses the bus and reconnects elsewhere.
 VICTIM = 0
+# The instances decide as they go (as the takeover test's), so that the one killed has
+# published records its partitions' next owners must recognise - but with a --max-delay and
+# a --lease-ttl longer than the bus's failover (the stream leader's election, 4-6 s here):
+# a producer's records stalled that long must not be late, nor an instance's leases lapse
+# while it reconnects (docs/scale-out.md "Sizing the waits").
+LIVE = ["--quiet", "--max-delay", "8", "--ttl", "1", "--interval", "0.5", "--lease-ttl", "10"]
 
 
 def make_scenario(tmp):
@@ -125,7 +131,7 @@ def start_nodes_and_instances(tmp, cluster):
     then the two other nodes: one cluster with a JetStream meta leader."""
     cluster.start_node(VICTIM)
     wait_until(lambda: cluster.monitor(VICTIM, "/varz"), "the first node")
-    instances = [union.Instance(tmp, "large", cluster.urls, PREFIX, parts)
+    instances = [union.Instance(tmp, "large", cluster.urls, PREFIX, parts, live=LIVE)
                  for parts in union.INSTANCES]
 
     # Connected: no connection of theirs left trying (some are made without a word), each
@@ -153,7 +159,7 @@ def start_producers(tmp, cluster, base, host_files):
         "--nats-buffer", str(REPLAY_BUFFER)],
         base + ".dp.jsonl")]
     wait_until(lambda: cluster.stream_leader(PREFIX) is not None, "the stream made")
-    cluster.move_leaders_off(VICTIM, PREFIX)
+    cluster.move_stream_leader_to(VICTIM, PREFIX)
     for host, path in host_files.items():
         identity = f"insert-trace.{host}.1.1"
         producers.append(Producer(tmp, f"host-{host}", identity, [
@@ -212,10 +218,30 @@ def test_node_kill(tmp):
         cluster.wait_ready()
         back = time.monotonic()
         errs = {p.name: p.wait(60) for p in producers}
+        # A correlator instance killed too (SIGKILL) once records of its are on the output
+        # stream: its leases lapse, the others take its partitions over and recognise what
+        # it published.
+        dead, alive = instances[-1], instances[:-1]
+        out = base + ".out.jsonl"
+        def published_by(name):
+            p = subprocess.run([union.NATS_DUMP, cluster.urls, PREFIX + "-out"],
+                               capture_output=True, text=True, timeout=60)
+            return p.returncode == 0 and f'"Insert-Producer":"{name}"' in p.stdout.replace(" ", "")
+        wait_until(lambda: published_by(dead.name), "its records published", 60)
+        dead.proc.kill()
+        dead.proc.wait()
         wait_until(lambda: union.consumers_done(cluster.urls, PREFIX),
                    "the partitions consumed", 120)
-        # Stopped, the instances decide what they hold onto the output stream.
-        inst_errs = [i.stop() for i in instances]
+        # The dead one's partitions taken over (its leases lapsed) before the end.
+        wait_until(lambda: set().union(*(union.partitions_said(i.stderr(), "took partition ")
+                                         for i in alive)) == set(range(union.N)),
+                   "the dead instance's partitions taken", 60)
+        wait_until(lambda: union.consumers_done(cluster.urls, PREFIX),
+                   "the partitions consumed again", 120)
+        # Stopped together, the instances decide what they hold onto the output stream.
+        for i in alive:
+            i.terminate()
+        inst_errs = [i.stop() for i in alive]
         messages, records = check_stream(cluster, producers)
         out = base + ".out.jsonl"
         union.output_stream(cluster.urls, PREFIX, out)
@@ -233,24 +259,28 @@ def test_node_kill(tmp):
         if p in hit:
             check_lost_and_back(p.name, err)
             check(t[p.name]["connections"] == 2, f"{p.name}: {t[p.name]}")
-    for inst, err in zip(instances, inst_errs):
+    for inst, err in zip(alive, inst_errs):
         check_lost_and_back(inst.name, err)
         check("0 refused, 0 malformed" in err, err)
     taken = sum(int(n) for err in inst_errs
                 for n in re.findall(r"partitions taken (\d+) times", err))
+    recognised = sum(int(n) for err in inst_errs
+                     for n in re.findall(r"(\d+) decided again and recognised", err))
     batch = base + ".batch.jsonl"
     union.run([union.CORRELATE, "--threads", "1", "--quiet", "--records", batch,
                base + ".dp.jsonl", base + ".hosts.jsonl"])
     # The output stream: each record once, even where a partition changed hands while the
     # node was away (its leases lapsed) and its --records files overlap.
     counts, crossing = union.compare_union(batch, out, "large")
+    check(recognised > 0, f"no record recognised as published before: {inst_errs}")
     again = sum(x["again"] for x in t.values())
     dups = sum(x["duplicates"] for x in t.values())
     print(f"node_kill: {cluster.node(VICTIM)} killed {killed - started:.1f} s after the "
           f"producers started, back {back - killed:.1f} s later; {len(hit)} of "
           f"{len(producers)} producers (the others done before) lost and regained the bus "
           f"({again} batches published again, {dups} of them duplicates the stream had), the "
-          f"{len(instances)} instances too (partitions taken {taken} times); the stream: "
+          f"{len(alive)} instances alive too (partitions taken {taken} times, one instance "
+          f"killed, {recognised} records recognised as published before); the stream: "
           f"{messages} messages, {records} partition records, each once; the output stream "
           f"as the batch run: {counts}, across partitions {crossing}")
 

@@ -49,7 +49,7 @@ int publish_file(const std::string& url, const std::string& path, insert::NatsCo
     }
     publisher->start();
     publisher->write(text.str());
-    return publisher->finish(std::chrono::seconds(10)) ? 0 : 1;
+    return publisher->finish(std::chrono::seconds(30)) ? 0 : 1;  // as insert-dp replay's end
 }
 
 int publish_raw(const std::string& url, const std::string& subject,
