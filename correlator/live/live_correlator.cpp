@@ -412,9 +412,13 @@ void LiveCorrelator::withdraw_told(int64_t before_ns,
 
 void LiveCorrelator::close_episode(CongestionEpisode e) {
     sink_.congestion(e);
-    std::erase_if(episodes_fired_, [&](const auto& fired) {
+    const std::size_t told = std::erase_if(episodes_fired_, [&](const auto& fired) {
         return fired.first.first == e.node && fired.first.second <= e.t_end_ns;
     });
+    // Decided whole, never seen going on (the watermark passed all of it in one window: a
+    // partition's join catching up, a window that came late): told now, as it was, then
+    // ended - what is decided is always told.
+    if (told == 0 && settings_.on_episode_opened) settings_.on_episode_opened(e);
     if (settings_.on_episode_closed) settings_.on_episode_closed(e);
     ++episode_count_;
     if (episodes_.size() < kKeptForReport) episodes_.push_back(std::move(e));
