@@ -19,6 +19,8 @@
 
 #ifdef INSERT_HAVE_NATS
 #include <nats/nats.h>
+
+#include "dataplane/common/nats_connect.hpp"
 #endif
 
 namespace insert {
@@ -51,20 +53,6 @@ constexpr int64_t kMaxAckPending = 4096;
 constexpr int64_t kApiWaitMs = 2000;
 // Pings: a bus that stops answering is noticed within ~3 of these.
 constexpr int64_t kPingIntervalMs = 5000;
-
-int64_t reconnect_delay(natsConnection*, int attempts, void*) {
-    return nats_client::backoff_ms(attempts);
-}
-
-std::string status_text(natsStatus s, jsErrCode jerr = static_cast<jsErrCode>(0)) {
-    std::string text = natsStatus_GetText(s);
-    natsStatus last = NATS_OK;
-    const char* detail = nats_GetLastError(&last);
-    if (detail && *detail && text.find(detail) == std::string::npos)
-        text += std::string(": ") + detail;
-    if (jerr) text += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
-    return text;
-}
 
 double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -178,20 +166,12 @@ void NatsConsumer::Impl::went_away() {
 }
 
 void NatsConsumer::Impl::connect() {
-    natsStatus s = natsOptions_Create(&opts);
-    std::vector<const char*> urls;
-    for (const std::string& u : config.servers) urls.push_back(u.c_str());
-    if (s == NATS_OK) s = natsOptions_SetServers(opts, urls.data(), static_cast<int>(urls.size()));
-    if (s == NATS_OK) s = natsOptions_SetName(opts, config.client.c_str());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);  // forever
-    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(opts, reconnect_delay, nullptr);
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, this);
-    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_connected, this);
-    if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, this);
+    natsStatus s = nats_connect::client_options(&opts, config.servers, config.client, true,
+                                                on_connected, on_disconnected, this);
     if (s == NATS_OK) s = natsOptions_SetPingInterval(opts, kPingIntervalMs);
     if (s != NATS_OK) {
         std::fprintf(stderr, "%s: cannot set up the client: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
         return;
     }
     s = natsConnection_Connect(&nc, opts);
@@ -209,7 +189,7 @@ void NatsConsumer::Impl::connect() {
         }
     } else {
         std::fprintf(stderr, "%s: cannot connect: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
         return;
     }
     jsOptions jo;
@@ -218,7 +198,7 @@ void NatsConsumer::Impl::connect() {
     s = natsConnection_JetStream(&js, nc, &jo);
     if (s != NATS_OK)
         std::fprintf(stderr, "%s: no JetStream context: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
 }
 
 void NatsConsumer::Impl::said_problem(const std::string& why) {
@@ -257,7 +237,7 @@ bool NatsConsumer::Impl::check_stream(std::string& why) {
         return false;
     }
     if (s != NATS_OK) {
-        why = "stream " + config.prefix + ": " + status_text(s, jerr);
+        why = "stream " + config.prefix + ": " + nats_connect::status_text(s, jerr);
         return false;
     }
     const jsStreamConfig* c = si->Config;
@@ -298,7 +278,8 @@ bool NatsConsumer::Impl::ensure_consumer(Part& p, uint64_t& pending, std::string
         const natsStatus d =
             js_DeleteConsumer(js, config.prefix.c_str(), p.durable.c_str(), nullptr, &jerr);
         if (d != NATS_OK && d != NATS_NOT_FOUND) {
-            why = "consumer " + p.durable + ": cannot make it anew: " + status_text(d, jerr);
+            why = "consumer " + p.durable +
+                  ": cannot make it anew: " + nats_connect::status_text(d, jerr);
             return false;
         }
         p.fresh = false;
@@ -322,7 +303,7 @@ bool NatsConsumer::Impl::ensure_consumer(Part& p, uint64_t& pending, std::string
         s = js_AddConsumer(&ci, js, config.prefix.c_str(), &cc, nullptr, &jerr);
     }
     if (s != NATS_OK) {
-        why = "consumer " + p.durable + ": " + status_text(s, jerr);
+        why = "consumer " + p.durable + ": " + nats_connect::status_text(s, jerr);
         return false;
     }
     const jsConsumerConfig* c = ci->Config;
@@ -352,7 +333,7 @@ bool NatsConsumer::Impl::bind(Part& p, uint64_t& pending, std::string& why) {
         js_PullSubscribe(&p.sub, js, p.subject.c_str(), p.durable.c_str(), nullptr, &so, &jerr);
     if (s != NATS_OK) {
         p.sub = nullptr;
-        why = "consumer " + p.durable + ": cannot subscribe: " + status_text(s, jerr);
+        why = "consumer " + p.durable + ": cannot subscribe: " + nats_connect::status_text(s, jerr);
         return false;
     }
     return true;
@@ -439,7 +420,7 @@ void NatsConsumer::Impl::run(Part& p) {
         // connection closing: both looked at again before the next fetch.
         if (connected.load())
             said_problem("partition " + std::to_string(p.k) +
-                         ": fetch failed: " + status_text(s, jerr));
+                         ": fetch failed: " + nats_connect::status_text(s, jerr));
         p.ready = false;
         if (!rest(p, std::chrono::milliseconds(nats_client::backoff_ms(++attempts)))) return;
     }

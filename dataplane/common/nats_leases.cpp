@@ -19,6 +19,8 @@
 
 #ifdef INSERT_HAVE_NATS
 #include <nats/nats.h>
+
+#include "dataplane/common/nats_connect.hpp"
 #endif
 
 namespace insert {
@@ -36,19 +38,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kApiWaitMs = 2000;
 // Reading back a partition's published records: the longest wait for the next message.
 constexpr int64_t kReadBackWaitMs = 5000;
-
-std::string status_text(natsStatus s) {
-    std::string text = natsStatus_GetText(s);
-    natsStatus last = NATS_OK;
-    const char* detail = nats_GetLastError(&last);
-    if (detail && *detail && text.find(detail) == std::string::npos)
-        text += std::string(": ") + detail;
-    return text;
-}
-
-int64_t reconnect_delay(natsConnection*, int attempts, void*) {
-    return nats_client::backoff_ms(attempts);
-}
 
 std::string lease_key(unsigned k) {
     return "p." + std::to_string(k);
@@ -120,18 +109,12 @@ void NatsLeases::Impl::emit(LeaseEvent e) {
 }
 
 bool NatsLeases::Impl::connect() {
-    natsStatus s = natsOptions_Create(&opts);
-    std::vector<const char*> urls;
-    for (const std::string& u : config.servers) urls.push_back(u.c_str());
-    const std::string name = "insert-correlate leases " + config.instance;
-    if (s == NATS_OK) s = natsOptions_SetServers(opts, urls.data(), static_cast<int>(urls.size()));
-    if (s == NATS_OK) s = natsOptions_SetName(opts, name.c_str());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(opts, reconnect_delay, nullptr);
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, nullptr, nullptr);
+    natsStatus s = nats_connect::client_options(&opts, config.servers,
+                                                "insert-correlate leases " + config.instance, true,
+                                                nullptr, nullptr, nullptr);
     if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
     if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
-        say("leases: cannot connect: " + status_text(s));
+        say("leases: cannot connect: " + nats_connect::status_text(s));
         return false;
     }
     jsOptions jo;
@@ -168,7 +151,7 @@ bool NatsLeases::Impl::bind_bucket() {
     const natsStatus s = js_CreateKeyValue(&kv, js, &kc);
     if (s != NATS_OK) {
         kv = nullptr;
-        say("leases: bucket " + bucket + ": " + status_text(s) + "; trying again");
+        say("leases: bucket " + bucket + ": " + nats_connect::status_text(s) + "; trying again");
         return false;
     }
     return true;
@@ -233,7 +216,7 @@ bool NatsLeases::Impl::read_published(unsigned k, std::vector<uint64_t>& hashes,
     natsStatus s = js_GetLastMsg(&last, js, stream.c_str(), subject.c_str(), nullptr, &jerr);
     if (s == NATS_NOT_FOUND) return true;  // no stream yet, or nothing published for k
     if (s != NATS_OK) {
-        why = "output stream " + stream + ": " + status_text(s);
+        why = "output stream " + stream + ": " + nats_connect::status_text(s);
         return false;
     }
     const uint64_t last_seq = natsMsg_GetSequence(last);
@@ -245,7 +228,8 @@ bool NatsLeases::Impl::read_published(unsigned k, std::vector<uint64_t>& hashes,
     natsSubscription* sub = nullptr;
     s = js_SubscribeSync(&sub, js, subject.c_str(), nullptr, &so, &jerr);
     if (s != NATS_OK) {
-        why = "output stream " + stream + ": cannot read " + subject + ": " + status_text(s);
+        why = "output stream " + stream + ": cannot read " + subject + ": " +
+              nats_connect::status_text(s);
         return false;
     }
     bool done = false;
@@ -253,7 +237,8 @@ bool NatsLeases::Impl::read_published(unsigned k, std::vector<uint64_t>& hashes,
         natsMsg* m = nullptr;
         s = natsSubscription_NextMsg(&m, sub, kReadBackWaitMs);
         if (s != NATS_OK) {
-            why = "output stream " + stream + ": reading " + subject + ": " + status_text(s);
+            why = "output stream " + stream + ": reading " + subject + ": " +
+                  nats_connect::status_text(s);
             break;
         }
         jsMsgMetaData* meta = nullptr;

@@ -21,6 +21,8 @@
 
 #ifdef INSERT_HAVE_NATS
 #include <nats/nats.h>
+
+#include "dataplane/common/nats_connect.hpp"
 #endif
 
 namespace insert {
@@ -81,19 +83,6 @@ using nats_client::kMaxBackoffMs;
 constexpr int64_t kApiWaitMs = 2000;
 // Pings: a bus that stops answering is noticed within ~3 of these.
 constexpr int64_t kPingIntervalMs = 5000;
-int64_t reconnect_delay(natsConnection*, int attempts, void*) {
-    return nats_client::backoff_ms(attempts);
-}
-
-std::string status_text(natsStatus s) {
-    std::string text = natsStatus_GetText(s);
-    natsStatus last = NATS_OK;
-    const char* detail = nats_GetLastError(&last);
-    if (detail && *detail && text.find(detail) == std::string::npos)
-        text += std::string(": ") + detail;
-    return text;
-}
-
 uint64_t header_number(natsMsg* m, const char* key) {
     const char* v = nullptr;
     if (natsMsgHeader_Get(m, key, &v) != NATS_OK || !v) return 0;
@@ -326,21 +315,13 @@ void NatsPublisher::Impl::went_away() {
 }
 
 void NatsPublisher::Impl::connect() {
-    natsStatus s = natsOptions_Create(&opts);
-    std::vector<const char*> urls;
-    for (const std::string& u : config.servers) urls.push_back(u.c_str());
-    if (s == NATS_OK) s = natsOptions_SetServers(opts, urls.data(), static_cast<int>(urls.size()));
-    if (s == NATS_OK) s = natsOptions_SetName(opts, config.producer.c_str());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);  // forever
-    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(opts, reconnect_delay, nullptr);
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, this);
-    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_connected, this);
-    if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, this);
+    natsStatus s = nats_connect::client_options(&opts, config.servers, config.producer, true,
+                                                on_connected, on_disconnected, this);
     if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, this);
     if (s == NATS_OK) s = natsOptions_SetPingInterval(opts, kPingIntervalMs);
     if (s != NATS_OK) {
         std::fprintf(stderr, "%s: cannot set up the client: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
         return;
     }
     s = natsConnection_Connect(&nc, opts);
@@ -360,7 +341,7 @@ void NatsPublisher::Impl::connect() {
         }
     } else {
         std::fprintf(stderr, "%s: cannot connect: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
         return;
     }
     jsOptions jo;
@@ -371,7 +352,7 @@ void NatsPublisher::Impl::connect() {
     s = natsConnection_JetStream(&js, nc, &jo);
     if (s != NATS_OK)
         std::fprintf(stderr, "%s: no JetStream context: %s\n", config.label.c_str(),
-                     status_text(s).c_str());
+                     nats_connect::status_text(s).c_str());
 }
 
 bool NatsPublisher::Impl::check_stream(const jsStreamInfo* si, std::string& why) const {
@@ -428,7 +409,7 @@ bool NatsPublisher::Impl::ensure_stream() {
     std::string why;
     const bool refused = s == NATS_NO_RESPONDERS || (s == NATS_OK && !check_stream(si, why));
     if (s != NATS_OK) {
-        why = status_text(s);
+        why = nats_connect::status_text(s);
         if (jerr) why += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
     } else if (refused) {
         why = "refused: " + why + "; nothing is published (records dropped and counted)";

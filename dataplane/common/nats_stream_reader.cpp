@@ -9,6 +9,8 @@
 
 #ifdef INSERT_HAVE_NATS
 #include <nats/nats.h>
+
+#include "dataplane/common/nats_connect.hpp"
 #endif
 
 namespace insert {
@@ -34,19 +36,6 @@ constexpr int64_t kApiWaitMs = 5000;
 // One connection attempt at most (a server that does not answer), within the wait.
 constexpr int64_t kConnectTimeoutMs = 2000;
 
-std::string status_text(natsStatus s) {
-    std::string text = natsStatus_GetText(s);
-    natsStatus last = NATS_OK;
-    const char* detail = nats_GetLastError(&last);
-    if (detail && *detail && text.find(detail) == std::string::npos)
-        text += std::string(": ") + detail;
-    return text;
-}
-
-int64_t reconnect_delay(natsConnection*, int attempts, void*) {
-    return nats_client::backoff_ms(attempts);
-}
-
 // The reading's client: its options, connection and JetStream context, destroyed in order.
 struct Client {
     natsOptions* opts = nullptr;
@@ -61,18 +50,13 @@ struct Client {
 
 // Connects, trying again with backoff until `deadline`; said once when the first try fails.
 bool connect(const StreamReadConfig& config, Client& c, StreamReadResult& r) {
-    natsStatus s = natsOptions_Create(&c.opts);
-    std::vector<const char*> urls;
-    for (const std::string& u : config.servers) urls.push_back(u.c_str());
-    if (s == NATS_OK)
-        s = natsOptions_SetServers(c.opts, urls.data(), static_cast<int>(urls.size()));
-    if (s == NATS_OK) s = natsOptions_SetName(c.opts, config.client.c_str());
-    // Lost in the middle: reconnected in the background while the message gets are tried again.
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(c.opts, -1);
-    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(c.opts, reconnect_delay, nullptr);
+    // Lost in the middle: reconnected in the background while the message gets are tried
+    // again; the first connection is tried here, until the deadline.
+    natsStatus s = nats_connect::client_options(&c.opts, config.servers, config.client, false,
+                                                nullptr, nullptr, nullptr);
     if (s == NATS_OK) s = natsOptions_SetTimeout(c.opts, kConnectTimeoutMs);
     if (s != NATS_OK) {
-        r.error = "cannot set up the client: " + status_text(s);
+        r.error = "cannot set up the client: " + nats_connect::status_text(s);
         return false;
     }
     const Clock::time_point deadline = Clock::now() + config.wait;
@@ -81,7 +65,7 @@ bool connect(const StreamReadConfig& config, Client& c, StreamReadResult& r) {
         if (s == NATS_OK) break;
         c.nc = nullptr;
         if (s != NATS_NO_SERVER) {
-            r.error = "cannot connect: " + status_text(s);
+            r.error = "cannot connect: " + nats_connect::status_text(s);
             return false;
         }
         const Clock::time_point now = Clock::now();
@@ -108,7 +92,7 @@ bool connect(const StreamReadConfig& config, Client& c, StreamReadResult& r) {
     jo.Wait = kApiWaitMs;
     s = natsConnection_JetStream(&c.js, c.nc, &jo);
     if (s != NATS_OK) {
-        r.error = "no JetStream context: " + status_text(s);
+        r.error = "no JetStream context: " + nats_connect::status_text(s);
         return false;
     }
     return true;
@@ -138,7 +122,7 @@ StreamReadResult read_stream(const StreamReadConfig& config,
                 r.status = StreamReadResult::Status::no_stream;
                 r.error = "no stream " + config.stream + " on the bus";
             } else if (s != NATS_OK) {
-                r.error = "stream " + config.stream + ": " + status_text(s);
+                r.error = "stream " + config.stream + ": " + nats_connect::status_text(s);
             } else {
                 if (si->State.Msgs > 0) {
                     r.first_seq = si->State.FirstSeq;
@@ -170,7 +154,7 @@ StreamReadResult read_stream(const StreamReadConfig& config,
                         r.status = StreamReadResult::Status::failed;
                         r.error = "stream " + config.stream + ": message " + std::to_string(seq) +
                                   " of " + std::to_string(r.first_seq) + "-" +
-                                  std::to_string(r.last_seq) + ": " + status_text(s);
+                                  std::to_string(r.last_seq) + ": " + nats_connect::status_text(s);
                         break;
                     }
                     std::this_thread::sleep_for(rest);

@@ -236,6 +236,12 @@ def test_node_kill(tmp):
         wait_until(lambda: set().union(*(union.partitions_said(i.stderr(), "took partition ")
                                          for i in alive)) == set(range(union.N)),
                    "the dead instance's partitions taken", 60)
+        # Each partition taken has its consumer made anew (from its first message) before
+        # "consumed" means anything: the old one, all acknowledged, would say done.
+        def rebound():
+            return all(len(union.partitions_said(i.stderr(), "took partition ")) <=
+                       i.stderr().count("from its first message") for i in alive)
+        wait_until(rebound, "the partitions taken over read from their first message", 60)
         wait_until(lambda: union.consumers_done(cluster.urls, PREFIX),
                    "the partitions consumed again", 120)
         # Stopped together, the instances decide what they hold onto the output stream.

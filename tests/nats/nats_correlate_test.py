@@ -446,6 +446,10 @@ def test_takeover(tmp):
             wait_until(lambda: sum(len(took.findall(i.stderr())) for i in instances[1:]) ==
                        N, "the victim's partitions taken over", 60)
             after = time.monotonic() - killed_at
+            wait_until(lambda: all(len(took.findall(i.stderr())) <=
+                                   i.stderr().count("from its first message")
+                                   for i in instances[1:]),
+                       "the partitions taken over read from their first message", 60)
             wait_until(lambda: consumers_done(srv.url, "insert"), "the partitions consumed", 120)
             # /metrics of the survivors: every partition held by one, what was recognised.
             wait_until(lambda: sum(bus_metric(p, "insert_correlate_bus_partitions_held")
