@@ -19,7 +19,7 @@ constexpr std::size_t kMalformedSaid = 10;
 // A producer's batch missing behind later ones is waited for this long: published again
 // after a failed acknowledgement (2 s) once the stream has a leader again (an election took
 // 4-6 s here).
-constexpr auto kGapWait = std::chrono::seconds(10);
+constexpr auto kGapWait = std::chrono::seconds(30);
 
 // A header holding a decimal number; nullopt when absent or not one.
 std::optional<uint64_t> number(const BusMessage& m, const char* key) {
@@ -209,8 +209,13 @@ void BusInputs::handle(BusMessage& m) {
         join(m, input, *engine);
         return;
     }
-    if (*seq < s.next_seq) {  // stored twice (published again past the duplicate window)
-        ++again_;
+    if (*seq < s.next_seq) {
+        // A batch the partition went on without (its gap given up on): joined now, late.
+        if (s.skipped.erase(*seq) > 0) {
+            join(m, input, *engine);
+            return;
+        }
+        ++again_;  // stored twice (published again past the duplicate window)
         return;
     }
     if (*seq > s.next_seq) {
@@ -229,6 +234,9 @@ void BusInputs::drain(uint32_t input, bool give_up) {
     LiveCorrelator* engine = engine_of_(s.partition);
     while (!s.ahead.empty() && engine && (give_up || s.ahead.begin()->first == s.next_seq)) {
         auto node = s.ahead.extract(s.ahead.begin());
+        for (uint64_t missing = s.next_seq; missing < node.key() && s.skipped.size() < 4096;
+             ++missing)
+            s.skipped.insert(missing);
         join(node.mapped(), input, *engine);
         consumer_->ack(node.mapped());
         s.next_seq = node.key() + 1;

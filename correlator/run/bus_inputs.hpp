@@ -71,12 +71,14 @@ class BusInputs {
         IngestCounts counts;
         uint64_t next_seq = 1;                 // the producer's next batch (Insert-Seq)
         std::map<uint64_t, BusMessage> ahead;  // batches that came before it, by Insert-Seq
+        std::set<uint64_t> skipped;            // gone on without: joined late if they come
         std::chrono::steady_clock::time_point waiting_since{};
     };
     // Checked, then joined in its producer's order: a batch ahead of the next one expected
     // (Insert-Seq) is held until the ones before it came - a batch published again after a
     // failed acknowledgement is stored after those that followed it - or until
-    // kGapWait passed, when the partition goes on without them.
+    // kGapWait passed, when the partition goes on without them (and joins them late if
+    // they come after all).
     void handle(BusMessage& m);
     void join(const BusMessage& m, uint32_t input, LiveCorrelator& engine);
     // Joins what waited behind the batches now there (`give_up`: behind a gap, too).

@@ -222,7 +222,9 @@ class BusInstance {
         output_->seal();
         // What was decided is on the bus before the leases go: the next owner reads it back.
         output_->finish(kHandOverWait);
-        leases_->stop();
+        // Decided: the leases lapse rather than go to another instance, which would rebuild
+        // the partitions from their input and decide again what was decided here.
+        leases_->stop(!last);
         say_outcome();
         joins_.clear();
     }

@@ -52,6 +52,7 @@ struct NatsLeases::Impl {
         uint64_t revision = 0;
         Clock::time_point renewed{};
         bool giving_back = false;
+        bool orphan = false;  // taken beyond the share: nobody else took it (never given back)
     };
 
     void run();
@@ -61,6 +62,7 @@ struct NatsLeases::Impl {
     void renew(Clock::time_point now);
     unsigned count_members();
     void take_free(unsigned share);
+    bool take(unsigned k, bool orphan);
     void give_back_excess(unsigned share, Clock::time_point now);
     bool read_published(unsigned k, std::vector<uint64_t>& hashes, std::string& why);
     void emit(LeaseEvent e);
@@ -74,7 +76,8 @@ struct NatsLeases::Impl {
     mutable std::mutex mu;
     std::condition_variable cv;
     bool stopping = false;
-    bool still = false;  // hold_still()
+    bool still = false;   // hold_still()
+    bool release = true;  // stop(): delete the leases
     std::vector<LeaseEvent> events;
     std::set<unsigned> handed_back;  // by the run, to delete (given_back())
     Counts counts;
@@ -84,7 +87,9 @@ struct NatsLeases::Impl {
     Clock::time_point started{};
     Clock::time_point members_since{};
     unsigned last_members = 0;
-    std::string said;  // the last problem said
+    std::set<unsigned> leased;                // the partitions with a lease, at the last look
+    std::map<unsigned, unsigned> free_looks;  // candidates seen without a lease, looks in a row
+    std::string said;                         // the last problem said
     natsOptions* opts = nullptr;
     natsConnection* nc = nullptr;
     jsCtx* js = nullptr;
@@ -195,9 +200,11 @@ unsigned NatsLeases::Impl::count_members() {
     wo.Timeout = kApiWaitMs;
     unsigned members = 0;
     bool self = false;
+    leased.clear();
     if (kvStore_Keys(&keys, kv, &wo) == NATS_OK) {
         for (int i = 0; i < keys.Count; ++i) {
             const std::string_view key(keys.Keys[i]);
+            if (key.starts_with("p.")) leased.insert(std::stoul(std::string(key.substr(2))));
             if (!key.starts_with("m.")) continue;
             ++members;
             self |= key == member_key;
@@ -262,28 +269,46 @@ bool NatsLeases::Impl::read_published(unsigned k, std::vector<uint64_t>& hashes,
     return done;
 }
 
+// Up to the share; then any candidate nobody took for three looks in a row - the instances
+// whose share has room may not be allowed it (--partitions), and a partition nobody owns is
+// joined by nobody.
 void NatsLeases::Impl::take_free(unsigned share) {
-    if (held.size() >= share) return;
+    for (unsigned k : config.candidates) {
+        if (held.count(k) || leased.count(k))
+            free_looks.erase(k);
+        else
+            ++free_looks[k];
+    }
     // Each instance starts looking at its own place among the partitions, so that
     // instances starting together seldom reach for the same one.
     const std::size_t n = config.candidates.size();
     const std::size_t from = n ? fnv1a64(config.instance) % n : 0;
-    for (std::size_t i = 0; i < n && held.size() < share; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         const unsigned k = config.candidates[(from + i) % n];
         if (held.count(k)) continue;
+        const bool within = held.size() < share;
+        const auto looks = free_looks.find(k);
+        if (!within && (looks == free_looks.end() || looks->second < 3)) continue;
+        take(k, !within);
+    }
+}
+
+bool NatsLeases::Impl::take(unsigned k, bool orphan) {
+    {
         uint64_t rev = 0;
         if (kvStore_CreateString(&rev, kv, lease_key(k).c_str(), config.instance.c_str()) !=
             NATS_OK)
-            continue;  // another instance's
+            return false;  // another instance's
         LeaseEvent e{LeaseEvent::Kind::taken, k, {}};
         std::string why;
         if (!read_published(k, e.published, why)) {
             // Without what was published the join would publish it again: not taken.
             say("partition " + std::to_string(k) + ": " + why + "; leaving it for now");
             kvStore_Delete(kv, lease_key(k).c_str());
-            continue;
+            return false;
         }
-        held[k] = {rev, Clock::now(), false};
+        free_looks.erase(k);
+        held[k] = {rev, Clock::now(), false, orphan};
         std::fprintf(stderr,
                      "%s: took partition %u (%zu records of it published before, not published "
                      "again)\n",
@@ -294,12 +319,17 @@ void NatsLeases::Impl::take_free(unsigned share) {
         }
         emit(std::move(e));
     }
+    return true;
 }
 
 void NatsLeases::Impl::give_back_excess(unsigned share, Clock::time_point now) {
     // The members must have stood still for two intervals: an instance that is starting
     // takes its share before anyone gives any back.
     if (now - members_since < 2 * config.interval) return;
+    // One that took a partition nobody else would keeps everything: giving back would only
+    // pass partitions round among instances that may not all own them.
+    for (const auto& [k, h] : held)
+        if (h.orphan) return;
     std::size_t keeping = 0;
     for (const auto& [k, h] : held) keeping += h.giving_back ? 0 : 1;
     for (auto it = held.rbegin(); it != held.rend() && keeping > share; ++it) {
@@ -359,7 +389,12 @@ void NatsLeases::Impl::run() {
         cv.wait_for(lk, config.interval, [this] { return stopping || !handed_back.empty(); });
         if (stopping) break;
     }
-    if (kv && natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED) {
+    bool deleting = false;
+    {
+        std::lock_guard lk(mu);
+        deleting = release;
+    }
+    if (deleting && kv && natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED) {
         for (const auto& [k, h] : held) kvStore_Delete(kv, lease_key(k).c_str());
         kvStore_Delete(kv, member_key.c_str());
     }
@@ -443,9 +478,10 @@ void NatsLeases::hold_still() {
     impl_->still = true;
 }
 
-void NatsLeases::stop() {
+void NatsLeases::stop(bool release) {
     {
         std::lock_guard lk(impl_->mu);
+        if (!impl_->stopping) impl_->release = release;
         impl_->stopping = true;
     }
     impl_->cv.notify_all();
@@ -477,7 +513,7 @@ void NatsLeases::hold_still() {}
 unsigned NatsLeases::others() const {
     return 0;
 }
-void NatsLeases::stop() {}
+void NatsLeases::stop(bool) {}
 NatsLeases::Counts NatsLeases::counts() const {
     return {};
 }

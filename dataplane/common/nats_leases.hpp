@@ -80,9 +80,10 @@ class NatsLeases {
     void hold_still();
     // The instances alive at the last look, this one excluded.
     unsigned others() const;
-    // Stops; the leases held and the member key are deleted, so that the others take the
-    // partitions at once.
-    void stop();
+    // Stops. `release`: the leases held and the member key are deleted, so that the others
+    // take the partitions at once (a hand-over); else they are left to lapse (the instance
+    // decided everything it held: nobody is to rebuild a partition from half its input).
+    void stop(bool release = true);
     Counts counts() const;
 
     struct Impl;
